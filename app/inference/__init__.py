@@ -1,0 +1,1 @@
+"""Everything between a numpy image and a list of detections (no Qt here)."""

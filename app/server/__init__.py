@@ -1,0 +1,1 @@
+"""The embedded local Triton server (no Qt here)."""
