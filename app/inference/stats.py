@@ -89,10 +89,18 @@ class RequestStats:
             recent = sum(1 for t in self._finishes if t >= horizon)
             elapsed = now - self._started
             span = min(self._window_s, elapsed) or 1e-9
-            counts = (self._sent, self._in_flight, self._ok, self._failed,
-                      self._timed_out, self._cancelled, self._retried)
+            counts = (
+                self._sent,
+                self._in_flight,
+                self._ok,
+                self._failed,
+                self._timed_out,
+                self._cancelled,
+                self._retried,
+            )
         p50 = p95 = p99 = None
         if lat:
             p50, p95, p99 = (float(v) for v in np.percentile(np.asarray(lat), [50, 95, 99]))
-        return StatsSnapshot(*counts, p50_ms=p50, p95_ms=p95, p99_ms=p99,
-                             throughput=recent / span, elapsed_s=elapsed)
+        return StatsSnapshot(
+            *counts, p50_ms=p50, p95_ms=p95, p99_ms=p99, throughput=recent / span, elapsed_s=elapsed
+        )

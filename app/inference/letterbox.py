@@ -1,0 +1,145 @@
+"""Resizing an image to a model's input size, and mapping boxes back to the original image.
+
+Three ways, sharing the `BoxTransform` interface:
+- `letterbox`: the Ultralytics convention (keep the aspect ratio, pad evenly);
+- `stretch_resize`: plain resize to the input size (aspect ratio not kept);
+- `identity`: the model takes the image as it is (raw UINT8 inputs of any size).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import cv2
+import numpy as np
+
+
+class BoxTransform(Protocol):
+    """What every transform tells about itself and how boxes go back to the original image."""
+
+    @property
+    def src_w(self) -> int: ...
+    @property
+    def src_h(self) -> int: ...
+    @property
+    def dst_w(self) -> int: ...
+    @property
+    def dst_h(self) -> int: ...
+
+    def to_original(self, boxes: np.ndarray) -> np.ndarray:
+        """(N, 4) x1, y1, x2, y2 in model-input pixels -> original pixels, clipped to the image."""
+        ...
+
+
+def clip_boxes(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
+    """(N, 4) float32 boxes clipped to [0, width] x [0, height] (a new array)."""
+    out = np.array(boxes, dtype=np.float32).reshape(-1, 4)
+    np.clip(out[:, 0::2], 0, width, out=out[:, 0::2])
+    np.clip(out[:, 1::2], 0, height, out=out[:, 1::2])
+    return out
+
+
+@dataclass(frozen=True)
+class LetterboxTransform:
+    """Original -> input: x_in = x * scale + pad_left, y_in = y * scale + pad_top."""
+
+    scale: float
+    pad_left: int
+    pad_top: int
+    src_w: int
+    src_h: int
+    dst_w: int
+    dst_h: int
+
+    def to_original(self, boxes: np.ndarray) -> np.ndarray:
+        b = np.array(boxes, dtype=np.float32).reshape(-1, 4)
+        b[:, 0::2] = (b[:, 0::2] - self.pad_left) / self.scale
+        b[:, 1::2] = (b[:, 1::2] - self.pad_top) / self.scale
+        return clip_boxes(b, self.src_w, self.src_h)
+
+
+@dataclass(frozen=True)
+class ResizeTransform:
+    """Original -> input: x_in = x * scale_x, y_in = y * scale_y."""
+
+    scale_x: float
+    scale_y: float
+    src_w: int
+    src_h: int
+    dst_w: int
+    dst_h: int
+
+    def to_original(self, boxes: np.ndarray) -> np.ndarray:
+        b = np.array(boxes, dtype=np.float32).reshape(-1, 4)
+        b[:, 0::2] /= self.scale_x
+        b[:, 1::2] /= self.scale_y
+        return clip_boxes(b, self.src_w, self.src_h)
+
+
+@dataclass(frozen=True)
+class IdentityTransform:
+    """The model saw the original image itself."""
+
+    src_w: int
+    src_h: int
+
+    @property
+    def dst_w(self) -> int:
+        return self.src_w
+
+    @property
+    def dst_h(self) -> int:
+        return self.src_h
+
+    def to_original(self, boxes: np.ndarray) -> np.ndarray:
+        return clip_boxes(boxes, self.src_w, self.src_h)
+
+
+def _check_image(image: np.ndarray, size: tuple[int, int]) -> tuple[int, int]:
+    if image.ndim not in (2, 3) or image.shape[0] == 0 or image.shape[1] == 0:
+        raise ValueError(f"expected a non-empty HxW or HxWxC image, got shape {image.shape}")
+    if size[0] <= 0 or size[1] <= 0:
+        raise ValueError(f"model input size must be positive (H, W), got {size}")
+    return int(image.shape[0]), int(image.shape[1])
+
+
+def letterbox(
+    image: np.ndarray, size: tuple[int, int], pad_value: float = 114
+) -> tuple[np.ndarray, LetterboxTransform]:
+    """Ultralytics LetterBox (auto=False, center=True): `size` is (H_in, W_in)."""
+    h, w = _check_image(image, size)
+    h_in, w_in = size
+    r = min(h_in / h, w_in / w)
+    # At least 1 px: a 1x999 strip would otherwise round to an empty image (OpenCV error).
+    new_w, new_h = max(1, round(w * r)), max(1, round(h * r))
+    if (new_w, new_h) != (w, h):
+        image = cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR)
+    dw, dh = (w_in - new_w) / 2, (h_in - new_h) / 2
+    # The +-0.1 puts the odd pixel at the right/bottom, exactly as Ultralytics does.
+    top, bottom = round(dh - 0.1), round(dh + 0.1)
+    left, right = round(dw - 0.1), round(dw + 0.1)
+    channels = 1 if image.ndim == 2 else image.shape[2]
+    out = cv2.copyMakeBorder(
+        image, top, bottom, left, right, cv2.BORDER_CONSTANT, value=(pad_value,) * max(channels, 1)
+    )
+    if out.ndim == 2 and image.ndim == 3:  # OpenCV drops a trailing axis of 1
+        out = out[:, :, None]
+    return out, LetterboxTransform(r, left, top, w, h, w_in, h_in)
+
+
+def stretch_resize(image: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, ResizeTransform]:
+    """Resize to `size` (H_in, W_in) without keeping the aspect ratio."""
+    h, w = _check_image(image, size)
+    h_in, w_in = size
+    out = image
+    if (h, w) != (h_in, w_in):
+        out = cv2.resize(image, (w_in, h_in), interpolation=cv2.INTER_LINEAR)
+        if out.ndim == 2 and image.ndim == 3:
+            out = out[:, :, None]
+    return out, ResizeTransform(w_in / w, h_in / h, w, h, w_in, h_in)
+
+
+def identity(image: np.ndarray) -> tuple[np.ndarray, IdentityTransform]:
+    h, w = _check_image(image, (1, 1))
+    return image, IdentityTransform(w, h)

@@ -1,0 +1,210 @@
+"""Guessing a `ModelProfile` from Triton's model metadata and config.
+
+Both dicts as tritonclient.grpc returns them with `as_json=True` (proto JSON with snake_case
+field names, int64 values as strings, fields at their default value left out, the config
+wrapped as {"config": {...}}); plain ints and the unwrapped config are accepted too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from app.inference.labels import config_labels, resolve_labels
+from app.inference.profile_file import normalise_overrides
+from app.inference.profile_types import DEFAULT_SIZE, OUTPUT_ROLES, ModelProfile, ProfileError
+
+_DTYPES = {"FP32": "FP32", "FP16": "FP16", "UINT8": "UINT8"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tensor:
+    name: str
+    dtype: str  # without the TYPE_ prefix
+    shape: tuple[int, ...]  # the full request/response shape, batch dim (-1) included
+
+    def describe(self) -> str:
+        return f"{self.name} {self.dtype} {list(self.shape)}"
+
+
+def _ints(values: Any) -> tuple[int, ...]:
+    return tuple(int(v) for v in (values or ()))
+
+
+def _tensors(metadata: Mapping[str, Any], cfg: Mapping[str, Any], kind: str) -> list[_Tensor]:
+    """Inputs or outputs ("input"/"output"): metadata shapes include the batch dim already;
+    config dims leave it out when max_batch_size > 0."""
+    meta = {t["name"]: t for t in metadata.get(kind + "s", ()) or ()}
+    conf = {t["name"]: t for t in cfg.get(kind, ()) or ()}
+    batching = int(cfg.get("max_batch_size", 0) or 0) > 0
+    out: list[_Tensor] = []
+    for name in list(meta) + [n for n in conf if n not in meta]:
+        m, c = meta.get(name), conf.get(name)
+        if m is not None and m.get("shape") is not None:
+            shape = _ints(m["shape"])
+        else:
+            assert c is not None
+            shape = ((-1,) if batching else ()) + _ints(c.get("dims"))
+        dtype = str((m or {}).get("datatype") or (c or {}).get("data_type") or "").removeprefix("TYPE_")
+        out.append(_Tensor(name, dtype, shape))
+    return out
+
+
+def _describe(tensors: list[_Tensor]) -> str:
+    return "; ".join(t.describe() for t in tensors) or "none"
+
+
+def _detect_input(inputs: list[_Tensor], cfg: Mapping[str, Any]) -> dict[str, Any]:
+    images = [t for t in inputs if len(t.shape) in (3, 4)]
+    if len(images) != 1:
+        raise ProfileError(
+            f"cannot tell which input takes the image (inputs: {_describe(inputs)}); "
+            "pass --profile FILE naming it"
+        )
+    t = images[0]
+    if t.dtype not in _DTYPES:
+        raise ProfileError(f"input {t.describe()}: data type {t.dtype} not supported (FP32, FP16, UINT8)")
+    shape = t.shape
+    has_batch = len(shape) == 4
+    if has_batch and shape[0] not in (1, -1):
+        raise ProfileError(f"input {t.describe()}: fixed batch of {shape[0]} images not supported")
+    a, b, c = shape[-3:]
+    fmt = ""
+    for conf_in in cfg.get("input", ()) or ():
+        if conf_in.get("name") == t.name:
+            fmt = str(conf_in.get("format", ""))
+    if fmt == "FORMAT_NCHW" or (fmt != "FORMAT_NHWC" and a == 3 and c != 3):
+        layout, (h, w) = "NCHW", (b, c)
+    elif fmt == "FORMAT_NHWC" or c == 3:
+        layout, (h, w) = "NHWC", (a, b)
+    else:
+        raise ProfileError(
+            f"input {t.describe()}: cannot find a 3-channel axis (expected [3, H, W] or [H, W, 3]); "
+            "pass --profile FILE with [input] layout"
+        )
+    return {
+        "input_name": t.name,
+        "input_layout": layout,
+        "input_dtype": _DTYPES[t.dtype],
+        "input_size": (h, w) if h > 0 and w > 0 else None,
+        "has_batch_dim": has_batch,
+    }
+
+
+def _anchor_count(size: tuple[int, int]) -> int:
+    """Grid cells over YOLO's three strides (8, 16, 32): 8400 at 640x640."""
+    return sum((size[0] // s) * (size[1] // s) for s in (8, 16, 32))
+
+
+def _raw_yolo(t: _Tensor, size: tuple[int, int] | None, n_labels: int) -> tuple[str, int] | None:
+    """(format, class count) of a raw YOLO output, or None if the shape is not one."""
+    dims = list(t.shape)
+    while len(dims) > 2 and dims[0] in (1, -1):
+        dims = dims[1:]
+    if len(dims) != 2:
+        return None
+    rows, cols = dims
+    if rows > 0 and (cols < 0 or rows < cols):
+        return ("yolov8", rows - 4) if rows >= 5 else None  # [4 + C, N]
+    if cols < 6:
+        return None
+    # [N, K]: YOLOv5 (K = 5 + C) or a transposed YOLOv8 (K = 4 + C).
+    if n_labels:
+        if cols == 5 + n_labels:
+            return "yolov5", n_labels
+        if cols == 4 + n_labels:
+            return "yolov8", n_labels
+    if size is not None and rows > 0:
+        # YOLOv5 has 3 anchors per grid cell, YOLOv8 is anchor-free.
+        if rows == 3 * _anchor_count(size):
+            return "yolov5", cols - 5
+        if rows == _anchor_count(size):
+            return "yolov8", cols - 4
+    if cols == 85:
+        return "yolov5", 80
+    if cols == 84:
+        return "yolov8", 80
+    return None
+
+
+def _detect_output(
+    outputs: list[_Tensor], size: tuple[int, int] | None, n_labels: int
+) -> tuple[str, tuple[str, ...], int | None]:
+    names = {t.name for t in outputs}
+    for fmt in ("efficientnms", "tfod"):
+        roles = OUTPUT_ROLES[fmt]
+        if set(roles) <= names:
+            return fmt, roles, None
+    for t in outputs:
+        found = _raw_yolo(t, size, n_labels)
+        if found is not None:
+            return found[0], (t.name,), found[1]
+    raise ProfileError(
+        f"output layout not recognised (outputs: {_describe(outputs)}). Known: num_dets/det_boxes/"
+        "det_scores/det_classes, num_detections/detection_boxes/detection_scores/detection_classes, "
+        "raw YOLOv5 [N, 5+C], raw YOLOv8 [4+C, N]. Pass --profile FILE to describe the model."
+    )
+
+
+def _defaults(dtype: str, size: tuple[int, int] | None, fmt: str) -> dict[str, Any]:
+    if dtype == "UINT8" and size is None:
+        # A raw image of any size: the model resizes itself and answers in its own terms.
+        return {"preprocess": "raw", "pad_value": 0.0, "scale": 1.0,
+                "boxes_in": "normalized" if fmt == "tfod" else "original"}  # fmt: skip
+    yolo = fmt in ("yolov5", "yolov8", "efficientnms")
+    return {
+        "preprocess": "letterbox" if yolo else "resize",
+        "pad_value": 114.0 if yolo else 0.0,
+        "scale": 1.0 if dtype == "UINT8" else 1 / 255,
+        "boxes_in": "normalized" if fmt == "tfod" else "input",
+        "input_size": size or DEFAULT_SIZE,
+    }
+
+
+def detect_profile(
+    metadata: Mapping[str, Any], config: Mapping[str, Any], overrides: Mapping[str, Any] | None = None
+) -> ModelProfile:
+    """The profile of a model from its metadata and config.
+
+    `overrides` (see `apply_overrides`) win over what is detected; when they give both
+    `output_format` and `output_names`, an unrecognised output layout is not an error."""
+    cfg = config.get("config", config)
+    overrides = normalise_overrides(overrides or {}, "overrides")
+    inp = _detect_input(_tensors(metadata, cfg, "input"), cfg)
+    labels_cfg = config_labels(cfg)
+    n_labels = len(overrides.get("labels") or labels_cfg)
+    size = overrides.get("input_size", inp["input_size"])
+    try:
+        fmt, names, n_classes = _detect_output(_tensors(metadata, cfg, "output"), size, n_labels)
+    except ProfileError:
+        if "output_format" not in overrides or "output_names" not in overrides:
+            raise
+        fmt, names, n_classes = overrides["output_format"], tuple(overrides["output_names"]), None
+    fmt = overrides.get("output_format", fmt)
+    fields = {**inp, "output_format": fmt, "output_names": names, "num_classes": n_classes}
+    fields.update(_defaults(inp["input_dtype"], size, fmt))
+    raw_classes = n_classes if fmt in ("yolov5", "yolov8") else None
+    fields["labels"] = resolve_labels(None, labels_cfg, raw_classes)
+    fields.update(_threshold_parameters(cfg))
+    # Overrides applied in one go: a detected value may only be valid alongside an override.
+    try:
+        return ModelProfile(**{**fields, **overrides})
+    except ProfileError as exc:
+        raise ProfileError(f"model {cfg.get('name') or metadata.get('name') or '?'}: {exc}") from None
+
+
+def _threshold_parameters(cfg: Mapping[str, Any]) -> dict[str, float]:
+    """`score_threshold` / `iou_threshold` entries of the config's `parameters`, if numbers."""
+    out: dict[str, float] = {}
+    params = cfg.get("parameters") or {}
+    for key in ("score_threshold", "iou_threshold"):
+        entry = params.get(key)
+        value = entry.get("string_value") if isinstance(entry, dict) else entry
+        try:
+            number = float(value) if value is not None else None
+        except (TypeError, ValueError):
+            number = None  # a malformed hint is not worth failing the model over
+        if number is not None and 0 <= number <= 1:
+            out[key] = number
+    return out

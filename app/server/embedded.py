@@ -1,0 +1,232 @@
+"""The embedded Triton server: start it, wait until its models are ready, stop all of it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import TracebackType
+
+from app.server.errors import ModelLoadError, ServerError
+from app.server.health import ModelState, is_live, repository_index
+from app.server.install import TritonInstall, find_tritonserver
+from app.server.ports import free_ports
+from app.server.runtime import prepare_backend_dir, server_environment
+
+LOOPBACK = "127.0.0.1"
+SHM_DIR = Path("/dev/shm")
+_ERROR_LINE = re.compile(r"^E\d{4} .*|.*(error|failed).*", re.IGNORECASE)
+
+
+class EmbeddedServer:
+    """A real `tritonserver` child process bound to 127.0.0.1 on free ports.
+
+    Lifecycle: created -> start() -> stop(); stop() is idempotent; usable as a
+    context manager. Several can run side by side (own ports, own work folder,
+    own shared-memory prefix).
+    """
+
+    def __init__(
+        self,
+        model_repository: str | os.PathLike[str],
+        *,
+        tritonserver: str | os.PathLike[str] | None = None,
+        grpc_port: int | None = None,
+        http_port: int | None = None,
+        metrics_port: int | None = None,
+        startup_timeout: float = 120.0,
+        require_all_ready: bool = True,
+        log_verbose: int = 0,
+    ) -> None:
+        self.model_repository = Path(model_repository).resolve()
+        if not self.model_repository.is_dir():
+            raise ServerError(f"model repository {self.model_repository} is not a folder")
+        self._tritonserver = tritonserver
+        self._ports = (grpc_port, http_port, metrics_port)
+        self.startup_timeout = startup_timeout
+        self.require_all_ready = require_all_ready
+        self.log_verbose = log_verbose
+        self.grpc_port = self.http_port = self.metrics_port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._workdir: Path | None = None
+        self._log_file: Path | None = None
+        # Unique per server: lets stop() find (and remove) this server's own /dev/shm regions.
+        self.shm_prefix = f"tviewer{uuid.uuid4().hex[:10]}_"
+        self.models: list[ModelState] = []
+
+    # -- addresses ---------------------------------------------------------
+    @property
+    def grpc_url(self) -> str:
+        return f"{LOOPBACK}:{self.grpc_port}"
+
+    @property
+    def http_url(self) -> str:
+        return f"{LOOPBACK}:{self.http_port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def log_text(self) -> str:
+        if self._log_file and self._log_file.exists():
+            return self._log_file.read_text(errors="replace")
+        return ""
+
+    # -- lifecycle ---------------------------------------------------------
+    def __enter__(self) -> EmbeddedServer:
+        return self.start()
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> EmbeddedServer:
+        if self._process is not None:
+            raise ServerError("this server was already started")
+        install = find_tritonserver(self._tritonserver)
+        self._workdir = Path(tempfile.mkdtemp(prefix="triton-viewer-server-"))
+        try:
+            self._spawn(install)
+            self._wait_until_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _command(self, install: TritonInstall, backends: Path) -> list[str]:
+        return [
+            str(install.binary),
+            f"--model-repository={self.model_repository}",
+            f"--backend-directory={backends}",
+            f"--grpc-address={LOOPBACK}",
+            f"--grpc-port={self.grpc_port}",
+            f"--http-address={LOOPBACK}",
+            f"--http-port={self.http_port}",
+            f"--metrics-address={LOOPBACK}",
+            f"--metrics-port={self.metrics_port}",
+            "--allow-gpu-metrics=false",
+            # We report unloadable models ourselves, with their names and reasons.
+            "--exit-on-error=false",
+            "--strict-readiness=false",
+            "--exit-timeout-secs=5",
+            f"--log-verbose={self.log_verbose}",
+            f"--backend-config=python,shm-region-prefix-name={self.shm_prefix}",
+            # Room for a few full-HD frames per stub without growing the region request by request.
+            "--backend-config=python,shm-default-byte-size=16777216",
+            "--backend-config=python,shm-growth-byte-size=16777216",
+        ]
+
+    def _spawn(self, install: TritonInstall) -> None:
+        assert self._workdir is not None
+        backends = prepare_backend_dir(install, self._workdir)
+        wanted = [p for p in self._ports]
+        picked = iter(free_ports(sum(1 for p in wanted if not p)))
+        self.grpc_port, self.http_port, self.metrics_port = (p or next(picked) for p in wanted)
+        self._log_file = self._workdir / "tritonserver.log"
+        with open(self._log_file, "wb") as log:
+            # Own session = own process group: stop() signals the server and the
+            # Python-backend stubs it forked, all at once.
+            self._process = subprocess.Popen(
+                self._command(install, backends),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=server_environment(install),
+                cwd=self._workdir,
+                start_new_session=True,
+            )
+
+    def _wait_until_ready(self) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + self.startup_timeout
+        while not is_live(self.http_url, timeout=0.5):
+            if self._process.poll() is not None:
+                raise ServerError(
+                    f"tritonserver exited with status {self._process.returncode} while starting: "
+                    f"{self._last_error_line()}"
+                )
+            if time.monotonic() > deadline:
+                raise ServerError(
+                    f"tritonserver did not become live within {self.startup_timeout:.0f} s: "
+                    f"{self._last_error_line()}"
+                )
+            time.sleep(0.1)
+        while True:
+            self.models = repository_index(self.http_url)
+            pending = [m for m in self.models if m.state not in ("READY", "UNAVAILABLE")]
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                names = ", ".join(m.name for m in pending)
+                raise ServerError(f"models still loading after {self.startup_timeout:.0f} s: {names}")
+            time.sleep(0.1)
+        failed = {m.name: m.reason for m in self.models if m.state != "READY"}
+        if failed and self.require_all_ready:
+            detail = "; ".join(
+                f"model '{n}' failed to load: {r or self._log_error_for(n)}" for n, r in failed.items()
+            )
+            raise ModelLoadError(detail, failed)
+
+    def _log_error_for(self, model: str) -> str:
+        lines = [ln for ln in self.log_text().splitlines() if model in ln and _ERROR_LINE.match(ln)]
+        return lines[-1].strip() if lines else "no reason given (see the server log)"
+
+    def _last_error_line(self) -> str:
+        lines = [ln.strip() for ln in self.log_text().splitlines() if _ERROR_LINE.match(ln)]
+        if lines:
+            return lines[-1]
+        tail = self.log_text().strip().splitlines()
+        return tail[-1] if tail else "(no output)"
+
+    def stop(self, timeout: float = 8.0) -> None:
+        """SIGINT the whole group, wait up to `timeout`, then SIGKILL; remove what it left."""
+        proc, self._process = self._process, None
+        if proc is not None:
+            _stop_group(proc, timeout)
+            proc.wait()
+        for region in SHM_DIR.glob(f"{self.shm_prefix}*"):
+            with contextlib.suppress(OSError):
+                region.unlink()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+            self._log_file = None
+
+
+def _stop_group(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=timeout)
+    # The stubs may outlive the server by a moment: make sure nothing of the group stays.
+    deadline = time.monotonic() + 2.0
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,64 @@
+"""Lay out what the server process needs: a backend folder with the right stub, its environment."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import sysconfig
+from pathlib import Path
+
+from app.server.install import TritonInstall
+
+
+def prepare_backend_dir(install: TritonInstall, workdir: Path) -> Path:
+    """A backends/ folder whose python/ holds the backend library and the stub for this Python.
+
+    Copies, not symlinks: the backend looks for the stub beside its own real path.
+    """
+    backends = workdir / "backends"
+    target = backends / "python"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("libtriton_python.so", "triton_python_backend_utils.py", "triton_python_backend_stub"):
+        src = install.python_backend / name
+        if src.is_file():
+            shutil.copy2(src, target / name)
+    if install.stub is not None:
+        shutil.copy2(install.stub, target / "triton_python_backend_stub")
+    return backends
+
+
+def _interpreter_dir() -> str | None:
+    """The folder of a `python3` that is this interpreter (a venv's bin/), if there is one."""
+    if getattr(sys, "frozen", False):
+        return None
+    folder = Path(sys.executable).parent
+    return str(folder) if (folder / "python3").exists() else None
+
+
+def server_environment(install: TritonInstall, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: only its own process gets these paths.
+
+    - LD_LIBRARY_PATH: this interpreter's LIBDIR first, because the stub links
+      libpython3.X.so and must get the same build as the venv (else models fail
+      with "'_thread.RLock' object has no attribute '_recursion_count'"), then
+      the wheel's bundled libraries.
+    - PATH: this interpreter's folder first. The stub embeds an isolated Python
+      that ignores PYTHONPATH and finds its prefix by looking up `python3` on
+      PATH; finding the venv's, it reads its pyvenv.cfg and puts the venv's
+      site-packages (numpy, OpenCV for the models) on sys.path.
+    """
+    env = dict(os.environ if base is None else base)
+    libdir = sysconfig.get_config_var("LIBDIR")
+    lib_paths = [p for p in [libdir, *map(str, install.libs)] if p]
+    if env.get("LD_LIBRARY_PATH"):
+        lib_paths.append(env["LD_LIBRARY_PATH"])
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(lib_paths)
+    interpreter_dir = _interpreter_dir()
+    if interpreter_dir:
+        env["PATH"] = os.pathsep.join([interpreter_dir, env.get("PATH", "")])
+    # One OpenCV/BLAS thread per stub: several model instances each spawning a
+    # thread per core slow a 2-core machine down by an order of magnitude.
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return env

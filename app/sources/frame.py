@@ -1,0 +1,33 @@
+"""The unit every source produces: one RGB image with its index and timing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One captured frame.
+
+    index: 0-based position in the source (frames read, not frames delivered).
+    image: RGB uint8, H x W x 3, C-contiguous.
+    source: the path, URL or camera label the frame came from.
+    timestamp: time.monotonic() when the frame was captured.
+    pts_ms: position in the file in milliseconds when known, else None.
+    """
+
+    index: int
+    image: np.ndarray
+    source: str
+    timestamp: float
+    pts_ms: float | None = None
+
+    @property
+    def width(self) -> int:
+        return int(self.image.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.image.shape[0])

@@ -1,0 +1,284 @@
+"""Live capture (camera, stream URL, or a video file played as if live) keeping only the newest frame."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from app.sources._convert import bgr_to_rgb
+from app.sources._rate import RateMeter
+from app.sources._source_spec import (
+    CaptureLike,
+    SourceSpec,
+    describe_source,
+    open_capture,
+    open_failure_reason,
+)
+from app.sources.frame import Frame
+
+log = logging.getLogger(__name__)
+
+# A camera or stream whose read() keeps failing this many times in a row, or for this long
+# (a network read can itself take seconds to time out), is gone.
+MAX_CONSECUTIVE_FAILURES = 10
+MAX_FAILURE_SECONDS = 1.0
+RETRY_DELAY_S = 0.05
+FALLBACK_FPS = 30.0
+
+Opener = Callable[[SourceSpec, "tuple[int, int] | None"], CaptureLike]
+
+
+@dataclass(frozen=True)
+class CaptureStats:
+    fps: float  # rolling capture rate over the last second
+    captured: int  # frames read from the source
+    dropped: int  # frames replaced by a newer one before latest() took them
+    source_fps: float  # nominal rate of the source (0.0 if unknown)
+
+
+class LiveCapture:
+    """Read a live source continuously on its own thread; consumers only ever see the newest frame.
+
+    Consumers poll `latest(after_index)` and/or receive `on_frame(frame)` on the
+    capture thread (which must only hand the frame off). `on_error(message)` and
+    `on_end()` are also called on the capture thread, at most once, and the thread
+    then ends. The capture is opened and released on the capture thread.
+    """
+
+    def __init__(
+        self,
+        source: int | str | Path,
+        *,
+        on_frame: Callable[[Frame], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+        on_end: Callable[[], None] | None = None,
+        resolution: tuple[int, int] | None = None,
+        realtime: bool = True,
+        loop: bool = False,
+        opener: Opener | None = None,
+    ) -> None:
+        self.spec = describe_source(source)
+        self._on_frame = on_frame
+        self._on_error = on_error
+        self._on_end = on_end
+        self._resolution = resolution
+        self._realtime = realtime
+        self._loop = loop
+        self._opener: Opener = opener or open_capture
+        self._stop = threading.Event()
+        self._running = threading.Event()  # set = not paused
+        self._running.set()
+        # One lock for the newest-frame slot and the counters read by other threads.
+        self._lock = threading.Lock()
+        self._latest: Frame | None = None
+        self._latest_taken = True
+        self._pulled = False  # has any consumer ever called latest()?
+        self._captured = 0
+        self._dropped = 0
+        self._source_fps = 0.0
+        self._rate = RateMeter()
+        self._thread: threading.Thread | None = None
+        self._error: str | None = None
+        self._ended = False
+
+    # ----- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the capture thread and return at once (opening happens on that thread)."""
+        if self._thread is not None:
+            raise RuntimeError(f"{self.spec.label}: capture already started")
+        # Not a daemon: it holds a device handle that must be released; stop() joins it.
+        self._thread = threading.Thread(target=self._run, name=f"LiveCapture[{self.spec.name}]", daemon=False)
+        self._thread.start()
+
+    def pause(self) -> None:
+        """Stop delivering frames (files hold their position; cameras keep draining the driver)."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def stop(self, timeout: float = 2.0) -> bool:
+        """Ask the thread to end and wait up to `timeout` s; True if it has ended (idempotent).
+
+        False means the backend is stuck inside read(); the thread will release the
+        capture and end as soon as read() returns.
+        """
+        self._stop.set()
+        self._running.set()  # wake a paused thread so it sees the stop flag
+        thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return thread is None  # called from a callback: the thread ends right after it
+        thread.join(timeout)
+        if thread.is_alive():
+            log.warning("%s: capture thread still blocked after %.1f s", self.spec.label, timeout)
+            return False
+        return True
+
+    @property
+    def is_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def error(self) -> str | None:
+        return self._error
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    def __enter__(self) -> LiveCapture:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ----- consumer side ---------------------------------------------------------------
+
+    def latest(self, after_index: int = -1) -> Frame | None:
+        """The newest frame if its index is greater than after_index, else None (never blocks)."""
+        with self._lock:
+            self._pulled = True
+            frame = self._latest
+            if frame is None or frame.index <= after_index:
+                return None
+            self._latest_taken = True
+            return frame
+
+    def stats(self) -> CaptureStats:
+        with self._lock:
+            captured, dropped, source_fps = self._captured, self._dropped, self._source_fps
+        return CaptureStats(self._rate.rate(time.monotonic()), captured, dropped, source_fps)
+
+    @property
+    def frames_captured(self) -> int:
+        return self._captured
+
+    @property
+    def frames_dropped(self) -> int:
+        return self._dropped
+
+    @property
+    def fps(self) -> float:
+        return self._rate.rate(time.monotonic())
+
+    # ----- capture thread --------------------------------------------------------------
+
+    def _run(self) -> None:
+        cap: CaptureLike | None = None
+        try:
+            cap = self._opener(self.spec, self._resolution)
+            if self._stop.is_set():
+                return
+            if not cap.isOpened():
+                self._fail(f"cannot open {self.spec.label}: {open_failure_reason(self.spec)}")
+                return
+            self._capture_loop(cap)
+        except Exception as exc:  # a backend exception must not kill the thread silently
+            log.exception("%s: capture failed", self.spec.label)
+            self._fail(f"{self.spec.label}: capture failed: {exc}")
+        finally:
+            if cap is not None:
+                cap.release()  # here, on the thread that read: never concurrently with read()
+
+    def _capture_loop(self, cap: CaptureLike) -> None:
+        is_file = self.spec.kind == "file"
+        fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
+        with self._lock:
+            self._source_fps = fps if fps > 0 else 0.0
+        pace = 1.0 / (fps if fps > 0 else FALLBACK_FPS) if (is_file and self._realtime) else 0.0
+        next_due = time.monotonic()
+        failures = 0
+        first_failure = 0.0
+        frames_this_pass = 0
+        while not self._stop.is_set():
+            if not self._running.is_set():
+                if is_file:
+                    self._running.wait(0.1)
+                    next_due = time.monotonic()
+                elif not cap.grab():  # keep draining the driver so resume shows a fresh frame
+                    self._stop.wait(RETRY_DELAY_S)
+                continue
+            if pace:
+                delay = next_due - time.monotonic()
+                if delay > 0 and self._stop.wait(delay):
+                    break
+                # Fell more than a frame behind (slow decode, pause): restart the schedule.
+                next_due = max(next_due + pace, time.monotonic() - pace)
+            ok, bgr = cap.read()
+            if ok and bgr is not None:
+                failures = 0
+                frames_this_pass += 1
+                self._publish(bgr, cap, is_file)
+                continue
+            if is_file:
+                if self._loop and frames_this_pass > 0 and cap.set(cv2.CAP_PROP_POS_FRAMES, 0):
+                    frames_this_pass = 0
+                    continue
+                if self._captured == 0:
+                    self._fail(f"cannot read {self.spec.label}: it contains no decodable frame")
+                else:
+                    self._finish()
+                return
+            failures += 1
+            if failures == 1:
+                first_failure = time.monotonic()
+            if (
+                failures >= MAX_CONSECUTIVE_FAILURES
+                or time.monotonic() - first_failure >= MAX_FAILURE_SECONDS
+            ):
+                if self._captured:
+                    self._fail(f"{self.spec.label} stopped delivering frames")
+                else:
+                    self._fail(f"{self.spec.label} opened but delivered no frames")
+                return
+            self._stop.wait(RETRY_DELAY_S)
+
+    def _publish(self, bgr: np.ndarray, cap: CaptureLike, is_file: bool) -> None:
+        now = time.monotonic()
+        pts = float(cap.get(cv2.CAP_PROP_POS_MSEC)) if is_file else None
+        with self._lock:
+            index = self._captured
+        frame = Frame(index, bgr_to_rgb(bgr), self.spec.name, now, pts)
+        with self._lock:
+            # Before anyone pulls, on_frame is the consumer and nothing counts as dropped.
+            if self._latest is not None and not self._latest_taken and self._pulled:
+                self._dropped += 1
+            self._latest = frame
+            self._latest_taken = False
+            self._captured = index + 1
+        self._rate.tick(now)
+        if self._on_frame is not None:
+            try:
+                self._on_frame(frame)
+            except Exception:
+                log.exception("%s: on_frame callback raised", self.spec.label)
+
+    def _fail(self, message: str) -> None:
+        self._error = message
+        log.warning(message)
+        if self._on_error is not None:
+            try:
+                self._on_error(message)
+            except Exception:
+                log.exception("%s: on_error callback raised", self.spec.label)
+
+    def _finish(self) -> None:
+        self._ended = True
+        if self._on_end is not None:
+            try:
+                self._on_end()
+            except Exception:
+                log.exception("%s: on_end callback raised", self.spec.label)

@@ -1,0 +1,1 @@
+"""PySide6 widgets of the viewer (the only package that imports Qt)."""

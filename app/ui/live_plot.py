@@ -1,0 +1,196 @@
+"""LivePlot: latency p50 (ms, left axis) and throughput (req/s, right axis) over the last 60 s."""
+
+from __future__ import annotations
+
+import collections
+import math
+from typing import NamedTuple
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+WINDOW_S = 60.0
+LATENCY_COLOR = QColor(230, 120, 20)
+THROUGHPUT_COLOR = QColor(30, 120, 200)
+
+
+class PlotPoint(NamedTuple):
+    t: float  # time.monotonic() seconds
+    latency_ms: float | None
+    throughput: float
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest "round" number (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 x 10^k) >= value."""
+    value = max(value, 1e-9)
+    exp = math.floor(math.log10(value))
+    for mant in (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0):
+        # Divide for negative exponents: 3 / 10 is 0.3, 3 * 0.1 is 0.30000000000000004.
+        candidate = mant * 10**exp if exp >= 0 else mant / 10 ** (-exp)
+        if candidate >= value * (1 - 1e-12):
+            return candidate
+    return 10.0 ** (exp + 1)
+
+
+def axis_max(data_max: float, ticks: int) -> float:
+    """An axis top that divides into `ticks` round steps and holds `data_max`."""
+    return nice_ceiling(max(data_max, 1e-9) / ticks) * ticks
+
+
+def format_tick(value: float) -> str:
+    if abs(value - round(value)) < 1e-9:
+        return f"{value:.0f}"
+    return f"{value:.2f}".rstrip("0")
+
+
+class LivePlot(QWidget):
+    """Feed with `add_point(t_monotonic, latency_ms, throughput)`; points older than 60 s
+    (relative to the newest point) are dropped. The right edge of the plot is the
+    newest point's time."""
+
+    TICKS = 4  # horizontal grid lines (each y axis is divided the same way)
+
+    def __init__(self, parent: QWidget | None = None, window_s: float = WINDOW_S) -> None:
+        super().__init__(parent)
+        self._window_s = window_s
+        self._points: collections.deque[PlotPoint] = collections.deque()
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumSize(220, 120)
+
+    def sizeHint(self) -> QSize:
+        return QSize(360, 160)
+
+    # --- data -------------------------------------------------------------------
+
+    def add_point(self, t_monotonic: float, latency_ms: float | None, throughput: float) -> None:
+        self._points.append(PlotPoint(float(t_monotonic), latency_ms, float(throughput)))
+        horizon = t_monotonic - self._window_s
+        while self._points and self._points[0].t < horizon:
+            self._points.popleft()
+        self.update()
+
+    def clear(self) -> None:
+        self._points.clear()
+        self.update()
+
+    def points(self) -> list[PlotPoint]:
+        return list(self._points)
+
+    def y_ranges(self) -> tuple[float, float]:
+        """(latency axis max in ms, throughput axis max in req/s) for the points shown."""
+        lat = [p.latency_ms for p in self._points if p.latency_ms is not None]
+        thr = [p.throughput for p in self._points]
+        return axis_max(max(lat, default=1.0), self.TICKS), axis_max(max(thr, default=1.0), self.TICKS)
+
+    # --- painting ------------------------------------------------------------------
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pal = self.palette()
+        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
+        text_color = pal.color(QPalette.ColorRole.Text)
+        metrics = QFontMetricsF(self.font())
+        lat_max, thr_max = self.y_ranges()
+
+        left = metrics.horizontalAdvance(format_tick(lat_max) + "0") + 8
+        right = metrics.horizontalAdvance(format_tick(thr_max) + "0") + 8
+        top = metrics.height() + 8
+        bottom = metrics.height() * 2 + 8
+        plot = QRectF(left, top, self.width() - left - right, self.height() - top - bottom)
+        if plot.width() < 10 or plot.height() < 10:
+            painter.end()
+            return
+
+        # Grid and y tick labels (left: latency, right: throughput).
+        grid = QColor(text_color)
+        grid.setAlpha(50)
+        for i in range(self.TICKS + 1):
+            frac = i / self.TICKS
+            y = plot.bottom() - frac * plot.height()
+            painter.setPen(QPen(grid, 1))
+            painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y))
+            painter.setPen(LATENCY_COLOR)
+            painter.drawText(
+                QRectF(0, y - metrics.height() / 2, left - 4, metrics.height()),
+                Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+                format_tick(lat_max * frac),
+            )
+            painter.setPen(THROUGHPUT_COLOR)
+            painter.drawText(
+                QRectF(plot.right() + 4, y - metrics.height() / 2, right - 4, metrics.height()),
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                format_tick(thr_max * frac),
+            )
+
+        # x axis: seconds ago, every 15 s.
+        painter.setPen(text_color)
+        for ago in range(0, int(self._window_s) + 1, 15):
+            x = plot.right() - ago / self._window_s * plot.width()
+            painter.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 3))
+            label = "now" if ago == 0 else f"-{ago}"
+            painter.drawText(
+                QRectF(x - 30, plot.bottom() + 3, 60, metrics.height()),
+                Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop,
+                label,
+            )
+        painter.drawText(
+            QRectF(plot.left(), self.height() - metrics.height() - 2, plot.width(), metrics.height()),
+            Qt.AlignmentFlag.AlignHCenter,
+            "seconds",
+        )
+        painter.drawRect(plot)
+
+        # Axis titles at the top, coloured like their series.
+        painter.setPen(LATENCY_COLOR)
+        painter.drawText(
+            QRectF(2, 2, self.width() / 2, metrics.height()),
+            Qt.AlignmentFlag.AlignLeft,
+            "● latency p50 (ms)",
+        )
+        painter.setPen(THROUGHPUT_COLOR)
+        painter.drawText(
+            QRectF(self.width() / 2, 2, self.width() / 2 - 2, metrics.height()),
+            Qt.AlignmentFlag.AlignRight,
+            "throughput (req/s) ●",
+        )
+
+        if self._points:
+            now = self._points[-1].t
+
+            def x_of(t: float) -> float:
+                return plot.right() - (now - t) / self._window_s * plot.width()
+
+            painter.setClipRect(plot.adjusted(-1, -1, 1, 1))
+            self._draw_series(
+                painter,
+                [(x_of(p.t), p.throughput / thr_max) for p in self._points],
+                plot,
+                THROUGHPUT_COLOR,
+            )
+            self._draw_series(
+                painter,
+                [(x_of(p.t), p.latency_ms / lat_max) for p in self._points if p.latency_ms is not None],
+                plot,
+                LATENCY_COLOR,
+            )
+        painter.end()
+
+    @staticmethod
+    def _draw_series(painter: QPainter, xy: list[tuple[float, float]], plot: QRectF, color: QColor) -> None:
+        if not xy:
+            return
+        path = QPainterPath()
+        for i, (x, frac) in enumerate(xy):
+            point = QPointF(x, plot.bottom() - frac * plot.height())
+            if i == 0:
+                path.moveTo(point)
+            else:
+                path.lineTo(point)
+        painter.setPen(QPen(color, 2))
+        painter.drawPath(path)
+        if len(xy) == 1:
+            painter.setBrush(color)
+            painter.drawEllipse(path.currentPosition(), 2.5, 2.5)
+            painter.setBrush(Qt.BrushStyle.NoBrush)

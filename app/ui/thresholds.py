@@ -1,0 +1,89 @@
+"""Score and IoU threshold sliders (0..1, two decimals)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QSlider, QWidget
+
+STEPS = 100  # slider resolution: 0.01
+
+
+class _ThresholdRow(QWidget):
+    """A horizontal slider with its value shown as a number next to it."""
+
+    def __init__(self, value: float, tooltip: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, STEPS)
+        self.slider.setSingleStep(1)
+        self.slider.setPageStep(5)
+        self.slider.setToolTip(tooltip)
+        self.value_label = QLabel()
+        self.value_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.value_label.setMinimumWidth(self.value_label.fontMetrics().horizontalAdvance("0.000"))
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.slider, 1)
+        layout.addWidget(self.value_label)
+        self.slider.valueChanged.connect(self._show)
+        self.set_value(value)
+        self._show(self.slider.value())
+
+    def value(self) -> float:
+        return self.slider.value() / STEPS
+
+    def set_value(self, value: float) -> None:
+        self.slider.setValue(round(min(max(value, 0.0), 1.0) * STEPS))
+
+    def _show(self, _raw: int) -> None:
+        self.value_label.setText(f"{self.value():.2f}")
+
+
+class ThresholdsWidget(QWidget):
+    """Emits `changed(score, iou)` whenever either slider moves."""
+
+    changed = Signal(float, float)
+
+    def __init__(self, score: float = 0.25, iou: float = 0.45, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._score = _ThresholdRow(score, "Hide detections scoring below this value")
+        self._iou = _ThresholdRow(
+            iou, "Suppress a box overlapping a better box of the same class by more than this IoU"
+        )
+        layout = QFormLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addRow("Score ≥", self._score)
+        layout.addRow("IoU (NMS)", self._iou)
+        self._score.slider.valueChanged.connect(self._emit)
+        self._iou.slider.valueChanged.connect(self._emit)
+
+    def score(self) -> float:
+        return self._score.value()
+
+    def iou(self) -> float:
+        return self._iou.value()
+
+    def set_values(self, score: float, iou: float) -> None:
+        """Set both sliders; emits `changed` once if anything changed."""
+        before = (self.score(), self.iou())
+        for row in (self._score, self._iou):
+            row.slider.blockSignals(True)
+        try:
+            self._score.set_value(score)
+            self._iou.set_value(iou)
+        finally:
+            for row in (self._score, self._iou):
+                row.slider.blockSignals(False)
+        self._score._show(0)
+        self._iou._show(0)
+        if (self.score(), self.iou()) != before:
+            self._emit()
+
+    def score_slider(self) -> QSlider:
+        return self._score.slider
+
+    def iou_slider(self) -> QSlider:
+        return self._iou.slider
+
+    def _emit(self) -> None:
+        self.changed.emit(self.score(), self.iou())

@@ -1,0 +1,45 @@
+"""Shared fixtures: one real Triton server for the whole session, serving the bundled
+face detector and the test-only models of tests/models/."""
+
+from __future__ import annotations
+
+import os
+
+# Before any Qt import anywhere in the test session: widgets render offscreen.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.resources import model_repository
+from app.server.embedded import EmbeddedServer
+
+TESTS = Path(__file__).resolve().parent
+TEST_MODELS = TESTS / "models"
+
+
+@pytest.fixture(scope="session")
+def combined_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled repository plus the test models, as one repository of symlinks."""
+    repo = tmp_path_factory.mktemp("model_repository")
+    for source in (model_repository(), TEST_MODELS):
+        for model in sorted(source.iterdir()):
+            if (model / "config.pbtxt").is_file():
+                (repo / model.name).symlink_to(model, target_is_directory=True)
+    return repo
+
+
+@pytest.fixture(scope="session")
+def triton(combined_repository: Path) -> Iterator[EmbeddedServer]:
+    # Some test models are meant not to load: the server must still come up.
+    server = EmbeddedServer(combined_repository, require_all_ready=False, startup_timeout=180)
+    with server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def test_server(triton: EmbeddedServer) -> EmbeddedServer:
+    """Alias used by the profile integration tests."""
+    return triton

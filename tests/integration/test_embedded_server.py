@@ -1,0 +1,112 @@
+"""The embedded server's lifecycle: loopback only, clean stop, clear errors, side by side."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import skimage.data
+
+from app.resources import model_repository
+from app.server.embedded import SHM_DIR, EmbeddedServer
+from app.server.errors import ModelLoadError, TritonNotFoundError
+from app.server.health import repository_index
+from app.server.install import find_tritonserver
+from tests.conftest import TEST_MODELS
+from tests.integration.face_check import detect_faces
+from tests.integration.procs import group_members, listening_addresses
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_listens_on_loopback_only(triton: EmbeddedServer) -> None:
+    assert triton.pid is not None
+    addresses = listening_addresses(triton.pid)
+    ports = {port for _, port in addresses}
+    assert {triton.grpc_port, triton.http_port, triton.metrics_port} <= ports
+    assert all(host == "127.0.0.1" for host, _ in addresses), addresses
+
+
+def test_reports_models_that_did_not_load_but_serves_the_rest(triton: EmbeddedServer) -> None:
+    states = {m.name: m for m in repository_index(triton.http_url)}
+    assert states["face_detector"].state == "READY"
+    assert states["broken_at_load"].state == "UNAVAILABLE"
+    assert "refuses to load" in states["broken_at_load"].reason
+
+
+@pytest.mark.slow
+def test_stop_leaves_no_process_and_no_shared_memory(tmp_path: Path) -> None:
+    server = EmbeddedServer(model_repository()).start()
+    pgid = os.getpgid(server.pid or 0)
+    members = group_members(pgid)
+    assert len(members) >= 3, "server plus one stub per face_detector instance"
+    regions = list(SHM_DIR.glob(f"{server.shm_prefix}*"))
+    assert regions, "the Python backend's regions carry this server's prefix"
+    server.stop()
+    server.stop()  # idempotent
+    assert group_members(pgid) == []
+    assert list(SHM_DIR.glob(f"{server.shm_prefix}*")) == []
+
+
+@pytest.mark.slow
+def test_a_broken_model_gives_an_error_naming_it(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "broken_at_load").symlink_to(TEST_MODELS / "broken_at_load", target_is_directory=True)
+    with pytest.raises(ModelLoadError) as caught:
+        EmbeddedServer(repo).start()
+    message = str(caught.value)
+    assert "broken_at_load" in message
+    assert "refuses to load (weights file missing)" in message  # the server's own words
+    assert caught.value.failed.keys() == {"broken_at_load"}
+
+
+@pytest.mark.slow
+def test_two_servers_side_by_side(triton: EmbeddedServer) -> None:
+    with EmbeddedServer(model_repository()) as second:
+        assert second.grpc_port != triton.grpc_port
+        photo = skimage.data.astronaut()
+        first_boxes, _ = detect_faces(triton.grpc_url, photo)
+        second_boxes, _ = detect_faces(second.grpc_url, photo)
+        assert len(first_boxes) == len(second_boxes) == 1
+        assert abs(first_boxes - second_boxes).max() < 1e-3
+
+
+def test_an_explicit_binary_that_is_not_there_says_how_to_get_one(tmp_path: Path) -> None:
+    with pytest.raises(TritonNotFoundError) as caught:
+        find_tritonserver(tmp_path / "tritonserver")
+    assert "nvidia-pytriton" in str(caught.value)
+    assert "--url" in str(caught.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_serve_command_prints_the_addresses_and_stops_on_a_signal(sig: signal.Signals) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "app", "serve"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        try:
+            line = proc.stdout.readline() if proc.stdout else ""
+            assert line.startswith("grpc=127.0.0.1:") and " http=127.0.0.1:" in line, line
+            grpc_url = line.split()[0].removeprefix("grpc=")
+            boxes, _ = detect_faces(grpc_url, skimage.data.astronaut())
+            assert len(boxes) == 1
+            started = time.monotonic()
+            proc.send_signal(sig)
+            assert proc.wait(timeout=10) == 0
+            assert time.monotonic() - started < 10
+            assert group_members(proc.pid) == [], "no tritonserver or stub left behind"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

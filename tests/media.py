@@ -1,0 +1,139 @@
+"""Generated test videos: a moving face (real photograph) and frames that encode their own index."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+# Head-and-shoulders crop of skimage.data.astronaut() (x0, y0, x1, y1), hair included.
+HEAD_CROP = (135, 10, 315, 200)
+# Where the face (skin, eyes to chin) lies inside that crop, at scale 1: (x1, y1, x2, y2).
+FACE_IN_CROP = (45, 45, 135, 165)
+BACKGROUND_RGB = (190, 200, 210)
+
+INDEX_BITS = 10  # up to 1023 frames
+
+
+def _writer(path: Path, fps: float, size: tuple[int, int]) -> cv2.VideoWriter:
+    fourcc = "MJPG" if path.suffix.lower() == ".avi" else "mp4v"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*fourcc), float(fps), size)
+    if not writer.isOpened():
+        raise RuntimeError(f"cannot create {path} with {fourcc}")
+    return writer
+
+
+def head_image(scale: float = 1.0) -> np.ndarray:
+    """The astronaut's head as RGB, resized by `scale`."""
+    from skimage import data  # dev dependency: imported only when a face video is wanted
+
+    x0, y0, x1, y1 = HEAD_CROP
+    head = np.ascontiguousarray(data.astronaut()[y0:y1, x0:x1])
+    if scale != 1.0:
+        size = (round(head.shape[1] * scale), round(head.shape[0] * scale))
+        head = cv2.resize(head, size, interpolation=cv2.INTER_AREA)
+    return head
+
+
+def face_positions(frames: int, size: tuple[int, int], head_size: tuple[int, int]) -> list[tuple[int, int]]:
+    """Top-left of the pasted head per frame: left to right, with a gentle vertical wave."""
+    width, height = size
+    hw, hh = head_size
+    margin_x = max((width - hw) // 20, 0)
+    span_x = max(width - hw - 2 * margin_x, 0)
+    mid_y = (height - hh) / 2
+    amp_y = min(mid_y * 0.6, height * 0.08)
+    positions = []
+    for i in range(frames):
+        t = i / max(frames - 1, 1)
+        x = margin_x + round(span_x * (0.5 - 0.5 * math.cos(math.pi * t)))
+        y = round(mid_y + amp_y * math.sin(2 * math.pi * t))
+        positions.append((x, y))
+    return positions
+
+
+def face_scale_for(size: tuple[int, int]) -> float:
+    """Scale of the head crop so it fills at most ~40% of the frame's width and half its height."""
+    x0, y0, x1, y1 = HEAD_CROP
+    return min(1.0, 0.4 * size[0] / (x1 - x0), 0.5 * size[1] / (y1 - y0))
+
+
+def face_frame(size: tuple[int, int], position: tuple[int, int], head: np.ndarray) -> np.ndarray:
+    """One RGB frame: plain background with the head pasted at `position`."""
+    width, height = size
+    frame = np.empty((height, width, 3), np.uint8)
+    frame[:] = BACKGROUND_RGB
+    x, y = position
+    frame[y : y + head.shape[0], x : x + head.shape[1]] = head
+    return frame
+
+
+def face_box(position: tuple[int, int], scale: float) -> tuple[int, int, int, int]:
+    """Approximate face box (x1, y1, x2, y2) in frame pixels for a head pasted at `position`."""
+    fx1, fy1, fx2, fy2 = FACE_IN_CROP
+    x, y = position
+    return (x + round(fx1 * scale), y + round(fy1 * scale), x + round(fx2 * scale), y + round(fy2 * scale))
+
+
+def make_face_video(
+    path: str | Path, frames: int = 90, fps: float = 30, size: tuple[int, int] = (640, 480)
+) -> list[tuple[int, int]]:
+    """Write a video (.mp4 mp4v, or .avi MJPG) of a face moving across a plain background.
+
+    Returns the head's top-left (x, y) per frame; the face itself is at
+    `face_box(position, face_scale_for(size))`.
+    """
+    scale = face_scale_for(size)
+    head = head_image(scale)
+    positions = face_positions(frames, size, (head.shape[1], head.shape[0]))
+    writer = _writer(Path(path), fps, size)
+    try:
+        for position in positions:
+            writer.write(cv2.cvtColor(face_frame(size, position, head), cv2.COLOR_RGB2BGR))
+    finally:
+        writer.release()
+    return positions
+
+
+def index_frame(index: int, size: tuple[int, int]) -> np.ndarray:
+    """RGB frame encoding `index`: INDEX_BITS black/white columns in the top half (MSB left),
+    and a bright square whose x position is the index (mod the free width) in the bottom half."""
+    width, height = size
+    frame = np.zeros((height, width, 3), np.uint8)
+    cell = width // INDEX_BITS
+    for bit in range(INDEX_BITS):
+        if index >> (INDEX_BITS - 1 - bit) & 1:
+            frame[: height // 2, bit * cell : (bit + 1) * cell] = 255
+    side = max(height // 6, 4)
+    x = index % max(width - side, 1)
+    frame[height - side - 2 : height - 2, x : x + side] = (255, 255, 255)
+    return frame
+
+
+def decode_index(image: np.ndarray) -> int:
+    """The index `index_frame` encoded, read back from a (possibly compressed) RGB or BGR frame."""
+    height, width = image.shape[:2]
+    cell = width // INDEX_BITS
+    gray = image.mean(axis=2) if image.ndim == 3 else image
+    value = 0
+    for bit in range(INDEX_BITS):
+        x0, x1 = bit * cell + cell // 4, (bit + 1) * cell - cell // 4
+        patch = gray[height // 8 : height // 2 - height // 8, x0 : max(x1, x0 + 1)]
+        value = value << 1 | int(patch.mean() > 127)
+    return value
+
+
+def make_index_video(
+    path: str | Path, frames: int, fps: float = 30, size: tuple[int, int] = (160, 120)
+) -> None:
+    """Write a video whose frame i shows `index_frame(i)`; read it back with `decode_index`."""
+    if frames > 1 << INDEX_BITS:
+        raise ValueError(f"at most {1 << INDEX_BITS} frames")
+    writer = _writer(Path(path), fps, size)
+    try:
+        for i in range(frames):
+            writer.write(cv2.cvtColor(index_frame(i, size), cv2.COLOR_RGB2BGR))
+    finally:
+        writer.release()

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from pytestqt.qtbot import QtBot
+
+from app.ui.batch_panel import BatchPanel, summary_text
+from app.ui.thumbnail_strip import THUMB_SIZE, ThumbnailStrip, make_thumbnail
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_batch_panel_progress_and_summary(qtbot: QtBot) -> None:
+    clock = FakeClock()
+    panel = BatchPanel(clock=clock)
+    qtbot.addWidget(panel)
+    panel.start(312)
+    clock.now += 2.0
+    panel.set_progress(150)
+    assert panel.progress_text() == "150 / 312 · 75 img/s"
+    assert panel.progress.value() == 150
+    assert panel.cancel_button.isEnabled()
+    panel.finish(312, 310, 2, 4.1)
+    assert panel.summary.text() == "312 images · 310 ok · 2 failed · 4.1 s · 76 img/s"
+    assert not panel.cancel_button.isEnabled()
+    assert summary_text(1, 1, 0, 0.5) == "1 image · 1 ok · 0 failed · 0.5 s · 2.0 img/s"
+
+
+def test_batch_panel_cancel_emits(qtbot: QtBot) -> None:
+    panel = BatchPanel()
+    qtbot.addWidget(panel)
+    panel.start(10)
+    with qtbot.waitSignal(panel.cancel_requested, timeout=200):
+        qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+    assert not panel.cancel_button.isEnabled()  # no double cancel
+
+
+def test_make_thumbnail_keeps_aspect() -> None:
+    thumb = make_thumbnail(np.zeros((480, 640, 3), np.uint8))
+    assert thumb.shape == (72, 96, 3)
+    small = np.zeros((10, 20, 3), np.uint8)
+    assert make_thumbnail(small).shape == (10, 20, 3)
+
+
+def test_thumbnail_strip_selected_and_status(qtbot: QtBot) -> None:
+    strip = ThumbnailStrip()
+    qtbot.addWidget(strip)
+    img = np.full((300, 200, 3), 200, np.uint8)
+    strip.add_item("dir/a.jpg", img, None)
+    strip.add_item("dir/b.jpg", img, True)
+    strip.add_item("dir/a.jpg", img, None)  # same key: replaced, not duplicated
+    assert strip.count() == 2 and strip.keys() == ["dir/a.jpg", "dir/b.jpg"]
+    assert strip.iconSize().width() == THUMB_SIZE
+    strip.set_status("dir/a.jpg", False)
+    assert strip.status("dir/a.jpg") is False
+    item = strip.item_for("dir/a.jpg")
+    assert item is not None and "failed" in item.toolTip()
+    # The failure marker is painted in red on the icon.
+    pm = item.icon().pixmap(THUMB_SIZE, THUMB_SIZE).toImage()
+    c = pm.pixelColor(THUMB_SIZE - 10, 10)
+    assert c.red() > 180 and c.green() < 90
+    with qtbot.waitSignal(strip.selected, timeout=200) as blocker:
+        strip.setCurrentRow(1)
+    assert blocker.args == ["dir/b.jpg"]

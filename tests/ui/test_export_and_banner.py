@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QImage
+from pytestqt.qtbot import QtBot
+
+from app.inference.result import Detection, Status
+from app.ui.banner import ErrorBanner
+from app.ui.colors import class_rgb
+from app.ui.export import result_json, save_annotated_png, to_coco_results, write_jsonl
+
+from .helpers import make_result
+
+
+def test_annotated_png_has_box_colour_at_edges(qtbot: QtBot, tmp_path: Path) -> None:
+    img = np.full((240, 320, 3), 255, np.uint8)
+    det = Detection((40, 60, 200, 180), 0.93, 2, "face")
+    path = tmp_path / "out.png"
+    save_annotated_png(path, img, [det])
+    out = QImage(str(path))
+    assert (out.width(), out.height()) == (320, 240)
+    rgb = class_rgb(2)
+    for x, y in [(40, 120), (199, 120), (120, 60), (120, 179)]:  # left, right, top, bottom edges
+        c = out.pixelColor(x, y)
+        assert (c.red(), c.green(), c.blue()) == rgb, (x, y)
+    # Inside and outside the box the image is untouched.
+    assert out.pixelColor(120, 120).red() == 255 and out.pixelColor(120, 120).green() == 255
+    assert out.pixelColor(260, 220).green() == 255
+    # The label background sits just above the box, in the class colour.
+    c = out.pixelColor(42, 57)
+    assert (c.red(), c.green(), c.blue()) == rgb
+
+
+def test_coco_results_bbox_is_xywh() -> None:
+    dets = [Detection((10.0, 20.0, 110.0, 220.5), 0.93, 0, "face"), Detection((1, 2, 3, 4), 0.5, 1, "x")]
+    results = [
+        make_result(1, source="a.jpg", detections=dets),
+        make_result(2, Status.ERROR, source="b.jpg"),
+    ]
+    coco = to_coco_results(results, {"a.jpg": 7, "b.jpg": 8})
+    assert coco == [
+        {"image_id": 7, "category_id": 0, "bbox": [10.0, 20.0, 100.0, 200.5], "score": 0.93},
+        {"image_id": 7, "category_id": 1, "bbox": [1.0, 2.0, 2.0, 2.0], "score": 0.5},
+    ]
+    assert to_coco_results(results[:1], {"a.jpg": 7}, {0: 1, 1: 2})[1]["category_id"] == 2
+    with pytest.raises(KeyError):
+        to_coco_results(results[:1], {"other.jpg": 1})
+
+
+def test_jsonl_and_json_records(tmp_path: Path) -> None:
+    det = Detection((10, 20, 110, 220), 0.93, 0, "face")
+    results = [make_result(1, detections=[det]), make_result(2, Status.TIMEOUT)]
+    path = tmp_path / "r.jsonl"
+    assert write_jsonl(path, results) == 2
+    lines = path.read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [r.to_record() for r in results]
+    assert json.loads(lines[1])["ok"] is False
+    assert json.loads(result_json(results[0]))["detections"][0]["box"] == [10, 20, 110, 220]
+
+
+def test_error_banner_shows_latest_with_count(qtbot: QtBot) -> None:
+    banner = ErrorBanner()
+    qtbot.addWidget(banner)
+    assert banner.isHidden()
+    banner.show_error("server unreachable")
+    assert not banner.isHidden() and banner.text() == "server unreachable"
+    assert banner.count_label.text() == ""
+    banner.show_error("timeout after 5 s")
+    assert banner.text() == "timeout after 5 s" and banner.count() == 2
+    assert banner.count_label.text() == "\u00d72"
+    with qtbot.waitSignal(banner.dismissed, timeout=200):
+        banner.close_button.click()
+    assert banner.isHidden() and banner.count() == 0

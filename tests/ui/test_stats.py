@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from PySide6.QtGui import QColor, QImage
+from pytestqt.qtbot import QtBot
+
+from app.inference.stats import StatsSnapshot
+from app.ui.live_plot import LATENCY_COLOR, THROUGHPUT_COLOR, LivePlot, axis_max, nice_ceiling
+from app.ui.stats_panel import NONE_TEXT, StatsPanel
+
+
+def snap(**kw: object) -> StatsSnapshot:
+    base: dict[str, object] = dict(
+        sent=10, in_flight=2, ok=5, failed=1, timed_out=1, cancelled=1, retried=0,
+        p50_ms=6.43, p95_ms=12.0, p99_ms=None, throughput=42.25, elapsed_s=3.0,
+    )  # fmt: skip
+    base.update(kw)
+    return StatsSnapshot(**base)  # type: ignore[arg-type]
+
+
+def test_stats_panel_shows_snapshot(qtbot: QtBot) -> None:
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    assert panel.value_text("p50") == NONE_TEXT == "\u2013"
+    panel.update_stats(snap())
+    texts = {k: panel.value_text(k) for k in ("in_flight", "sent", "ok", "failed", "timed_out", "cancelled")}
+    assert texts == {
+        "in_flight": "2",
+        "sent": "10",
+        "ok": "5",
+        "failed": "1",
+        "timed_out": "1",
+        "cancelled": "1",
+    }
+    assert panel.value_text("p50") == "6.4 ms"
+    assert panel.value_text("p95") == "12.0 ms"
+    assert panel.value_text("p99") == NONE_TEXT
+    assert panel.value_text("throughput") == "42.2"
+    panel.update_stats(snap(p99_ms=250.4, failed=0))
+    assert panel.value_text("p99") == "250 ms"
+    assert panel.value_text("failed") == "0"
+
+
+def test_stats_panel_extra_rows(qtbot: QtBot) -> None:
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.set_extra("capture fps", "29.8")
+    panel.set_extra("dropped frames", "3")
+    panel.set_extra("capture fps", "30.1")
+    assert panel.extra_names() == ["capture fps", "dropped frames"]
+    assert panel.value_text("capture fps") == "30.1"
+    panel.remove_extra("capture fps")
+    assert panel.extra_names() == ["dropped frames"]
+
+
+def test_live_plot_drops_points_older_than_60s(qtbot: QtBot) -> None:
+    plot = LivePlot()
+    qtbot.addWidget(plot)
+    for t in range(0, 100, 5):
+        plot.add_point(1000.0 + t, 5.0 + t / 10, 20.0)
+    times = [p.t for p in plot.points()]
+    assert times[-1] == 1095.0
+    assert min(times) >= 1095.0 - 60
+    assert times[0] == 1035.0 and len(times) == 13  # 1035..1095: exactly 60 s kept
+
+
+def test_live_plot_axes_scale_to_data(qtbot: QtBot) -> None:
+    plot = LivePlot()
+    qtbot.addWidget(plot)
+    assert nice_ceiling(7.3) == 8 and nice_ceiling(42) == 50 and nice_ceiling(0.27) == 0.3
+    assert axis_max(23.5, 4) == 24  # ticks 6, 12, 18, 24
+    plot.add_point(1.0, 7.3, 130.0)
+    plot.add_point(2.0, None, 90.0)  # no latency yet in this interval: throughput still plotted
+    assert plot.y_ranges() == (8.0, 160.0)
+    plot.add_point(3.0, 30.0, 10.0)
+    assert plot.y_ranges() == (32.0, 160.0)  # 4 steps of 8 ms
+
+
+def _has_color(img: QImage, color: QColor) -> bool:
+    for y in range(0, img.height(), 1):
+        for x in range(0, img.width(), 1):
+            c = img.pixelColor(x, y)
+            if (
+                abs(c.red() - color.red()) + abs(c.green() - color.green()) + abs(c.blue() - color.blue())
+                < 30
+            ):
+                return True
+    return False
+
+
+def test_live_plot_paints_both_series(qtbot: QtBot) -> None:
+    plot = LivePlot()
+    qtbot.addWidget(plot)
+    plot.resize(300, 160)
+    for t in range(30):
+        plot.add_point(float(t), 10.0 + t % 5, 50.0 + t)
+    img = plot.grab().toImage()
+    # Only the two series lines are drawn in those colours inside the plot area.
+    inner = img.copy(60, 40, 180, 80)
+    assert _has_color(inner, LATENCY_COLOR)
+    assert _has_color(inner, THROUGHPUT_COLOR)

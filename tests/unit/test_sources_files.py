@@ -1,0 +1,120 @@
+"""Input expansion: files and folders, recursive and sorted, media told by content not name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from app.sources._magic import looks_like_video
+from app.sources.files import InputItem, iter_image_paths
+from tests.media import make_index_video
+
+
+def _png(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ok, data = cv2.imencode(".png", np.full((8, 8, 3), 128, np.uint8))
+    assert ok
+    path.write_bytes(data.tobytes())
+    return path
+
+
+def _jpeg(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ok, data = cv2.imencode(".jpg", np.full((8, 8, 3), 64, np.uint8))
+    assert ok
+    path.write_bytes(data.tobytes())
+    return path
+
+
+def test_folder_is_expanded_recursively_in_sorted_order(tmp_path: Path) -> None:
+    _png(tmp_path / "b.png")
+    _png(tmp_path / "a" / "z.png")
+    _jpeg(tmp_path / "a" / "deeper" / "x.jpg")
+    _png(tmp_path / "c" / "1.png")
+    items = list(iter_image_paths([tmp_path]))
+    assert [item.path.relative_to(tmp_path).as_posix() for item in items] == [
+        "a/deeper/x.jpg",
+        "a/z.png",
+        "b.png",
+        "c/1.png",
+    ]
+    assert all(item.kind == "image" and item.error is None for item in items)
+
+
+def test_image_with_wrong_extension_is_found_by_content(tmp_path: Path) -> None:
+    _png(tmp_path / "photo.dat")
+    _jpeg(tmp_path / "noext")
+    items = list(iter_image_paths([tmp_path]))
+    assert [(i.path.name, i.kind) for i in items] == [("noext", "image"), ("photo.dat", "image")]
+
+
+def test_text_named_jpg_is_skipped_inside_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "fake.jpg").write_text("not an image at all")
+    (tmp_path / "notes.txt").write_text("hello")
+    real = _png(tmp_path / "real.png")
+    assert list(iter_image_paths([tmp_path])) == [InputItem(real, "image", None)]
+
+
+def test_text_named_jpg_given_explicitly_is_invalid_with_path_and_cause(tmp_path: Path) -> None:
+    fake = tmp_path / "fake.jpg"
+    fake.write_text("not an image at all")
+    [item] = iter_image_paths([fake])
+    assert item.kind == "invalid"
+    assert item.error is not None
+    assert str(fake) in item.error and "neither an image nor a video" in item.error
+
+
+def test_missing_path_is_invalid_and_the_others_still_come(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.png"
+    good = _png(tmp_path / "ok.png")
+    items = list(iter_image_paths([missing, str(good)]))
+    assert items[0].kind == "invalid" and items[0].path == missing
+    assert (
+        items[0].error is not None and str(missing) in items[0].error and "does not exist" in items[0].error
+    )
+    assert items[1] == InputItem(good, "image", None)
+
+
+def test_empty_file_given_explicitly_is_invalid(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    [item] = iter_image_paths([empty])
+    assert item.kind == "invalid" and item.error is not None and "empty" in item.error
+
+
+def test_folder_without_media_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "readme.txt").write_text("x")
+    [item] = iter_image_paths([tmp_path])
+    assert item.kind == "invalid" and item.error is not None and str(tmp_path) in item.error
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".avi"])
+def test_video_is_recognised_by_content_whatever_its_name(tmp_path: Path, suffix: str) -> None:
+    video = tmp_path / f"clip{suffix}"
+    make_index_video(video, frames=3, fps=10, size=(64, 48))
+    renamed = video.rename(tmp_path / "clip.bin")
+    _png(tmp_path / "still.png")
+    items = list(iter_image_paths([tmp_path]))
+    assert [(i.path.name, i.kind) for i in items] == [("clip.bin", "video"), ("still.png", "image")]
+    assert list(iter_image_paths([renamed])) == [InputItem(renamed, "video", None)]
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b"\x1a\x45\xdf\xa3" + b"\x00" * 40, True),  # Matroska / WebM
+        (b"\x00\x00\x00\x18ftypisom" + b"\x00" * 40, True),  # MP4
+        (b"\x00\x00\x00\x14ftypqt  " + b"\x00" * 40, True),  # QuickTime
+        (b"\x00\x00\x00\x18ftypheic" + b"\x00" * 40, False),  # HEIF still image
+        (b"RIFF\x00\x00\x00\x00AVI LIST", True),
+        (b"RIFF\x00\x00\x00\x00WEBPVP8 ", False),
+        ((b"\x47" + b"\x00" * 187) * 3, True),  # MPEG-TS, two sync bytes 188 apart
+        (b"\x47" + b"\x00" * 400, False),  # one 'G' is not a transport stream
+        (b"hello world" * 50, False),
+    ],
+)
+def test_video_magic(head: bytes, expected: bool) -> None:
+    assert looks_like_video(head) is expected

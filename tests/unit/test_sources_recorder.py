@@ -1,0 +1,98 @@
+"""Recorder: video + JSONL written off the caller's thread, aligned, readable back."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.inference.result import Detection
+from app.sources.recorder import Recorder
+from app.sources.video_file import VideoFileReader
+from tests.media import decode_index, index_frame
+
+SIZE = (160, 120)
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".avi"])
+def test_recording_reads_back_with_the_same_frames(tmp_path: Path, suffix: str) -> None:
+    video, jsonl = tmp_path / f"rec{suffix}", tmp_path / "rec.jsonl"
+    t0 = time.monotonic()
+    with Recorder(video, jsonl, fps=30, size=SIZE) as recorder:
+        for i in range(40):
+            detections = [{"box": [1, 2, 3, 4], "score": np.float32(0.5), "class_id": 0, "label": "face"}]
+            assert recorder.write(index_frame(i, SIZE), detections, timestamp=t0 + i / 30)
+    assert recorder.written == 40 and recorder.dropped == 0 and recorder.error is None
+    with VideoFileReader(video) as reader:
+        assert reader.fps == pytest.approx(30, abs=0.1)
+        frames = list(reader)
+    assert [decode_index(f.image) for f in frames] == list(range(40))
+    records = _lines(jsonl)
+    assert [r["frame"] for r in records] == list(range(40))
+    assert [r["timestamp"] for r in records] == pytest.approx([i / 30 for i in range(40)], abs=0.01)
+    assert records[0]["detections"] == [{"box": [1, 2, 3, 4], "score": 0.5, "class_id": 0, "label": "face"}]
+
+
+def test_colours_survive_rgb_in_bgr_out(tmp_path: Path) -> None:
+    video = tmp_path / "red.avi"
+    with Recorder(video, tmp_path / "red.jsonl", fps=10, size=(64, 48)) as recorder:
+        for _ in range(3):
+            recorder.write(np.full((48, 64, 3), (255, 0, 0), np.uint8))  # RGB red
+    with VideoFileReader(video) as reader:
+        r, g, b = next(iter(reader)).image[24, 32]
+    assert r > 200 and g < 60 and b < 60
+
+
+def test_detection_objects_and_other_sizes_are_accepted(tmp_path: Path) -> None:
+    video, jsonl = tmp_path / "rec.mp4", tmp_path / "rec.jsonl"
+    with Recorder(video, jsonl, fps=30, size=SIZE) as recorder:
+        recorder.write(np.zeros((240, 320, 3), np.uint8), [Detection((1.0, 2.0, 3.0, 4.0), 0.9, 0, "face")])
+    with VideoFileReader(video) as reader:
+        frames = list(reader)
+    assert len(frames) == 1 and frames[0].image.shape == (120, 160, 3)
+    assert _lines(jsonl)[0]["detections"][0]["label"] == "face"
+
+
+class SlowRecorder(Recorder):
+    """A recorder whose disk is stuck until `gate` opens."""
+
+    gate = threading.Event()
+
+    def _write_one(self, rgb: np.ndarray, detections: list[Any], seconds: float) -> None:
+        self.gate.wait(5)
+        super()._write_one(rgb, detections, seconds)
+
+
+def test_full_queue_drops_without_blocking_and_counts(tmp_path: Path) -> None:
+    video, jsonl = tmp_path / "rec.avi", tmp_path / "rec.jsonl"
+    SlowRecorder.gate.clear()
+    recorder = SlowRecorder(video, jsonl, fps=30, size=SIZE, queue_size=3)
+    t0 = time.monotonic()
+    accepted = [recorder.write(index_frame(i, SIZE)) for i in range(20)]
+    assert time.monotonic() - t0 < 0.5  # the caller never waited for the disk
+    SlowRecorder.gate.set()
+    assert recorder.close(timeout=5)
+    assert recorder.close()  # idempotent
+    assert not recorder.write(index_frame(0, SIZE))  # after close: refused, not counted
+    kept = [i for i, ok in enumerate(accepted) if ok]
+    assert 3 <= len(kept) <= 4 and recorder.written == len(kept)
+    assert recorder.dropped == 20 - len(kept)
+    with VideoFileReader(video) as reader:
+        assert [decode_index(f.image) for f in reader] == kept
+    assert [r["frame"] for r in _lines(jsonl)] == list(range(len(kept)))
+    assert not any(t.name.startswith("Recorder[") for t in threading.enumerate())
+
+
+def test_unsupported_extension_is_a_value_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"\.mp4"):
+        Recorder(tmp_path / "x.gif", tmp_path / "x.jsonl", fps=30, size=SIZE)
+    assert not any(t.name.startswith("Recorder[") for t in threading.enumerate())
