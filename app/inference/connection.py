@@ -1,0 +1,130 @@
+"""gRPC connections to Triton servers: several channels per server, least-loaded first."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import tritonclient.grpc as grpcclient
+
+# Passing channel_args replaces ALL of tritonclient's defaults, including its 2 GiB message
+# limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
+MAX_MESSAGE_BYTES = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    ssl: bool = False
+    root_certificates: str | None = None
+    private_key: str | None = None
+    certificate_chain: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    channels_per_server: int = 2
+    keepalive_ms: int = 10_000
+
+    def channel_args(self) -> list[tuple[str, Any]]:
+        return [
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.keepalive_time_ms", self.keepalive_ms),
+            # Otherwise gRPC shares one subchannel (one TCP connection) between
+            # channels with equal arguments, and "several channels" would be one.
+            ("grpc.use_local_subchannel_pool", 1),
+        ]
+
+
+class Channel:
+    """One tritonclient client (one gRPC channel) and how many requests it carries now."""
+
+    def __init__(self, url: str, index: int, options: ConnectionOptions) -> None:
+        self.url = url
+        self.client = grpcclient.InferenceServerClient(
+            url,
+            ssl=options.ssl,
+            root_certificates=options.root_certificates,
+            private_key=options.private_key,
+            certificate_chain=options.certificate_chain,
+            channel_args=options.channel_args(),
+        )
+        self.in_flight = 0
+        # tritonclient keeps the call in an instance attribute before attaching the
+        # callback, so one client must issue async_infer from one thread at a time.
+        self.send_lock = threading.Lock()
+
+    def send(self, *, on_done: Callable[..., None], **kwargs: Any) -> Any:
+        with self.send_lock:
+            return self.client.async_infer(callback=on_done, **kwargs)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class ServerHealth:
+    """Whether a server answers; after a long outage only a probe now and then gets through."""
+
+    def __init__(self, probe_interval_s: float = 1.0) -> None:
+        self.unreachable_since: float | None = None
+        self.last_probe = 0.0
+        self.probe_interval_s = probe_interval_s
+        self.last_error = ""
+
+    def mark_ok(self) -> None:
+        self.unreachable_since = None
+
+    def mark_unreachable(self, message: str) -> None:
+        if self.unreachable_since is None:
+            self.unreachable_since = time.monotonic()
+        self.last_error = message
+
+    def down_for(self) -> float:
+        return 0.0 if self.unreachable_since is None else time.monotonic() - self.unreachable_since
+
+
+class ConnectionPool:
+    """`channels_per_server` channels to each URL; `acquire` picks the least-loaded usable one."""
+
+    def __init__(self, urls: Sequence[str], options: ConnectionOptions) -> None:
+        if not urls:
+            raise ValueError("at least one server URL is needed")
+        self.urls = list(dict.fromkeys(urls))
+        self.options = options
+        self.health = {url: ServerHealth() for url in self.urls}
+        self.channels = [
+            Channel(url, i, options) for url in self.urls for i in range(max(1, options.channels_per_server))
+        ]
+        self._lock = threading.Lock()
+
+    def acquire(self, give_up_after_s: float) -> tuple[Channel | None, str]:
+        """The channel to use, or (None, why) when every server has been down for too long.
+
+        A server down for longer than `give_up_after_s` gets one probe request per
+        probe interval instead of every request: no hammering, no endless waiting.
+        """
+        now = time.monotonic()
+        with self._lock:
+            usable = []
+            for ch in self.channels:
+                h = self.health[ch.url]
+                if h.down_for() <= give_up_after_s:
+                    usable.append(ch)
+                elif now - h.last_probe >= h.probe_interval_s:
+                    h.last_probe = now
+                    usable.append(ch)
+                    break
+            if not usable:
+                h = min(self.health.values(), key=lambda health: health.down_for())
+                return None, f"{h.last_error} (unreachable for {h.down_for():.1f} s; not sending)"
+            channel = min(usable, key=lambda c: c.in_flight)
+            channel.in_flight += 1
+            return channel, ""
+
+    def release(self, channel: Channel) -> None:
+        with self._lock:
+            channel.in_flight -= 1
+
+    def close(self) -> None:
+        for ch in self.channels:
+            ch.close()

@@ -1,0 +1,120 @@
+"""What a server has: its models, their state, inputs/outputs, batching; clear errors when not usable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonclient.utils import InferenceServerException
+
+from app.inference.errors import SessionError, classify, first_paragraph
+from app.inference.profile import ModelProfile, detect_profile
+
+PREFERRED_MODEL = "face_detector"
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    version: str
+    state: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    version: str
+    platform: str
+    inputs: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+    max_batch_size: int
+    dynamic_batching: dict[str, Any] | None
+    instance_groups: list[dict[str, Any]]
+    profile: ModelProfile
+    config: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+def _call(url: str, secrets: list[str], fn: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except InferenceServerException as e:
+        raise SessionError(classify(e, url, secrets).message) from None
+
+
+def check_live(client: Any, url: str, headers: dict[str, str], timeout_s: float) -> None:
+    secrets = list(headers.values())
+    if not _call(url, secrets, client.is_server_live, headers=headers, client_timeout=timeout_s):
+        raise SessionError(f"Triton at {url} answers but is not live")
+
+
+def list_models(client: Any, url: str, headers: dict[str, str], timeout_s: float = 10.0) -> list[ModelEntry]:
+    index = _call(
+        url,
+        list(headers.values()),
+        client.get_model_repository_index,
+        headers=headers,
+        as_json=True,
+        client_timeout=timeout_s,
+    )
+    return [
+        ModelEntry(m.get("name", ""), str(m.get("version", "")), m.get("state", ""), m.get("reason", ""))
+        for m in index.get("models", [])
+    ]
+
+
+def choose_model(models: list[ModelEntry], wanted: str | None, url: str) -> str:
+    """The model to use: the one asked for, else the bundled detector, else the only ready one."""
+    names = sorted({m.name for m in models})
+    if wanted:
+        entries = [m for m in models if m.name == wanted]
+        if not entries:
+            raise SessionError(
+                f"model '{wanted}' not found on {url}; models there: {', '.join(names) or '(none)'}"
+            )
+        if not any(m.state == "READY" for m in entries):
+            e = entries[0]
+            raise SessionError(
+                f"model '{wanted}' on {url} is not ready: {e.state or 'not loaded'}"
+                + (f": {first_paragraph(e.reason)}" if e.reason else "")
+            )
+        return wanted
+    ready = sorted({m.name for m in models if m.state == "READY"})
+    if PREFERRED_MODEL in ready:
+        return PREFERRED_MODEL
+    if len(ready) == 1:
+        return ready[0]
+    if not ready:
+        raise SessionError(f"no model is ready on {url} (models there: {', '.join(names) or '(none)'})")
+    raise SessionError(f"{url} serves several models; choose one with --model: {', '.join(ready)}")
+
+
+def model_info(
+    client: Any,
+    url: str,
+    name: str,
+    headers: dict[str, str],
+    overrides: dict[str, Any] | None = None,
+    timeout_s: float = 10.0,
+) -> ModelInfo:
+    secrets = list(headers.values())
+    metadata = _call(
+        url, secrets, client.get_model_metadata, name, headers=headers, as_json=True, client_timeout=timeout_s
+    )
+    wrapped = _call(
+        url, secrets, client.get_model_config, name, headers=headers, as_json=True, client_timeout=timeout_s
+    )
+    config = wrapped.get("config", wrapped)
+    profile = detect_profile(metadata, config, overrides)
+    return ModelInfo(
+        name=name,
+        version=str((metadata.get("versions") or [""])[-1]),
+        platform=config.get("backend") or config.get("platform") or metadata.get("platform", ""),
+        inputs=list(metadata.get("inputs", [])),
+        outputs=list(metadata.get("outputs", [])),
+        max_batch_size=int(config.get("max_batch_size", 0)),
+        dynamic_batching=config.get("dynamic_batching"),
+        instance_groups=list(config.get("instance_group", [])),
+        profile=profile,
+        config=config,
+    )
