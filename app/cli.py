@@ -1,35 +1,60 @@
-"""The command line: `python -m app [sub-command] ...` (the viewer when no sub-command is given)."""
+"""The command line: `python -m app [sub-command] ...`; the viewer when no sub-command is given.
+
+Each command lives in its own module under app/commands/ with `add_arguments(parser)`
+and `run(args) -> int`; modules are imported only when their command runs, so
+`serve` or `infer` never load Qt.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from app import __version__
-from app.commands import serve
 
-SUBCOMMANDS = {"serve": serve}
+SUBCOMMANDS = {
+    "serve": ("app.commands.serve", "run the embedded Triton server in the foreground"),
+    "models": ("app.commands.models", "list the models on a server and the detected profile"),
+    "infer": ("app.commands.infer", "headless detection of images, folders and videos (JSON Lines out)"),
+    "bench": ("app.commands.bench", "concurrency sweep: the app's pipeline vs a plain tritonclient loop"),
+}
+VIEWER = "app.commands.gui"
+SMOKE_TEST = "app.commands.smoke"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="triton-viewer",
-        description="Triton Inference Viewer: live detections and request statistics for NVIDIA Triton.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{serve}")
-    for module in SUBCOMMANDS.values():
-        module.add_parser(sub)
+def _load(module: str) -> ModuleType:
+    return importlib.import_module(module)
+
+
+def build_parser(command: str | None) -> argparse.ArgumentParser:
+    """The parser of one command (None: the viewer)."""
+    if command is None:
+        parser = argparse.ArgumentParser(
+            prog="triton-viewer",
+            description="Triton Inference Viewer: live detections and request statistics for NVIDIA Triton. "
+            f"Sub-commands: {', '.join(SUBCOMMANDS)} (see `triton-viewer COMMAND --help`).",
+        )
+        parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+        _load(VIEWER).add_arguments(parser)
+        return parser
+    module, help_text = SUBCOMMANDS[command]
+    parser = argparse.ArgumentParser(prog=f"triton-viewer {command}", description=help_text)
+    _load(module).add_arguments(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if not args_list or (
-        args_list[0] not in SUBCOMMANDS and args_list[0] not in ("-h", "--help", "--version")
-    ):
-        # The viewer is the default; until it exists, serve and say how to use the server.
-        args_list = ["serve", *[a for a in args_list if a]]
-    args = build_parser().parse_args(args_list)
-    return int(args.func(args))
+    if "--smoke-test" in args_list:
+        module = _load(SMOKE_TEST)
+        parser = argparse.ArgumentParser(prog="triton-viewer --smoke-test")
+        module.add_arguments(parser)
+        return int(module.run(parser.parse_args([a for a in args_list if a != "--smoke-test"])))
+    command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
+    parser = build_parser(command)
+    args = parser.parse_args(args_list[1:] if command else args_list)
+    module = _load(SUBCOMMANDS[command][0] if command else VIEWER)
+    return int(module.run(args))

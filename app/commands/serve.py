@@ -13,8 +13,7 @@ from app.server.embedded import EmbeddedServer
 from app.server.errors import ServerError
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="run the embedded Triton server in the foreground")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model-repository",
         default=str(model_repository()),
@@ -24,7 +23,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--http-port", type=int, default=None, help="default: a free port")
     p.add_argument("--metrics-port", type=int, default=None, help="default: a free port")
     p.add_argument("--tritonserver", default=None, help="path of a tritonserver binary to use")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
