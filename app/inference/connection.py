@@ -63,7 +63,8 @@ class Channel:
 
 
 class ServerHealth:
-    """Whether a server answers; after a long outage only a probe now and then gets through."""
+    """Whether a server answers; after a long outage only a probe now and then gets through.
+    Changed only under the pool's lock."""
 
     def __init__(self, probe_interval_s: float = 1.0) -> None:
         self.unreachable_since: float | None = None
@@ -76,7 +77,7 @@ class ServerHealth:
 
     def mark_unreachable(self, message: str) -> None:
         if self.unreachable_since is None:
-            self.unreachable_since = time.monotonic()
+            self.unreachable_since = self.last_probe = time.monotonic()
         self.last_error = message
 
     def down_for(self) -> float:
@@ -105,21 +106,37 @@ class ConnectionPool:
         """
         now = time.monotonic()
         with self._lock:
-            usable = []
-            for ch in self.channels:
-                h = self.health[ch.url]
-                if h.down_for() <= give_up_after_s:
-                    usable.append(ch)
-                elif now - h.last_probe >= h.probe_interval_s:
-                    h.last_probe = now
-                    usable.append(ch)
-                    break
-            if not usable:
+            channel = self._probe_due(now) or self._least_loaded(give_up_after_s)
+            if channel is None:
                 h = min(self.health.values(), key=lambda health: health.down_for())
                 return None, f"{h.last_error} (unreachable for {h.down_for():.1f} s; not sending)"
-            channel = min(usable, key=lambda c: c.in_flight)
             channel.in_flight += 1
             return channel, ""
+
+    def _probe_due(self, now: float) -> Channel | None:
+        """A channel of a failing server whose turn for a probe request has come (one per interval):
+        that is how a server that went away is noticed coming back."""
+        for ch in self.channels:
+            h = self.health[ch.url]
+            if h.unreachable_since is not None and now - h.last_probe >= h.probe_interval_s:
+                h.last_probe = now
+                return ch
+        return None
+
+    def _least_loaded(self, give_up_after_s: float) -> Channel | None:
+        # Healthy servers first; ones failing for less than `give_up_after_s` only when
+        # no healthy one is left; ones down for longer get nothing but probes.
+        healthy = [ch for ch in self.channels if self.health[ch.url].unreachable_since is None]
+        usable = healthy or [ch for ch in self.channels if self.health[ch.url].down_for() <= give_up_after_s]
+        return min(usable, key=lambda c: c.in_flight) if usable else None
+
+    def mark_ok(self, url: str) -> None:
+        with self._lock:
+            self.health[url].mark_ok()
+
+    def mark_unreachable(self, url: str, message: str) -> None:
+        with self._lock:
+            self.health[url].mark_unreachable(message)
 
     def release(self, channel: Channel) -> None:
         with self._lock:

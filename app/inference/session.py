@@ -150,7 +150,7 @@ class TritonSession:
                 live.append(url)
             except SessionError as e:
                 errors.append(str(e))
-                pool.health[url].mark_unreachable(str(e))
+                pool.mark_unreachable(url, str(e))
         if not live:
             raise SessionError("; ".join(errors))
         for message in errors:
@@ -344,16 +344,15 @@ class TritonSession:
         if req.finished:
             return
         assert self._pool is not None
-        health = self._pool.health[channel.url]
         if error is not None:
             failure = classify(error, channel.url, self._secrets)
             if failure.transient:
-                health.mark_unreachable(failure.message)
+                self._pool.mark_unreachable(channel.url, failure.message)
                 if self._retry(req):
                     return
             self._finish(req, failure.status, failure.message)
             return
-        health.mark_ok()
+        self._pool.mark_ok(channel.url)
         try:
             profile = self.profile
             outputs = {name: result.as_numpy(name) for name in profile.output_names}

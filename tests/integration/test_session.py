@@ -1,0 +1,215 @@
+"""TritonSession against the real server: modes, ids, timeouts, cancellation, window, close."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+
+import numpy as np
+import pytest
+import skimage.data
+
+from app.inference.errors import SessionClosedError, SessionError
+from app.inference.result import Status
+from app.inference.session import TritonSession
+from app.server.embedded import EmbeddedServer
+from app.server.ports import free_ports
+from tests.integration.face_check import detect_faces
+from tests.integration.session_helpers import Collector, delayed_image
+
+
+def test_open_discovers_the_face_detector_and_its_profile(triton: EmbeddedServer) -> None:
+    with TritonSession(triton.grpc_url) as session:
+        assert session.info is not None
+        assert session.info.name == "face_detector"
+        assert session.info.max_batch_size == 8
+        assert session.info.dynamic_batching is not None
+        assert session.profile.output_format == "efficientnms"
+        assert session.profile.labels == ("face",)
+        names = {m.name for m in session.models}
+        assert {"face_detector", "slow_faces", "broken_at_load"} <= names
+
+
+def test_callback_mode_delivers_the_face_off_the_callers_thread(triton: EmbeddedServer) -> None:
+    photo = skimage.data.astronaut()
+    expected, _ = detect_faces(triton.grpc_url, photo)
+    collect = Collector()
+    with TritonSession(triton.grpc_url) as session:
+        request_id = session.submit(photo, collect, source="astronaut.png", tag="my-tag")
+        (result,) = collect.wait_for(1)
+    assert result.request_id == request_id
+    assert result.ok and result.source == "astronaut.png" and result.tag == "my-tag"
+    assert (result.width, result.height) == (512, 512)
+    assert [d.label for d in result.detections] == ["face"]
+    assert np.allclose(result.detections[0].box, expected[0], atol=0.01)
+    assert threading.main_thread().name not in collect.threads
+    assert result.latency_ms is not None and result.latency_ms > 0
+
+
+def test_future_and_asyncio_modes(triton: EmbeddedServer) -> None:
+    with TritonSession(triton.grpc_url) as session:
+        future = session.submit_future(skimage.data.astronaut(), source="a")
+        coffee = asyncio.run(session.infer_async(skimage.data.coffee(), source="c"))
+        astronaut = future.result(timeout=30)
+    assert astronaut.ok and len(astronaut.detections) == 1
+    assert coffee.ok and coffee.detections == []
+    assert astronaut.request_id != coffee.request_id
+
+
+def test_request_ids_are_unique_and_every_result_carries_its_own(triton: EmbeddedServer) -> None:
+    collect = Collector()
+    with TritonSession(triton.grpc_url, "slow_faces") as session:
+        ids = [session.submit(delayed_image(0), collect, frame=i) for i in range(50)]
+        results = collect.wait_for(50)
+    assert len(set(ids)) == 50
+    assert {r.request_id: r.frame for r in results} == {rid: i for i, rid in enumerate(ids)}
+
+
+def test_per_request_timeout(triton: EmbeddedServer) -> None:
+    with TritonSession(triton.grpc_url, "slow_faces", timeout_s=5) as session:
+        slow = session.infer(delayed_image(1500), timeout_s=0.2)
+        fast = session.infer(delayed_image(0), timeout_s=5)
+    assert slow.status is Status.TIMEOUT and "deadline" in (slow.error or "")
+    assert fast.ok
+
+
+def test_cancel_one_and_cancel_all(triton: EmbeddedServer) -> None:
+    collect = Collector()
+    with TritonSession(triton.grpc_url, "slow_faces") as session:
+        first = session.submit(delayed_image(2000), collect)
+        assert first is not None
+        assert session.cancel(first)
+        assert not session.cancel(first), "a finished request cannot be cancelled again"
+        for _ in range(5):
+            session.submit(delayed_image(2000), collect)
+        assert session.cancel_all() == 5
+        results = collect.wait_for(6)
+        assert session.in_flight == 0
+    assert [r.status for r in results] == [Status.CANCELLED] * 6
+    assert collect.deliveries.most_common(1)[0][1] == 1
+
+
+def test_a_failing_model_is_an_error_and_is_not_retried(triton: EmbeddedServer) -> None:
+    with TritonSession(triton.grpc_url, "failing", retries=3) as session:
+        result = session.infer(delayed_image(0), source="x.png")
+        snapshot = session.stats.snapshot()
+    assert result.status is Status.ERROR
+    assert "inference always fails" in (result.error or "")
+    assert result.retries == 0 and snapshot.retried == 0 and snapshot.failed == 1
+
+
+def test_bad_input_is_an_error_naming_the_input(triton: EmbeddedServer) -> None:
+    with TritonSession(triton.grpc_url) as session:
+        bad = session.infer(np.zeros((10, 10), np.float32), source="weird.tif")
+        good = session.infer(skimage.data.astronaut(), source="fine.png")
+    assert bad.status is Status.ERROR and "weird.tif" in (bad.error or "")
+    assert good.ok
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("broken_at_load", "refuses to load"),
+        ("no_such_model", "models there: broken_at_load, face_detector"),
+    ],
+)
+def test_model_diagnostics(triton: EmbeddedServer, model: str, expected: str) -> None:
+    with pytest.raises(SessionError, match=expected):
+        TritonSession(triton.grpc_url, model).open()
+
+
+def test_nothing_listening_and_http_port_diagnostics(triton: EmbeddedServer) -> None:
+    (port,) = free_ports(1)
+    with pytest.raises(SessionError, match="Nothing is listening"):
+        TritonSession(f"127.0.0.1:{port}", timeout_s=2).open()
+    with pytest.raises(SessionError, match="HTTP port"):
+        TritonSession(triton.http_url, timeout_s=2).open()
+
+
+def test_the_window_bounds_requests_in_flight(triton: EmbeddedServer) -> None:
+    collect = Collector()
+    with TritonSession(triton.grpc_url, "slow_faces", max_in_flight=4) as session:
+        accepted = [session.submit(delayed_image(500), collect, block=False) for _ in range(10)]
+        in_flight_when_full = session.in_flight
+        assert accepted[:4] == [a for a in accepted[:4] if a] and accepted[4:] == [None] * 6
+        # A blocking submit waits for a slot instead.
+        late = session.submit(delayed_image(0), collect, block=True, wait_s=10)
+        collect.wait_for(5)
+    assert in_flight_when_full == 4
+    assert late is not None
+    assert session.stats.snapshot().sent == 5
+
+
+def test_close_drains_within_the_bound_then_cancels(triton: EmbeddedServer) -> None:
+    quick, slow = Collector(), Collector()
+    session = TritonSession(triton.grpc_url, "slow_faces").open()
+    for _ in range(8):
+        session.submit(delayed_image(200), quick)
+    session.close(drain_timeout=10)
+    assert [r.status for r in quick.results] == [Status.OK] * 8
+
+    session = TritonSession(triton.grpc_url, "slow_faces").open()
+    for _ in range(8):
+        session.submit(delayed_image(2500), slow)
+    started = time.monotonic()
+    session.close(drain_timeout=0.1)
+    took = time.monotonic() - started
+    session.close()  # idempotent
+    assert [r.status for r in slow.results] == [Status.CANCELLED] * 8
+    assert took < 2.0, "closing must not wait for the slow model"
+    with pytest.raises(SessionClosedError):
+        session.submit(delayed_image(0), slow)
+
+
+def test_every_request_ends_exactly_once_under_concurrency_64(triton: EmbeddedServer) -> None:
+    rng = random.Random(7)
+    collect = Collector()
+    total = 400
+    with TritonSession(triton.grpc_url, "slow_faces", max_in_flight=64, timeout_s=5) as session:
+        ids: list[str] = []
+
+        def canceller() -> None:
+            while len(collect.results) < total:
+                if ids:
+                    session.cancel(rng.choice(ids))
+                time.sleep(0.005)
+
+        thread = threading.Thread(target=canceller)
+        thread.start()
+        for _ in range(total):
+            timeout = rng.choice([0.05, 0.2, 5.0])
+            request_id = session.submit(
+                delayed_image(rng.choice([0, 0, 100, 300])), collect, timeout_s=timeout
+            )
+            assert request_id is not None
+            ids.append(request_id)
+        results = collect.wait_for(total, timeout=60)
+        thread.join()
+        time.sleep(0.3)  # a late duplicate would arrive here
+        snapshot = session.stats.snapshot()
+    assert len(collect.results) == total
+    assert set(collect.deliveries) == set(ids)
+    assert max(collect.deliveries.values()) == 1
+    statuses = {s: sum(r.status is s for r in results) for s in Status}
+    assert statuses[Status.OK] > 0 and statuses[Status.TIMEOUT] > 0 and statuses[Status.CANCELLED] > 0
+    assert statuses[Status.ERROR] == 0
+    assert snapshot.in_flight == 0
+    assert (snapshot.ok, snapshot.timed_out, snapshot.cancelled) == (
+        statuses[Status.OK],
+        statuses[Status.TIMEOUT],
+        statuses[Status.CANCELLED],
+    )
+
+
+def test_stats_count_and_time_what_happened(triton: EmbeddedServer) -> None:
+    with TritonSession(triton.grpc_url, "slow_faces") as session:
+        for _ in range(20):
+            session.infer(delayed_image(50))
+        session.infer(delayed_image(1000), timeout_s=0.1)
+        snapshot = session.stats.snapshot()
+    assert (snapshot.sent, snapshot.ok, snapshot.timed_out, snapshot.in_flight) == (21, 20, 1, 0)
+    assert snapshot.p50_ms is not None and snapshot.p50_ms >= 40  # the model sleeps 50 ms
+    assert snapshot.p50_ms <= snapshot.p95_ms <= snapshot.p99_ms  # type: ignore[operator]
+    assert snapshot.throughput > 0
