@@ -13,7 +13,6 @@ import cv2
 import numpy as np
 
 from app.sources._convert import bgr_to_rgb
-from app.sources._rate import RateMeter
 from app.sources._source_spec import (
     CaptureLike,
     SourceSpec,
@@ -22,6 +21,7 @@ from app.sources._source_spec import (
     open_failure_reason,
 )
 from app.sources.frame import Frame
+from app.sources.rate import RateMeter
 
 log = logging.getLogger(__name__)
 
