@@ -29,5 +29,11 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python -m app bench $(ARGS)
 
+# The desktop executable: dist/triton-viewer/triton-viewer and a .tar.gz of that folder.
+# ONEFILE=1: one self-extracting file instead (dist/triton-viewer-onefile).
+ONEFILE ?= 0
+package: $(STAMP)
+	TRITON_VIEWER_ONEFILE=$(ONEFILE) PYTHON=$(BIN)/python bash packaging/build.sh
+
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache

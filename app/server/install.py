@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.server.errors import TritonNotFoundError
+from app.server.stub_python import ENV_VAR, StubPython, find_stub_python
 
 NGC_BINARY = Path("/opt/tritonserver/bin/tritonserver")
 
@@ -28,6 +29,8 @@ class TritonInstall:
     python_backend: Path  # folder with libtriton_python.so + triton_python_backend_utils.py
     stub: Path | None  # triton_python_backend_stub for the running Python, None if in python_backend already
     libs: tuple[Path, ...]  # extra shared-library folders the binary needs
+    # The installation the stub runs models with; None: this interpreter's (not frozen).
+    python: StubPython | None = None
 
 
 def _python_version() -> str:
@@ -75,10 +78,43 @@ def _from_binary(binary: Path) -> TritonInstall:
     return TritonInstall(binary, python_backend, None, ())
 
 
+NEEDS_PYTHON = (
+    "The local Triton server runs its models in Python: it needs a Python ({versions}) installation "
+    "with numpy<2 and opencv-python-headless (e.g. the project's .venv: `make run`), "
+    "given as {env}=/path/to/python or found as python3 on PATH. None usable: {reasons}. "
+    "Or connect to a running Triton server with --url HOST:PORT (the gRPC port, usually 8001)."
+)
+
+
+def _from_bundle(meipass: Path) -> TritonInstall:
+    """A frozen build's copy of the wheel's server, with a Python installation found on the machine."""
+    root = meipass / "pytriton"
+    server = root / "tritonserver"
+    binary = server / "bin" / "tritonserver"
+    if not binary.is_file():
+        raise TritonNotFoundError(
+            "this build of the viewer has no embedded Triton server. "
+            "Connect to a running server with --url HOST:PORT (the gRPC port, usually 8001)."
+        )
+    versions = tuple(sorted(_stub_versions(server), key=lambda v: tuple(map(int, v.split(".")))))
+    found = find_stub_python(versions)
+    if isinstance(found, str):
+        span = f"{versions[0]} to {versions[-1]}"
+        raise TritonNotFoundError(NEEDS_PYTHON.format(versions=span, env=ENV_VAR, reasons=found))
+    stub = server / "python_backend_stubs" / found.version / "triton_python_backend_stub"
+    libs = meipass / "nvidia_pytriton.libs"
+    extra_libs = (libs,) if libs.is_dir() else ()
+    return TritonInstall(binary, server / "backends" / "python", stub, extra_libs, found)
+
+
 def find_tritonserver(explicit: str | os.PathLike[str] | None = None) -> TritonInstall:
-    """The binary given, else the nvidia-pytriton wheel's, else one on PATH or in an NGC container."""
+    """The binary given, else the nvidia-pytriton wheel's (a frozen build's own copy), else one on
+    PATH or in an NGC container."""
     if explicit:
         return _from_binary(Path(explicit))
+    meipass = getattr(sys, "_MEIPASS", None)
+    if getattr(sys, "frozen", False) and meipass:
+        return _from_bundle(Path(meipass))
     root = _pytriton_root()
     if root is not None:
         found = _from_pytriton(root)

@@ -9,6 +9,7 @@ import sysconfig
 from pathlib import Path
 
 from app.server.install import TritonInstall
+from app.server.stub_python import clean_environment
 
 
 def prepare_backend_dir(install: TritonInstall, workdir: Path) -> Path:
@@ -48,13 +49,15 @@ def server_environment(install: TritonInstall, base: dict[str, str] | None = Non
       PATH; finding the venv's, it reads its pyvenv.cfg and puts the venv's
       site-packages (numpy, OpenCV for the models) on sys.path.
     """
-    env = dict(os.environ if base is None else base)
-    libdir = sysconfig.get_config_var("LIBDIR")
+    # A frozen app's bootloader changed LD_LIBRARY_PATH for itself only: undo that for the child.
+    env = clean_environment(base)
+    # Frozen: the installation found on the machine (install.python) stands in for this interpreter.
+    libdir = str(install.python.libdir) if install.python else sysconfig.get_config_var("LIBDIR")
     lib_paths = [p for p in [libdir, *map(str, install.libs)] if p]
     if env.get("LD_LIBRARY_PATH"):
         lib_paths.append(env["LD_LIBRARY_PATH"])
     env["LD_LIBRARY_PATH"] = os.pathsep.join(lib_paths)
-    interpreter_dir = _interpreter_dir()
+    interpreter_dir = str(install.python.bindir) if install.python else _interpreter_dir()
     if interpreter_dir:
         env["PATH"] = os.pathsep.join([interpreter_dir, env.get("PATH", "")])
     # One OpenCV/BLAS thread per stub: several model instances each spawning a
