@@ -1,15 +1,48 @@
-"""The viewer (default command). Placeholder until the window exists: serves and says so."""
+"""The viewer (default command): the desktop window."""
 
 from __future__ import annotations
 
 import argparse
 
-from app.commands import serve
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    serve.add_arguments(parser)
+    parser.add_argument(
+        "--url",
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
+        help="Triton gRPC address (repeatable); default: start the bundled local server",
+    )
+    parser.add_argument("--model", default=None, help="model to use (default: face_detector or the only one)")
+    parser.add_argument(
+        "--open", action="append", default=[], metavar="PATH", help="image or folder to open (repeatable)"
+    )
+    parser.add_argument(
+        "--camera",
+        default=None,
+        metavar="SOURCE",
+        help="camera index, video file or stream URL (coming later)",
+    )
+    parser.add_argument(
+        "--screenshot",
+        default=None,
+        metavar="FILE",
+        help="once everything opened has its results, save a PNG of the window and exit",
+    )
+    parser.add_argument("--tritonserver", default=None, metavar="PATH", help="tritonserver binary to use")
 
 
 def run(args: argparse.Namespace) -> int:
-    return serve.run(args)
+    # Qt is imported only when the viewer runs (the other commands never load it).
+    from app.ui.qt_app import run_viewer
+    from app.ui.viewer import ViewerOptions
+
+    options = ViewerOptions(
+        urls=list(args.url),
+        model=args.model,
+        open_paths=list(args.open),
+        camera=args.camera,
+        screenshot=args.screenshot,
+        tritonserver=args.tritonserver,
+    )
+    return run_viewer(options)

@@ -14,12 +14,12 @@ def format_rate(count: int, seconds: float) -> str:
     return f"{rate:.0f}" if rate >= 10 else f"{rate:.1f}"
 
 
-def summary_text(total: int, ok: int, failed: int, seconds: float) -> str:
-    """e.g. "312 images · 310 ok · 2 failed · 4.1 s · 76 img/s"."""
+def summary_text(total: int, ok: int, failed: int, seconds: float, cancelled: int = 0) -> str:
+    """e.g. "312 images · 310 ok · 2 failed · 4.1 s · 76 img/s" (" · N cancelled" when some were)."""
     noun = "image" if total == 1 else "images"
-    return (
-        f"{total} {noun} · {ok} ok · {failed} failed · {seconds:.1f} s · {format_rate(total, seconds)} img/s"
-    )
+    cancel = f" · {cancelled} cancelled" if cancelled else ""
+    rate = format_rate(total - cancelled, seconds)
+    return f"{total} {noun} · {ok} ok · {failed} failed{cancel} · {seconds:.1f} s · {rate} img/s"
 
 
 class BatchPanel(QWidget):
@@ -71,12 +71,13 @@ class BatchPanel(QWidget):
         self.progress.setValue(done)
         self.progress.setFormat(self._progress_text(done))
 
-    def finish(self, total: int, ok: int, failed: int, seconds: float) -> None:
+    def finish(self, total: int, ok: int, failed: int, seconds: float, cancelled: int = 0) -> None:
+        done = total - cancelled
         self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(max(total, 1) if total else 1)
-        self.progress.setFormat(f"{total} / {total}")
+        self.progress.setValue(done if total else 1)
+        self.progress.setFormat(f"{done} / {total}" + (" · cancelled" if cancelled else ""))
         self.cancel_button.setEnabled(False)
-        self.summary.setText(summary_text(total, ok, failed, seconds))
+        self.summary.setText(summary_text(total, ok, failed, seconds, cancelled))
 
     def progress_text(self) -> str:
         return self.progress.text()

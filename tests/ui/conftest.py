@@ -20,3 +20,6 @@ def rgb_image() -> np.ndarray:
     img[..., 1] = np.linspace(0, 255, h, dtype=np.uint8)[:, None]
     img[..., 2] = 60
     return img
+
+
+from tests.ui.viewer_fixtures import harness  # noqa: E402, F401  (the whole-window fixture)

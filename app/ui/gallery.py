@@ -1,0 +1,126 @@
+"""Gallery: the opened images (thumbnail + result), which one is shown, and its boxes.
+
+The full image of the selected entry is re-read from disk on the executor, never
+kept for the whole batch. Threshold changes re-filter the received detections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from concurrent.futures import Executor
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal
+
+from app.inference.images import read_image
+from app.inference.result import Detection, InferenceResult
+from app.ui.filtering import refilter
+from app.ui.image_view import ImageView
+from app.ui.tasks import TaskSet
+from app.ui.thresholds import ThresholdsWidget
+from app.ui.thumbnail_strip import ThumbnailStrip
+
+
+class Gallery(QObject):
+    shown = Signal(str)  # key of the entry now displayed (image and boxes in place)
+    load_failed = Signal(str)  # message naming the file and the cause
+
+    def __init__(
+        self,
+        view: ImageView,
+        strip: ThumbnailStrip,
+        thresholds: ThresholdsWidget,
+        executor: Executor,
+        tasks: TaskSet,
+    ) -> None:
+        super().__init__()
+        self.view, self.strip, self.thresholds = view, strip, thresholds
+        self._executor = executor
+        self._tasks = tasks
+        self.results: dict[str, InferenceResult] = {}  # key -> result (tag dropped)
+        self.current_key: str | None = None
+        self.current_image: np.ndarray | None = None
+        self._loading: asyncio.Task[None] | None = None
+        self._auto_show = True  # show the next result that arrives (new job opened)
+        strip.selected.connect(self.select)
+        thresholds.changed.connect(self._refilter)
+
+    # -- entries ---------------------------------------------------------------------
+    def add_entry(self, key: str, thumbnail: np.ndarray) -> None:
+        self.strip.add_item(key, thumbnail, self._status(key))
+
+    def on_result(self, result: InferenceResult) -> None:
+        key = result.source
+        if key is None:
+            return
+        self.results[key] = dataclasses.replace(result, tag=None)  # drop the tag: keep entries small
+        self.strip.set_status(key, result.ok)
+        if key == self.current_key:
+            self._refilter()
+        elif self._auto_show and result.ok:
+            self._auto_show = False
+            self.select(key)
+
+    def expect_new_job(self) -> None:
+        self._auto_show = True
+
+    def clear(self) -> None:
+        self.results.clear()
+        self.strip.clear()
+        self.view.clear()
+        self.current_key, self.current_image = None, None
+        self._auto_show = True
+
+    def busy(self) -> bool:
+        return self._loading is not None and not self._loading.done()
+
+    # -- display -------------------------------------------------------------------------
+    def select(self, key: str) -> None:
+        if key == self.current_key and self.current_image is not None:
+            return
+        self.current_key = key
+        item = self.strip.item_for(key)
+        if item is not None and self.strip.currentItem() is not item:
+            self.strip.blockSignals(True)
+            self.strip.setCurrentItem(item)
+            self.strip.blockSignals(False)
+        if self._loading is not None:
+            self._loading.cancel()
+        self._loading = self._tasks.spawn(self._load(key), name=f"show {Path(key).name}")
+
+    async def _load(self, key: str) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            image = await loop.run_in_executor(self._executor, read_image, key)
+        except (ValueError, OSError) as e:
+            if key == self.current_key:
+                self.current_image = None
+                self.view.clear()
+                self.load_failed.emit(str(e))
+            return
+        if key != self.current_key:
+            return
+        self.current_image = image
+        self.view.set_image(image, self.visible_detections())
+        self.shown.emit(key)
+
+    def current_result(self) -> InferenceResult | None:
+        return None if self.current_key is None else self.results.get(self.current_key)
+
+    def visible_detections(self, result: InferenceResult | None = None) -> list[Detection]:
+        """The received detections of `result` (default: the shown one) that pass the sliders."""
+        result = result or self.current_result()
+        if result is None or not result.ok:
+            return []
+        return refilter(result.detections, self.thresholds.score(), self.thresholds.iou())
+
+    def _refilter(self, *_args: object) -> None:
+        # No new request: the detections already received are filtered again.
+        if self.current_image is not None:
+            self.view.set_detections(self.visible_detections())
+
+    def _status(self, key: str) -> bool | None:
+        result = self.results.get(key)
+        return None if result is None else result.ok

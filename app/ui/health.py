@@ -1,0 +1,46 @@
+"""Periodic liveness probe of the servers (blocking calls: run it in an executor)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import tritonclient.grpc as grpcclient
+
+PROBE_TIMEOUT_S = 1.0
+
+
+class LivenessProbe:
+    """One small gRPC client per URL, separate from the session's channels so a probe
+    never queues behind inference traffic. `check()` blocks up to ~1 s per server."""
+
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = list(urls)
+        self._clients: dict[str, grpcclient.InferenceServerClient] = {}
+        self._lock = threading.Lock()  # check() and close() come from executor threads
+        self._closed = False
+
+    def check(self) -> tuple[bool, str]:
+        """(any server live, message naming the unreachable ones)."""
+        down: list[str] = []
+        with self._lock:
+            if self._closed:
+                return True, ""
+            for url in self.urls:
+                try:
+                    client = self._clients.get(url)
+                    if client is None:
+                        client = self._clients[url] = grpcclient.InferenceServerClient(url)
+                    if not client.is_server_live(client_timeout=PROBE_TIMEOUT_S):
+                        down.append(f"{url} is not live")
+                except Exception as e:
+                    down.append(f"{url}: {str(e).splitlines()[0][:200]}")
+        return len(down) < len(self.urls), "; ".join(down)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            with contextlib.suppress(Exception):
+                client.close()

@@ -1,0 +1,73 @@
+"""Settings remembered between runs (QSettings). TRITON_VIEWER_SETTINGS_DIR relocates them
+(tests use a temporary folder so they never touch the user's real settings)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings
+
+SETTINGS_DIR_ENV = "TRITON_VIEWER_SETTINGS_DIR"
+MAX_RECENT_SERVERS = 10
+
+
+def open_settings() -> QSettings:
+    folder = os.environ.get(SETTINGS_DIR_ENV)
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        return QSettings(str(Path(folder) / "triton-viewer.ini"), QSettings.Format.IniFormat)
+    return QSettings("triton-viewer", "viewer")
+
+
+class ViewerSettings:
+    """Typed access to the few values the viewer keeps."""
+
+    def __init__(self, settings: QSettings | None = None) -> None:
+        self.qsettings = settings or open_settings()
+
+    def recent_servers(self) -> list[str]:
+        value = self.qsettings.value("servers/recent", [])
+        if isinstance(value, str):
+            return [value] if value else []
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    def remember_server(self, url_text: str) -> None:
+        recent = [url_text] + [u for u in self.recent_servers() if u != url_text]
+        self.qsettings.setValue("servers/recent", recent[:MAX_RECENT_SERVERS])
+
+    def model(self) -> str | None:
+        value = self.qsettings.value("model/name", "")
+        return str(value) or None
+
+    def set_model(self, name: str) -> None:
+        self.qsettings.setValue("model/name", name)
+
+    def thresholds(self, model: str) -> tuple[float, float] | None:
+        score = self.qsettings.value(f"thresholds/{model}/score")
+        iou = self.qsettings.value(f"thresholds/{model}/iou")
+        if score is None or iou is None:
+            return None
+        try:
+            return float(str(score)), float(str(iou))
+        except (TypeError, ValueError):
+            return None
+
+    def set_thresholds(self, model: str, score: float, iou: float) -> None:
+        self.qsettings.setValue(f"thresholds/{model}/score", score)
+        self.qsettings.setValue(f"thresholds/{model}/iou", iou)
+
+    def window_state(self) -> tuple[QByteArray | None, QByteArray | None]:
+        geometry = self.qsettings.value("window/geometry")
+        state = self.qsettings.value("window/state")
+        return (
+            geometry if isinstance(geometry, QByteArray) else None,
+            state if isinstance(state, QByteArray) else None,
+        )
+
+    def set_window_state(self, geometry: QByteArray, state: QByteArray) -> None:
+        self.qsettings.setValue("window/geometry", geometry)
+        self.qsettings.setValue("window/state", state)
+
+    def sync(self) -> None:
+        self.qsettings.sync()

@@ -1,0 +1,98 @@
+"""The viewer as a process: --screenshot, and SIGTERM while requests are in flight."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtGui import QImage
+
+from app.resources import sample_image
+from app.server.embedded import EmbeddedServer
+from tests.ui.viewer_fixtures import image_folder, slow_image
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+VIEWER = [sys.executable, "-m", "app"]
+
+
+def viewer_env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(QT_QPA_PLATFORM="offscreen", TRITON_VIEWER_SETTINGS_DIR=str(tmp_path / "settings"))
+    return env
+
+
+def test_screenshot_after_results(triton: EmbeddedServer, tmp_path: Path) -> None:
+    out = tmp_path / "out.png"
+    proc = subprocess.run(
+        [*VIEWER, "--url", triton.grpc_url, "--open", str(sample_image()), "--screenshot", str(out)],
+        cwd=ROOT,
+        env=viewer_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    image = QImage(str(out))
+    assert not image.isNull()
+    assert image.width() >= 800 and image.height() >= 500
+    assert out.stat().st_size > 20_000  # a real window with a photo, not a blank
+
+
+def test_sigterm_with_requests_in_flight_exits_cleanly(triton: EmbeddedServer, tmp_path: Path) -> None:
+    folder = image_folder(tmp_path / "slow", 64, slow_image(1000))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "--url",
+            triton.grpc_url,
+            "--model",
+            "slow_faces",
+            "--open",
+            str(folder),
+        ],
+        cwd=ROOT,
+        env=viewer_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(4.0)  # let it connect and submit (not an assertion: only a delay)
+        assert proc.poll() is None, proc.communicate()
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+        print(f"exit after SIGTERM: {time.monotonic() - started:.2f} s")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0
+    assert err == "", err
+    assert "QThread" not in out
+
+
+def test_settings_are_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.ui.settings import SETTINGS_DIR_ENV, ViewerSettings, open_settings
+
+    monkeypatch.setenv(SETTINGS_DIR_ENV, str(tmp_path / "s"))
+    first = ViewerSettings(open_settings())
+    first.remember_server("a:8001")
+    first.remember_server("b:8001")
+    first.set_thresholds("face_detector", 0.6, 0.4)
+    first.set_model("face_detector")
+    first.sync()
+    again = ViewerSettings(open_settings())
+    assert again.recent_servers() == ["b:8001", "a:8001"]
+    assert again.thresholds("face_detector") == pytest.approx((0.6, 0.4))
+    assert again.model() == "face_detector"
+    assert (tmp_path / "s" / "triton-viewer.ini").is_file()

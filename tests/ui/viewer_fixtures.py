@@ -1,0 +1,96 @@
+"""Fixtures and helpers for the tests of the whole window (real server, real qasync loop)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+import qasync
+from PySide6.QtWidgets import QApplication
+
+from app.ui.viewer import Viewer, ViewerOptions
+
+
+def write_png(path: Path, image_rgb: np.ndarray) -> Path:
+    cv2.imwrite(str(path), cv2.cvtColor(image_rgb, cv2.COLOR_RGB2BGR))
+    return path
+
+
+def slow_image(delay_ms: int, size: int = 16) -> np.ndarray:
+    """An image for `slow_faces`: pixel[0,0,0] x 10 ms of delay."""
+    img = np.full((size, size, 3), 128, np.uint8)
+    img[0, 0, 0] = delay_ms // 10
+    return img
+
+
+def image_folder(folder: Path, count: int, image: np.ndarray, corrupt: int = 0) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        write_png(folder / f"img_{i:04d}.png", image)
+    for i in range(corrupt):
+        # A PNG signature then garbage: found as an image by content, fails to decode.
+        (folder / f"corrupt_{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 20)
+    return folder
+
+
+async def until(condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+class Harness:
+    """Runs coroutines on a per-test qasync loop and closes every viewer it made."""
+
+    def __init__(self, app: QApplication, loop: qasync.QEventLoop) -> None:
+        self.app, self.loop = app, loop
+        self.executor = ThreadPoolExecutor(4, thread_name_prefix="test-viewer-io")
+        self.viewers: list[Viewer] = []
+
+    def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 120.0) -> Any:
+        return self.loop.run_until_complete(asyncio.wait_for(coro, timeout))
+
+    def viewer(self, url: str, model: str | None = None, **kwargs: Any) -> Viewer:
+        viewer = Viewer(ViewerOptions(urls=[url], model=model, **kwargs), self.executor)
+        self.viewers.append(viewer)
+        viewer.window.show()
+        viewer.start()
+        return viewer
+
+    def connected(self, viewer: Viewer) -> None:
+        self.run(until(lambda: viewer.connection.state == "connected", what="connected"))
+
+    def close(self, viewer: Viewer) -> None:
+        viewer.request_close()
+        self.run(viewer.closed.wait(), timeout=30)
+
+    def teardown(self) -> None:
+        for viewer in self.viewers:
+            if not viewer.closed.is_set():
+                self.close(viewer)
+        self.executor.shutdown(wait=True)
+
+
+@pytest.fixture
+def harness(qapp: QApplication, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
+    # Never the user's real settings.
+    monkeypatch.setenv("TRITON_VIEWER_SETTINGS_DIR", str(tmp_path / "settings"))
+    qapp.setQuitOnLastWindowClosed(False)
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    h = Harness(qapp, loop)
+    try:
+        yield h
+    finally:
+        h.teardown()
+        loop.close()
+        asyncio.set_event_loop(None)
