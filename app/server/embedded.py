@@ -6,7 +6,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -18,6 +17,7 @@ from app.server.errors import ModelLoadError, ServerError
 from app.server.health import ModelState, is_live, repository_index
 from app.server.install import TritonInstall, find_tritonserver
 from app.server.ports import free_ports
+from app.server.process_group import stop_group
 from app.server.runtime import prepare_backend_dir, server_environment
 
 LOOPBACK = "127.0.0.1"
@@ -191,11 +191,11 @@ class EmbeddedServer:
         return tail[-1] if tail else "(no output)"
 
     def stop(self, timeout: float = 8.0) -> None:
-        """SIGINT the whole group, wait up to `timeout`, then SIGKILL; remove what it left."""
+        """SIGINT the whole group, wait up to `timeout` (0: kill at once), then SIGKILL what is
+        left; remove its shared-memory regions and work folder. Idempotent."""
         proc, self._process = self._process, None
         if proc is not None:
-            _stop_group(proc, timeout)
-            proc.wait()
+            stop_group(proc, grace_s=timeout)
         for region in SHM_DIR.glob(f"{self.shm_prefix}*"):
             with contextlib.suppress(OSError):
                 region.unlink()
@@ -203,30 +203,3 @@ class EmbeddedServer:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
             self._log_file = None
-
-
-def _stop_group(proc: subprocess.Popen[bytes], timeout: float) -> None:
-    try:
-        pgid = os.getpgid(proc.pid)
-    except ProcessLookupError:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGINT)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=timeout)
-    # The stubs may outlive the server by a moment: make sure nothing of the group stays.
-    deadline = time.monotonic() + 2.0
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -7,11 +7,8 @@ runs on the executor; the GUI thread only awaits them on the qasync loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
-import os
-import signal
 from concurrent.futures import Executor
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -144,17 +141,11 @@ class ConnectionController(QObject):
     def _stop_server(self) -> None:
         # Executor thread. Triton's graceful exit (SIGINT) takes ~4 s here (model unload,
         # stubs); the viewer owns this server, keeps nothing in it and must exit within
-        # about a second, so the whole process group is killed at once. server.stop() then
+        # about a second, so stop(timeout=0) kills the whole process group at once, then
         # reaps it and removes its shared-memory regions and work folder.
         self._server_stop_requested = True
-        server = self.server
-        if server is None:
-            return
-        pid = server.pid
-        if pid is not None and server.running:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(os.getpgid(pid), signal.SIGKILL)
-        server.stop(timeout=1.0)
+        if self.server is not None:
+            self.server.stop(timeout=0.0)
 
     async def _close_session(self, loop: asyncio.AbstractEventLoop) -> None:
         self._health_timer.stop()

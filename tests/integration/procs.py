@@ -5,20 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from app.server.process_group import live_members as group_members
 
-def group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # After the ")" closing the command name: state, ppid, pgrp, ...
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
+__all__ = ["group_members", "listening_addresses"]
 
 
 def listening_addresses(pid: int) -> list[tuple[str, int]]:

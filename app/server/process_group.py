@@ -1,0 +1,46 @@
+"""Stop a whole process group (the server and the Python-backend stubs it forked)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+
+def live_members(pgid: int) -> list[int]:
+    """Processes of the group that still run (zombies waiting for a reaper do not count)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # After the ")" that closes the command name: state, ppid, pgrp, ...
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float, settle_s: float = 2.0) -> None:
+    """SIGINT the group, give it `grace_s` to exit, SIGKILL whatever is left, and wait (at most
+    `settle_s`) until no member runs. `grace_s` 0 kills at once."""
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        return
+    if grace_s > 0:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace_s)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + settle_s
+    while live_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)
