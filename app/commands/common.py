@@ -1,0 +1,139 @@
+"""What the headless commands (models, infer, bench) share: connection options, profile
+overrides, and "no --url: run the embedded server for the duration of the command"."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from app.inference.connection import ConnectionOptions
+from app.inference.labels import read_labels_file
+from app.inference.profile import ProfileError, load_profile_file
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+# On a small machine (the embedded server on the same 2 cores) every extra client thread
+# takes CPU from the server: measured with tests/bench/bench_infer_vs_plain.py, one gRPC
+# channel, one decode worker and reading in the main thread were ~5% faster there than
+# 2 / 2 / a reader pool. Bigger machines get the parallel settings.
+SMALL_MACHINE = (os.cpu_count() or 2) <= 2
+CHANNELS_PER_SERVER = 1 if SMALL_MACHINE else 2
+DECODE_WORKERS = 1 if SMALL_MACHINE else 2
+
+
+class UsageError(Exception):
+    """A bad option or an unusable server/model: message on stderr, exit status 2."""
+
+
+def eprint(*parts: object) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool = True) -> None:
+    if repeatable_url:
+        p.add_argument(
+            "--url",
+            action="append",
+            default=[],
+            metavar="HOST:PORT",
+            help="Triton gRPC address (repeatable: requests go to the least-loaded server). "
+            "Default: start the embedded server with the bundled face detector",
+        )
+    else:
+        p.add_argument(
+            "--url",
+            default=None,
+            metavar="HOST:PORT",
+            help="Triton gRPC address. Default: start the embedded server with the bundled face detector",
+        )
+    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-request timeout")
+    p.add_argument("--ssl", action="store_true", help="TLS connection to the server")
+    p.add_argument("--root-certificates", default=None, metavar="FILE", help="PEM CA bundle for --ssl")
+    p.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="gRPC metadata sent with every call (repeatable; values are never printed)",
+    )
+
+
+def add_model_arguments(p: argparse.ArgumentParser, *, profile: bool = True) -> None:
+    p.add_argument("--model", default=None, help="model name (default: face_detector, or the only one ready)")
+    if profile:
+        p.add_argument("--profile", default=None, metavar="FILE", help="TOML profile overriding detection")
+        p.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line")
+
+
+def urls_of(args: argparse.Namespace) -> list[str]:
+    value = getattr(args, "url", None)
+    if not value:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def connection_options(args: argparse.Namespace) -> ConnectionOptions:
+    headers: dict[str, str] = {}
+    for item in getattr(args, "header", None) or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            # Only the key is shown: the value may be a token.
+            raise UsageError(f"--header expects KEY=VALUE; got {key.strip() or '(empty)'!r} without '='")
+        headers[key.strip().lower()] = value
+    root = getattr(args, "root_certificates", None)
+    if root is not None and not Path(root).is_file():
+        raise UsageError(f"--root-certificates {root}: no such file")
+    if getattr(args, "timeout", 1.0) <= 0:
+        raise UsageError("--timeout must be > 0")
+    return ConnectionOptions(
+        ssl=bool(getattr(args, "ssl", False)),
+        root_certificates=root,
+        headers=headers,
+        channels_per_server=CHANNELS_PER_SERVER,
+    )
+
+
+def profile_overrides(args: argparse.Namespace) -> dict[str, Any] | None:
+    """--profile FILE and --labels FILE as ModelProfile overrides (labels file wins)."""
+    overrides: dict[str, Any] = {}
+    try:
+        if getattr(args, "profile", None):
+            overrides.update(load_profile_file(args.profile))
+        if getattr(args, "labels", None):
+            overrides["labels"] = read_labels_file(args.labels)
+    except (ProfileError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    return overrides or None
+
+
+@contextlib.contextmanager
+def server_urls(args: argparse.Namespace) -> Iterator[list[str]]:
+    """The --url values, or the address of an embedded server started now and stopped
+    (with every child) when the block ends, whatever happens in it."""
+    urls = urls_of(args)
+    if urls:
+        yield urls
+        return
+    # Imported here: `--url` users never pay for the server module.
+    from app.resources import model_repository
+    from app.server.embedded import EmbeddedServer
+    from app.server.errors import ServerError
+
+    server = EmbeddedServer(model_repository())
+    eprint("no --url: starting the embedded Triton server ...")
+    try:
+        server.start()
+    except ServerError as e:
+        server.stop()
+        raise UsageError(f"cannot start the embedded Triton server: {e}") from None
+    eprint(f"embedded server ready at {server.grpc_url}")
+    try:
+        yield [server.grpc_url]
+    finally:
+        server.stop()

@@ -1,0 +1,176 @@
+"""`python -m app models [--url HOST:PORT]`: what a server serves, and how the app would read it."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
+
+from app.commands.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_connection_arguments,
+    add_model_arguments,
+    connection_options,
+    eprint,
+    profile_overrides,
+    server_urls,
+)
+from app.inference.connection import ConnectionOptions
+from app.inference.discovery import ModelEntry, check_live, list_models
+from app.inference.errors import SessionError, classify, first_paragraph
+from app.inference.profile import ModelProfile, ProfileError, detect_profile
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_connection_arguments(p, repeatable_url=False)
+    add_model_arguments(p)
+    p.epilog = "--model shows that model only; --profile/--labels show the profile they would give."
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        options = connection_options(args)
+        overrides = profile_overrides(args)
+        with server_urls(args) as urls:
+            print(describe_server(urls[0], options, args.timeout, args.model, overrides), end="", flush=True)
+        return EXIT_OK
+    except (UsageError, SessionError) as e:
+        eprint(f"error: {e}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+def describe_server(
+    url: str,
+    options: ConnectionOptions,
+    timeout_s: float,
+    only: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> str:
+    """The human-readable report; SessionError when the server cannot be asked."""
+    headers = dict(options.headers)
+    client = grpcclient.InferenceServerClient(
+        url,
+        ssl=options.ssl,
+        root_certificates=options.root_certificates,
+        channel_args=options.channel_args(),
+    )
+    try:
+        check_live(client, url, headers, min(timeout_s, 5.0))
+        entries = list_models(client, url, headers, timeout_s)
+        if only is not None:
+            names = sorted({m.name for m in entries})
+            entries = [m for m in entries if m.name == only]
+            if not entries:
+                raise SessionError(
+                    f"model '{only}' not found on {url}; models there: {', '.join(names) or '(none)'}"
+                )
+        lines = [f"Triton at {url}: {len(entries)} model(s)", ""]
+        for entry in sorted(entries, key=lambda m: (m.name, m.version)):
+            lines += _describe_model(client, url, headers, timeout_s, entry, overrides)
+            lines.append("")
+        return "\n".join(lines)
+    finally:
+        client.close()
+
+
+def _describe_model(
+    client: Any,
+    url: str,
+    headers: dict[str, str],
+    timeout_s: float,
+    entry: ModelEntry,
+    overrides: dict[str, Any] | None,
+) -> list[str]:
+    version = f" (version {entry.version})" if entry.version else ""
+    state = entry.state or "NOT LOADED"
+    lines = [f"{entry.name}{version}: {state}"]
+    if state != "READY":
+        if entry.reason:
+            lines.append(f"  reason: {first_paragraph(entry.reason)}")
+        return lines
+    try:
+        kw = {"headers": headers, "as_json": True, "client_timeout": timeout_s}
+        metadata = client.get_model_metadata(entry.name, **kw)
+        wrapped = client.get_model_config(entry.name, **kw)
+    except InferenceServerException as e:
+        lines.append(f"  cannot read its metadata/config: {classify(e, url, headers.values()).message}")
+        return lines
+    config = wrapped.get("config", wrapped)
+    backend = config.get("backend") or config.get("platform") or metadata.get("platform", "")
+    if backend:
+        lines.append(f"  backend: {backend}")
+    for kind in ("inputs", "outputs"):
+        lines.append(f"  {kind}:")
+        for t in metadata.get(kind, []):
+            shape = ", ".join(str(d) for d in t.get("shape", []))
+            lines.append(f"    {t.get('name')}  {t.get('datatype')}  [{shape}]")
+    lines.append(f"  max_batch_size: {int(config.get('max_batch_size', 0) or 0)}")
+    lines.append(f"  dynamic batching: {_dynamic_batching(config.get('dynamic_batching'))}")
+    lines.append(f"  instance groups: {_instance_groups(config.get('instance_group') or [])}")
+    try:
+        profile = detect_profile(metadata, config, overrides)
+    except ProfileError as e:
+        lines.append(f"  profile: not detected: {e} (describe it with --profile FILE)")
+    else:
+        lines += ["  profile:", *(f"    {line}" for line in describe_profile(profile))]
+    return lines
+
+
+def _dynamic_batching(value: Any) -> str:
+    if value is None:
+        return "off"
+    if not value:
+        return "on"
+    parts = []
+    delay = value.get("max_queue_delay_microseconds")
+    if delay is not None:
+        parts.append(f"max queue delay {delay} us")
+    preferred = value.get("preferred_batch_size")
+    if preferred:
+        parts.append(f"preferred batch sizes {', '.join(str(v) for v in preferred)}")
+    return "on" + (f" ({'; '.join(parts)})" if parts else "")
+
+
+def _instance_groups(groups: list[dict[str, Any]]) -> str:
+    if not groups:
+        return "server default"
+    out = []
+    for g in groups:
+        count = g.get("count", 1)
+        kind = str(g.get("kind", "KIND_AUTO")).removeprefix("KIND_")
+        gpus = g.get("gpus")
+        out.append(f"{count} x {kind}" + (f" on GPUs {', '.join(str(x) for x in gpus)}" if gpus else ""))
+    return ", ".join(out)
+
+
+_BOXES_IN = {
+    "input": "model-input pixels",
+    "original": "original-image pixels",
+    "normalized": "normalised 0..1 coordinates",
+}
+
+
+def describe_profile(profile: ModelProfile) -> list[str]:
+    size = "any (image as it is)" if profile.input_size is None else "x".join(map(str, profile.input_size))
+    norm = ""
+    if profile.input_dtype != "UINT8":
+        norm = f", scale {profile.scale:g}"
+        if profile.mean is not None or profile.std is not None:
+            norm += f", mean {profile.mean}, std {profile.std}"
+    labels = ", ".join(profile.labels[:10]) + (" ..." if len(profile.labels) > 10 else "")
+    return [
+        f"input: {profile.input_name} {profile.input_dtype} {profile.input_layout} {profile.channel_order}, "
+        f"size {size}, {'with' if profile.has_batch_dim else 'no'} batch dim, "
+        f"preprocess {profile.preprocess}{norm}",
+        f"output: {profile.output_format} ({', '.join(profile.output_names)}), "
+        f"boxes in {_BOXES_IN.get(profile.boxes_in, profile.boxes_in)}",
+        f"thresholds: score {profile.score_threshold:g}, iou {profile.iou_threshold:g}, "
+        f"max {profile.max_detections} detections",
+        f"labels: {labels or '(class N; COCO names for 80-class raw YOLO outputs)'}",
+    ]

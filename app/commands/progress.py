@@ -1,0 +1,79 @@
+"""Progress on stderr: `\\r` updates on a terminal, otherwise one line every few seconds."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import TextIO
+
+
+class Progress:
+    """Thread-safe counters of finished items and a throttled status line.
+
+    `done()` may be called from any thread (result callbacks run on worker threads);
+    printing is throttled so it costs nothing at hundreds of results per second.
+    """
+
+    def __init__(
+        self,
+        total: int | None,
+        *,
+        what: str = "done",
+        stream: TextIO | None = None,
+        line_interval_s: float = 2.0,
+    ) -> None:
+        self.total = total
+        self.what = what
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval = 0.1 if self.tty else line_interval_s
+        self.count = 0
+        self.failed = 0
+        self.started = time.monotonic()
+        self._last_print = self.started
+        self._lock = threading.Lock()
+
+    def done(self, ok: bool) -> None:
+        with self._lock:
+            self.count += 1
+            if not ok:
+                self.failed += 1
+            now = time.monotonic()
+            if now - self._last_print < self.interval:
+                return
+            self._last_print = now
+            line = self._line(now)
+        self._write(line, final=False)
+
+    def note(self, message: str) -> None:
+        """A line of its own (e.g. a failure), not overwritten by the status line."""
+        with self._lock:
+            try:
+                self.stream.write(("\r\x1b[K" if self.tty else "") + message + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+
+    def finish(self) -> None:
+        with self._lock:
+            line = self._line(time.monotonic())
+        self._write(line, final=True)
+
+    def _line(self, now: float) -> str:
+        elapsed = max(now - self.started, 1e-9)
+        of = f"/{self.total}" if self.total is not None else ""
+        return (
+            f"{self.count}{of} {self.what}, {self.count / elapsed:.1f}/s, "
+            f"{self.failed} failed, {elapsed:.1f} s"
+        )
+
+    def _write(self, line: str, *, final: bool) -> None:
+        try:
+            if self.tty:
+                self.stream.write("\r\x1b[K" + line + ("\n" if final else ""))
+            else:
+                self.stream.write(line + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):  # stderr closed: progress is optional
+            pass
