@@ -217,6 +217,7 @@ def _session(
         timeout_s=args.timeout,
         max_in_flight=level,
         decode_workers=DECODE_WORKERS,
+        send_in_caller=True,  # this thread may block; one thread hop less per request
     ).open()
 
 

@@ -289,6 +289,7 @@ def run(args: argparse.Namespace) -> int:
                 timeout_s=args.timeout,
                 max_in_flight=args.concurrency,
                 decode_workers=DECODE_WORKERS,
+                send_in_caller=True,  # this thread may block; one thread hop less per request
             )
             session.open()
             try:

@@ -78,6 +78,7 @@ class TritonSession:
         retry_backoff_s: float = 0.05,
         max_in_flight: int = 64,
         decode_workers: int = 2,
+        send_in_caller: bool = False,
     ) -> None:
         self.urls = [urls] if isinstance(urls, str) else list(urls)
         if not self.urls:
@@ -90,6 +91,10 @@ class TritonSession:
         self.retry_backoff_s = retry_backoff_s
         self.max_in_flight = max_in_flight
         self.decode_workers = decode_workers
+        # True: submit() pre-processes and sends on the caller's thread, saving a thread hop
+        # per request (~0.2 ms of CPU). For callers that may block (the command line); the
+        # GUI keeps the default so its thread never does numpy work or touches the network.
+        self.send_in_caller = send_in_caller
         self.stats = RequestStats()
         self.state = "unopened"
         self.info: ModelInfo | None = None
@@ -103,6 +108,7 @@ class TritonSession:
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:6]
         self._pool: ConnectionPool | None = None
+        self._requested_outputs: list[Any] = []
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self._timer: DelayedCalls | None = None
 
@@ -134,6 +140,7 @@ class TritonSession:
             self.state = "closed"
             raise
         self._pool = pool
+        self._requested_outputs = [grpcclient.InferRequestedOutput(n) for n in self.info.profile.output_names]
         # Why threads here: decoding is numpy/OpenCV work that must stay off gRPC's threads.
         self._workers = concurrent.futures.ThreadPoolExecutor(self.decode_workers, "triton-worker")
         self._timer = DelayedCalls()
@@ -237,8 +244,11 @@ class TritonSession:
                 raise SessionClosedError(f"the session is {self.state}; no new requests")
             self._pending[req.id] = req
         self.stats.record_sent()
-        assert self._workers is not None
-        self._workers.submit(self._prepare_and_send, req, image)
+        if self.send_in_caller:
+            self._prepare_and_send(req, image)
+        else:
+            assert self._workers is not None
+            self._workers.submit(self._prepare_and_send, req, image)
         return req.id
 
     def submit_future(self, image: np.ndarray, **kwargs: Any) -> concurrent.futures.Future[InferenceResult]:

@@ -163,11 +163,16 @@ def test_close_drains_within_the_bound_then_cancels(triton: EmbeddedServer) -> N
         session.submit(delayed_image(0), slow)
 
 
-def test_every_request_ends_exactly_once_under_concurrency_64(triton: EmbeddedServer) -> None:
+@pytest.mark.parametrize("send_in_caller", [False, True], ids=["worker-sends", "caller-sends"])
+def test_every_request_ends_exactly_once_under_concurrency_64(
+    triton: EmbeddedServer, send_in_caller: bool
+) -> None:
     rng = random.Random(7)
     collect = Collector()
     total = 400
-    with TritonSession(triton.grpc_url, "slow_faces", max_in_flight=64, timeout_s=5) as session:
+    with TritonSession(
+        triton.grpc_url, "slow_faces", max_in_flight=64, timeout_s=5, send_in_caller=send_in_caller
+    ) as session:
         ids: list[str] = []
 
         def canceller() -> None:
