@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import skimage.data
 
-from app.inference.errors import SessionClosedError, SessionError
+from app.inference.connection import ConnectionOptions
+from app.inference.errors import SessionClosedError, SessionError, redact
 from app.inference.result import Status
 from app.inference.session import TritonSession
 from app.server.embedded import EmbeddedServer
@@ -218,3 +219,19 @@ def test_stats_count_and_time_what_happened(triton: EmbeddedServer) -> None:
     assert snapshot.p50_ms is not None and snapshot.p50_ms >= 40  # the model sleeps 50 ms
     assert snapshot.p50_ms <= snapshot.p95_ms <= snapshot.p99_ms  # type: ignore[operator]
     assert snapshot.throughput > 0
+
+
+def test_tls_against_a_plain_server_says_tls_mismatch(triton: EmbeddedServer) -> None:
+    with pytest.raises(SessionError, match="TLS mismatch") as caught:
+        TritonSession(triton.grpc_url, options=ConnectionOptions(ssl=True), timeout_s=3).open()
+    assert "--ssl" in str(caught.value)
+
+
+def test_headers_are_sent_and_their_values_never_shown(triton: EmbeddedServer) -> None:
+    secret = "Bearer s3cr3t-t0ken-value"
+    options = ConnectionOptions(headers={"authorization": secret})
+    with TritonSession(triton.grpc_url, options=options) as session:
+        assert session.infer(skimage.data.astronaut()).ok
+    assert (
+        redact(f"call failed with authorization: {secret}", [secret]) == "call failed with authorization: ***"
+    )
