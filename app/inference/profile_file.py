@@ -34,11 +34,10 @@ it detected. Every key is optional; keys given win over the detected values::
 from __future__ import annotations
 
 import dataclasses
+import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from app.inference.labels import read_labels_file
 from app.inference.profile_types import ModelProfile, ProfileError

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """How a request ended. Every request ends exactly once with one of these."""
 
     OK = "ok"
