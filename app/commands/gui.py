@@ -21,13 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--camera",
         default=None,
         metavar="SOURCE",
-        help="camera index, video file or stream URL (coming later)",
+        help="camera index, video file or stream URL: play it live with the detections once connected",
     )
     parser.add_argument(
         "--screenshot",
         default=None,
         metavar="FILE",
-        help="once everything opened has its results, save a PNG of the window and exit",
+        help="once everything opened has its results (with --camera: after the first 30 annotated "
+        "frames), save a PNG of the window and exit",
     )
     parser.add_argument("--tritonserver", default=None, metavar="PATH", help="tritonserver binary to use")
 

@@ -148,7 +148,10 @@ class BatchRunner(QObject):
     async def _submit_one(self, loop: asyncio.AbstractEventLoop, job: Job, item: InputItem) -> None:
         key = str(item.path)
         if item.kind != "image":
-            error = item.error or f"{key}: video files open with --camera (the live preview is not here yet)"
+            error = item.error or (
+                f"{key}: a video file; play it with File > Open video… (live preview), "
+                "or run `python -m app infer` on it for every frame"
+            )
             self._fail_local(job, key, error)
             return
         # Bounded concurrency: never more of our requests in flight than the session's window.

@@ -131,7 +131,7 @@ class MainWindow(QMainWindow):
         return dock
 
     def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
+        self.file_menu = file_menu = self.menuBar().addMenu("&File")
         self.open_files_action = self._action(file_menu, "&Open files…", QKeySequence.StandardKey.Open)
         self.open_folder_action = self._action(file_menu, "Open &folder…", "Ctrl+Shift+O")
         file_menu.addSeparator()

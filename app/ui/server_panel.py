@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -40,7 +38,9 @@ def describe_model(info: ModelInfo) -> str:
     lines = [f"{info.name} v{info.version or '?'} ({info.platform or 'unknown platform'})"]
     for kind, tensors in (("in", info.inputs), ("out", info.outputs)):
         for t in tensors:
-            lines.append(f"  {kind}: {t.get('name')} {t.get('datatype')} {json.dumps(t.get('shape'))}")
+            # Metadata JSON carries int64 dims as strings: show them as numbers.
+            shape = ", ".join(str(d) for d in t.get("shape", []))
+            lines.append(f"  {kind}: {t.get('name')} {t.get('datatype')} [{shape}]")
     batching = "dynamic batching" if info.dynamic_batching is not None else "no dynamic batching"
     instances = sum(int(g.get("count", 1)) for g in info.instance_groups) or 1
     lines.append(f"max batch {info.max_batch_size}, {batching}, {instances} instance(s)")

@@ -20,6 +20,8 @@ from app.ui.bridge import ResultBridge
 from app.ui.connection import ConnectionController
 from app.ui.export_actions import Exporter
 from app.ui.gallery import Gallery
+from app.ui.live_controller import LiveController
+from app.ui.live_panel import LiveUi
 from app.ui.main_window import MainWindow
 from app.ui.server_panel import LOCAL_SERVER
 from app.ui.settings import ViewerSettings
@@ -59,6 +61,17 @@ class Viewer(QObject):
         self.runner = BatchRunner(executor, self.tasks, self.bridge.post)
         self.gallery = Gallery(w.view, w.strip, w.thresholds, executor, self.tasks)
         self.exporter = Exporter(w, self.gallery, executor, self.tasks, self.report)
+        self.live = LiveController(
+            w.view,
+            w.thresholds,
+            w.stats_panel,
+            executor,
+            self.tasks,
+            self.bridge.post,
+            self.report,
+            on_take_view=self._live_takes_view,
+        )
+        self.live_ui = LiveUi(w, w.file_menu, self.live, executor, self.tasks)
         self._pending_paths: list[str] = []
         self._log_buffer: list[InferenceResult] = []
         self._shutting_down = False
@@ -108,11 +121,7 @@ class Viewer(QObject):
         self.window.server_panel.set_recent(self.settings.recent_servers(), url_text)
         self._stats_timer.start()
         if self.options.camera:
-            self.report(
-                f"--camera {self.options.camera}: the live camera/video preview is not available yet "
-                "in this version (images and folders are)",
-                True,
-            )
+            self.live.open_text(self.options.camera)  # starts once connected
         if self.options.open_paths:
             self.open_paths(self.options.open_paths)
         remembered = None if self.options.model else self.settings.model()
@@ -123,6 +132,8 @@ class Viewer(QObject):
 
     def open_paths(self, paths: list[str]) -> None:
         self.window.show_hint(False)
+        self.window.strip.show()
+        self.window.batch_panel.show()
         if self.connection.session is None:
             self._pending_paths.extend(paths)
             self.window.statusBar().showMessage(f"{len(paths)} input(s) will run once connected")
@@ -162,15 +173,22 @@ class Viewer(QObject):
         paths, self._pending_paths = self._pending_paths, []
         if paths:
             self.open_paths(paths)
+        self.live.set_session(session)
 
     def _on_session_closing(self, _session: TritonSession) -> None:
         self.runner.cancel()  # stop feeding the old session; its requests end as cancelled
         self.runner.set_session(None)
+        self.live.set_session(None)  # the stream stops feeding the old session
 
     # -- results (GUI thread) ----------------------------------------------------------------
     def _on_result(self, result: InferenceResult) -> None:
         if self.bridge.closed:
             return  # after close: nothing may touch the widgets
+        if self.live.on_result(result):  # a live frame's result: drawn by the live controller
+            self._log_buffer.append(result)
+            if not self._flush_timer.isActive():
+                self._flush_timer.start()
+            return
         self.runner.on_result(result)
         self._on_local_result(result)
 
@@ -214,6 +232,13 @@ class Viewer(QObject):
         if self._model:
             self.settings.set_thresholds(self._model, score, iou)
 
+    def _live_takes_view(self) -> None:
+        self.gallery.current_key, self.gallery.current_image = None, None  # stop redrawing the view
+        self.window.show_hint(False)
+        if not self.window.strip.keys() and not self.runner.active():  # no images: room for the video
+            self.window.strip.hide()
+            self.window.batch_panel.hide()
+
     def _clear(self) -> None:
         self.gallery.clear()
         self.window.request_log.clear()
@@ -224,6 +249,8 @@ class Viewer(QObject):
         """Connected (or failed), everything opened has its result and the shown image is drawn."""
         if self.connection.state == "failed":
             return True
+        if self.options.camera:
+            return self.live.screenshot_ready()
         return (
             self.connection.state == "connected"
             and not self._pending_paths
@@ -245,7 +272,7 @@ class Viewer(QObject):
         if not writer.write(self.window.grab().toImage()):
             self.report(f"could not write the screenshot {path}: {writer.errorString()}", True)
             self.exit_code = 1
-        elif self.connection.state == "failed":
+        elif self.connection.state == "failed" or self.live.error is not None:
             self.exit_code = 1
         self.request_close()
 
@@ -265,6 +292,7 @@ class Viewer(QObject):
             self._stats_timer.stop()
             self._flush_timer.stop()
             self.bridge.close()  # from now on results are dropped, not delivered
+            await self.live.shutdown()  # stop the stream, release the capture on its thread
             self.runner.cancel()  # stop submitting
             await self.connection.shutdown(CLOSE_DRAIN_S)  # cancel in flight, close channels, stop server
             await self.tasks.cancel_all()  # nothing left pending when the loop closes
