@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,7 @@ from PySide6.QtGui import QImage
 
 from app.server.embedded import EmbeddedServer
 from tests.media import make_face_video
-from tests.ui.test_viewer_process import ROOT, VIEWER, viewer_env
+from tests.ui.test_viewer_process import run_viewer
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -19,14 +18,7 @@ def test_camera_screenshot_after_30_annotated_frames(triton: EmbeddedServer, tmp
     video = tmp_path / "face.mp4"
     make_face_video(video, frames=120, fps=30)
     out = tmp_path / "live.png"
-    proc = subprocess.run(
-        [*VIEWER, "--url", triton.grpc_url, "--camera", str(video), "--screenshot", str(out)],
-        cwd=ROOT,
-        env=viewer_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_viewer(tmp_path, "--url", triton.grpc_url, "--camera", str(video), "--screenshot", str(out))
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     image = QImage(str(out))
@@ -36,13 +28,6 @@ def test_camera_screenshot_after_30_annotated_frames(triton: EmbeddedServer, tmp
 
 def test_camera_that_cannot_open_exits_1_with_the_reason(triton: EmbeddedServer, tmp_path: Path) -> None:
     out = tmp_path / "bad.png"
-    proc = subprocess.run(
-        [*VIEWER, "--url", triton.grpc_url, "--camera", "9", "--screenshot", str(out)],
-        cwd=ROOT,
-        env=viewer_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_viewer(tmp_path, "--url", triton.grpc_url, "--camera", "9", "--screenshot", str(out))
     assert proc.returncode == 1
     assert out.is_file()  # the window, banner included, for the user to see why

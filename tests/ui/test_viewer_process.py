@@ -27,15 +27,17 @@ def viewer_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def run_viewer(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The viewer as a user starts it, offscreen, with its own settings folder."""
+    return subprocess.run(
+        [*VIEWER, *args], cwd=ROOT, env=viewer_env(tmp_path), capture_output=True, text=True, timeout=120
+    )
+
+
 def test_screenshot_after_results(triton: EmbeddedServer, tmp_path: Path) -> None:
     out = tmp_path / "out.png"
-    proc = subprocess.run(
-        [*VIEWER, "--url", triton.grpc_url, "--open", str(sample_image()), "--screenshot", str(out)],
-        cwd=ROOT,
-        env=viewer_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = run_viewer(
+        tmp_path, "--url", triton.grpc_url, "--open", str(sample_image()), "--screenshot", str(out)
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
