@@ -198,7 +198,7 @@ class Viewer(QObject):
             self._flush_timer.start()
         self.gallery.on_result(result)
         if result.status.value in ("error", "timeout"):
-            self.report(f"{result.source or 'request'}: {result.error}", True)
+            self.report(error_naming_input(result), True)
             if result.error and result.error.startswith("cannot reach"):
                 self.connection.report_unreachable(result.error)
 
@@ -302,3 +302,9 @@ class Viewer(QObject):
             self.window.allow_close()
             self.window.close()
             self.closed.set()
+
+
+def error_naming_input(result: InferenceResult) -> str:
+    """The error with the input it concerns, named once."""
+    error, source = result.error or result.status.value, result.source or "request"
+    return error if error.startswith(source) else f"{source}: {error}"

@@ -140,7 +140,9 @@ def test_batch_counts_with_corrupt_files(harness: Harness, triton: EmbeddedServe
     assert job is not None
     assert (job.total, job.ok, job.failed, job.cancelled) == (202, 200, 2, 0)
     assert "202 images · 200 ok · 2 failed" in viewer.window.batch_panel.summary.text()
-    assert "corrupt_1.png" in viewer.window.banner.text() or "corrupt_0.png" in viewer.window.banner.text()
+    banner = viewer.window.banner.text()
+    assert "corrupt_1.png" in banner or "corrupt_0.png" in banner
+    assert banner.count(str(folder)) == 1, "the file is named once, with the cause"
     assert viewer.window.strip.status(str(folder / "corrupt_0.png")) is False
     harness.run(until(lambda: viewer.window.request_log.visible_row_count() == 202, what="log rows"))
     viewer.window.request_log.failures_only.setChecked(True)
