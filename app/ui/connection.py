@@ -17,6 +17,7 @@ from app.inference.errors import SessionError
 from app.inference.session import TritonSession
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
+from app.server.errors import TritonNotFoundError
 from app.ui.health import LivenessProbe
 from app.ui.tasks import TaskSet
 
@@ -33,6 +34,9 @@ class ConnectionController(QObject):
     state_changed = Signal(str, str)  # state, detail
     session_closing = Signal(object)  # the session about to be closed (stop feeding it)
     session_opened = Signal(object)  # the new open TritonSession
+    # The embedded server cannot run here at all (no binary, or a frozen build without a
+    # usable Python): the reason. Not emitted for a server that tried to start and failed.
+    local_server_unavailable = Signal(str)
 
     def __init__(self, executor: Executor, tasks: TaskSet, tritonserver: str | None = None) -> None:
         super().__init__()
@@ -121,6 +125,12 @@ class ConnectionController(QObject):
         try:
             self.server = EmbeddedServer(model_repository(), tritonserver=self._tritonserver)
             await loop.run_in_executor(self._executor, self._start_server, self.server)
+        except TritonNotFoundError as e:
+            self.server = None
+            if generation == self._generation:
+                self._set_state("failed", f"no local Triton server: {e}")
+                self.local_server_unavailable.emit(str(e))
+            return []
         except Exception as e:
             if generation == self._generation:
                 self._set_state("failed", f"the local Triton server did not start: {e}")

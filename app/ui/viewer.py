@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QImageWriter
+from PySide6.QtWidgets import QInputDialog
 
 from app.inference.result import InferenceResult
 from app.inference.session import TritonSession
@@ -23,7 +24,8 @@ from app.ui.gallery import Gallery
 from app.ui.live_controller import LiveController
 from app.ui.live_panel import LiveUi
 from app.ui.main_window import MainWindow
-from app.ui.server_panel import LOCAL_SERVER
+from app.ui.server_dialog import ask_for_server
+from app.ui.server_panel import LOCAL_SERVER, parse_urls
 from app.ui.settings import ViewerSettings
 from app.ui.tasks import TaskSet
 
@@ -76,6 +78,8 @@ class Viewer(QObject):
         self._log_buffer: list[InferenceResult] = []
         self._shutting_down = False
         self._model: str | None = None
+        self._asked_for_server = False
+        self.server_dialog: QInputDialog | None = None
         self._wire()
 
     def _wire(self) -> None:
@@ -84,6 +88,7 @@ class Viewer(QObject):
         c.state_changed.connect(self._on_state)
         c.session_opened.connect(self._on_session_opened)
         c.session_closing.connect(self._on_session_closing)
+        c.local_server_unavailable.connect(self._on_local_server_unavailable)
         w.server_panel.connect_requested.connect(self._on_connect_requested)
         w.server_panel.model_chosen.connect(lambda name: c.connect_to(self._session_urls(), name))
         w.paths_opened.connect(self.open_paths)
@@ -146,6 +151,18 @@ class Viewer(QObject):
         if urls:
             self.settings.remember_server(", ".join(urls))
         self.connection.connect_to(urls, self._model)
+
+    def _on_local_server_unavailable(self, reason: str) -> None:
+        """No local server here (e.g. the packaged app without a suitable Python): use the
+        last remote server remembered, else ask for one."""
+        remembered = [u for u in self.settings.recent_servers() if u != LOCAL_SERVER]
+        if remembered and not self._asked_for_server:
+            self._asked_for_server = True
+            self._on_connect_requested(parse_urls(remembered[0]))
+            return
+        self._asked_for_server = True
+        suggestion = remembered[0] if remembered else "localhost:8001"
+        self.server_dialog = ask_for_server(self.window, reason, suggestion, self._on_connect_requested)
 
     def _session_urls(self) -> list[str]:
         return [] if self.connection.urls == self.connection.local_urls() else self.connection.urls

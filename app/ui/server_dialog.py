@@ -1,0 +1,29 @@
+"""First run without a usable local server: ask for the address of a Triton server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtWidgets import QInputDialog, QLineEdit, QWidget
+
+from app.ui.server_panel import parse_urls
+
+
+def ask_for_server(
+    parent: QWidget, reason: str, suggestion: str, on_accept: Callable[[list[str]], None]
+) -> QInputDialog:
+    """A window-modal dialog opened with open(), not exec(): no nested event loop, so the
+    qasync loop keeps running underneath. `on_accept(urls)` gets the addresses typed."""
+    dialog = QInputDialog(parent)
+    dialog.setObjectName("server_dialog")
+    dialog.setWindowTitle("Connect to a Triton server")
+    dialog.setLabelText(
+        f"{reason}\n\nEnter the gRPC address of a Triton server (HOST:PORT, usually port 8001;"
+        " several separated by commas):"
+    )
+    dialog.setTextEchoMode(QLineEdit.EchoMode.Normal)
+    dialog.setTextValue(suggestion)
+    dialog.setOkButtonText("Connect")
+    dialog.textValueSelected.connect(lambda text: on_accept(parse_urls(text)) if text.strip() else None)
+    dialog.open()
+    return dialog
