@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtWidgets import QInputDialog, QLineEdit, QWidget
+from PySide6.QtWidgets import QInputDialog, QLabel, QLineEdit, QWidget
 
 from app.ui.server_panel import parse_urls
 
@@ -24,6 +24,10 @@ def ask_for_server(
     dialog.setTextEchoMode(QLineEdit.EchoMode.Normal)
     dialog.setTextValue(suggestion)
     dialog.setOkButtonText("Connect")
+    # The reason can be long: wrap it in a dialog of reasonable width.
+    for label in dialog.findChildren(QLabel):
+        label.setWordWrap(True)
+    dialog.setFixedWidth(600)
     dialog.textValueSelected.connect(lambda text: on_accept(parse_urls(text)) if text.strip() else None)
     dialog.open()
     return dialog
