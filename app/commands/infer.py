@@ -43,7 +43,7 @@ from app.commands.progress import Progress
 from app.inference.errors import SessionError
 from app.inference.images import read_image
 from app.inference.profile import ProfileError
-from app.inference.result import InferenceResult
+from app.inference.result import InferenceResult, naming_input
 from app.inference.session import TritonSession
 from app.sources.files import InputItem, iter_image_paths
 from app.sources.video_file import VideoFileReader
@@ -102,10 +102,8 @@ class RecordWriter:
                 if self._failure_lines == MAX_FAILURE_LINES:
                     record = {**record, "error": f"{record.get('error')} (further failures: see the records)"}
         if echo:
-            where = record.get("source") or "?"
-            if record.get("frame") is not None:
-                where += f" frame {record['frame']}"
-            self.progress.note(f"failed: {where}: {record.get('error')}")
+            message = naming_input(record.get("source"), str(record.get("error")), record.get("frame"))
+            self.progress.note(f"failed: {message}")
         self.progress.done(ok)
 
 

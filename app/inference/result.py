@@ -70,3 +70,13 @@ class InferenceResult:
             "height": self.height,
             "detections": [d.to_record() for d in self.detections] if self.ok else [],
         }
+
+
+def naming_input(source: str | None, error: str, frame: int | None = None) -> str:
+    """`error` with the input it concerns named once: many messages already start with it."""
+    where = source or "request"
+    if frame is not None:
+        where += f" frame {frame}"
+    if source and error.startswith(source):
+        return error if frame is None else f"{error} (frame {frame})"
+    return f"{where}: {error}"

@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QImageWriter
 from PySide6.QtWidgets import QInputDialog
 
-from app.inference.result import InferenceResult
+from app.inference.result import InferenceResult, naming_input
 from app.inference.session import TritonSession
 from app.ui.batch_runner import BatchRunner
 from app.ui.bridge import ResultBridge
@@ -215,7 +215,7 @@ class Viewer(QObject):
             self._flush_timer.start()
         self.gallery.on_result(result)
         if result.status.value in ("error", "timeout"):
-            self.report(error_naming_input(result), True)
+            self.report(naming_input(result.source, result.error or result.status.value, result.frame), True)
             if result.error and result.error.startswith("cannot reach"):
                 self.connection.report_unreachable(result.error)
 
@@ -319,9 +319,3 @@ class Viewer(QObject):
             self.window.allow_close()
             self.window.close()
             self.closed.set()
-
-
-def error_naming_input(result: InferenceResult) -> str:
-    """The error with the input it concerns, named once."""
-    error, source = result.error or result.status.value, result.source or "request"
-    return error if error.startswith(source) else f"{source}: {error}"

@@ -6,7 +6,7 @@ import pytest
 from tritonclient.utils import InferenceServerException
 
 from app.inference.errors import classify, first_paragraph, redact
-from app.inference.result import Status
+from app.inference.result import Status, naming_input
 
 URL = "10.0.0.5:8001"
 
@@ -80,3 +80,10 @@ def test_first_paragraph_drops_the_backend_traceback() -> None:
     reason = "Internal: RuntimeError: weights missing\n\nAt:\n  model.py(6): initialize"
     assert first_paragraph(reason) == "Internal: RuntimeError: weights missing"
     assert redact("short", ["ab"]) == "short"  # too short to redact safely
+
+
+def test_messages_name_their_input_once() -> None:
+    assert naming_input("a.jpg", "a.jpg: corrupt") == "a.jpg: corrupt"
+    assert naming_input("a.jpg", "deadline exceeded") == "a.jpg: deadline exceeded"
+    assert naming_input("v.mp4", "deadline exceeded", frame=3) == "v.mp4 frame 3: deadline exceeded"
+    assert naming_input(None, "boom") == "request: boom"
