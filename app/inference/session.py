@@ -122,10 +122,16 @@ class TritonSession:
         self.close()
 
     def open(self) -> TritonSession:
-        """Connect, check health, discover the model and its profile. Raises SessionError."""
-        if self.state != "unopened":
-            raise SessionError(f"a session can be opened once (it is {self.state})")
-        pool = ConnectionPool(self.urls, self.options)
+        """Connect, check health, discover the model and its profile. Raises SessionError.
+
+        close() from another thread while this runs closes the channels, so the call in
+        progress fails at once (a GUI closing during a slow connect does not wait for it).
+        """
+        with self._lock:
+            if self.state != "unopened":
+                raise SessionError(f"a session can be opened once (it is {self.state})")
+            self.state = "opening"
+            pool = self._pool = ConnectionPool(self.urls, self.options)
         try:
             live = self._check_servers(pool)
             first = next(ch for ch in pool.channels if ch.url == live[0])
@@ -135,17 +141,25 @@ class TritonSession:
                 first.client, first.url, name, self._headers, self.profile_overrides, self.timeout_s
             )
             self._check_model_everywhere(pool, live, name)
-        except BaseException:
+            with self._lock:
+                if self.state != "opening":
+                    raise SessionClosedError("the session was closed while connecting")
+                self._requested_outputs = [
+                    grpcclient.InferRequestedOutput(n) for n in self.profile.output_names
+                ]
+                # Why threads here: decoding is numpy/OpenCV work that must stay off gRPC's threads.
+                self._workers = concurrent.futures.ThreadPoolExecutor(self.decode_workers, "triton-worker")
+                self._timer = DelayedCalls()
+                self.stats.reset()
+                self.state = "open"
+        except BaseException as e:
             pool.close()
-            self.state = "closed"
+            with self._lock:
+                closed_meanwhile = self.state != "opening"
+                self.state = "closed"
+            if closed_meanwhile and not isinstance(e, SessionClosedError):
+                raise SessionClosedError("the session was closed while connecting") from None
             raise
-        self._pool = pool
-        self._requested_outputs = [grpcclient.InferRequestedOutput(n) for n in self.info.profile.output_names]
-        # Why threads here: decoding is numpy/OpenCV work that must stay off gRPC's threads.
-        self._workers = concurrent.futures.ThreadPoolExecutor(self.decode_workers, "triton-worker")
-        self._timer = DelayedCalls()
-        self.stats.reset()
-        self.state = "open"
         return self
 
     def _check_servers(self, pool: ConnectionPool) -> list[str]:
@@ -185,6 +199,13 @@ class TritonSession:
         with self._lock:
             if self.state in ("closing", "closed"):
                 return
+            if self.state == "opening":
+                # open() is blocked on the network in another thread: closing the channels
+                # makes that call fail now; open() then cleans up and reports the close.
+                self.state = "closing"
+                pool = self._pool
+            else:
+                pool = None
             was_open = self.state == "open"
             self.state = "closing"
             deadline = time.monotonic() + drain_timeout
@@ -193,6 +214,9 @@ class TritonSession:
                 if remaining <= 0:
                     break
                 self._drained.wait(remaining)
+        if pool is not None:
+            pool.close()
+            return
         self.cancel_all()
         if self._timer is not None:
             for call in self._timer.stop():

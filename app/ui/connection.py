@@ -45,6 +45,7 @@ class ConnectionController(QObject):
         self._tritonserver = tritonserver
         self.server: EmbeddedServer | None = None
         self.session: TritonSession | None = None
+        self._opening: TritonSession | None = None  # a session whose open() is in progress
         self.urls: list[str] = []
         self.state = "idle"
         self._generation = 0
@@ -61,7 +62,14 @@ class ConnectionController(QObject):
         """Open a session on `urls` ([] = the embedded server, started on first use).
         `model_is_hint`: a remembered model; when the server lacks it, use its default model."""
         self._generation += 1
+        self._abandon_connect()
         self._tasks.spawn(self._connect(self._generation, urls, model, model_is_hint), name="connect")
+
+    def _abandon_connect(self) -> None:
+        """A connect still waiting on the network is not wanted any more: closing its session
+        makes the blocked call fail at once (no network wait; safe on the GUI thread)."""
+        if self._opening is not None:
+            self._opening.close(0.0)
 
     def local_urls(self) -> list[str]:
         return [self.server.grpc_url] if self.server is not None and self.server.running else []
@@ -75,6 +83,7 @@ class ConnectionController(QObject):
         """Close the session (cancel what is in flight) and stop the embedded server."""
         self._shutting_down = True
         self._generation += 1
+        self._abandon_connect()
         self._health_timer.stop()
         loop = asyncio.get_running_loop()
         session, self.session = self.session, None
@@ -100,15 +109,20 @@ class ConnectionController(QObject):
         if generation != self._generation:
             return
         self._set_state("connecting", f"connecting to {', '.join(urls)}…")
-        session = TritonSession(urls, model)
+        session = self._opening = TritonSession(urls, model)
         try:
             await loop.run_in_executor(self._executor, session.open)
         except SessionError as e:
+            if generation != self._generation:
+                return  # superseded or closing: close() interrupted the connect
             if hint and model is not None and "not found" in str(e):
                 await self._connect(generation, urls, None, False)
             elif generation == self._generation:
                 self._set_state("failed", str(e))
             return
+        finally:
+            if self._opening is session:
+                self._opening = None
         if generation != self._generation:  # superseded (or closing) while opening
             await loop.run_in_executor(self._executor, functools.partial(session.close, 0.0))
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import threading
 import time
 
@@ -235,3 +236,27 @@ def test_headers_are_sent_and_their_values_never_shown(triton: EmbeddedServer) -
     assert (
         redact(f"call failed with authorization: {secret}", [secret]) == "call failed with authorization: ***"
     )
+
+
+def test_close_interrupts_a_connect_that_hangs() -> None:
+    # A port that accepts TCP connections but never answers: open() would wait for its deadline.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        session = TritonSession(f"127.0.0.1:{silent.getsockname()[1]}", timeout_s=30)
+        errors: list[BaseException] = []
+        opener = threading.Thread(target=lambda: _open_into(session, errors))
+        opener.start()
+        time.sleep(0.3)
+        session.close()
+        opener.join(timeout=5)
+        assert not opener.is_alive(), "open() returned once the session was closed"
+    assert len(errors) == 1 and isinstance(errors[0], SessionClosedError)
+    assert session.state == "closed"
+
+
+def _open_into(session: TritonSession, errors: list[BaseException]) -> None:
+    try:
+        session.open()
+    except BaseException as e:
+        errors.append(e)

@@ -3,6 +3,7 @@ connects to the server remembered, or asks for one."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,16 @@ def test_connects_to_the_remembered_server_without_asking(
     harness.connected(viewer)
     assert viewer.connection.urls == [triton.grpc_url]
     assert viewer.server_dialog is None
+
+
+def test_closing_while_a_connect_hangs_abandons_it(harness: Harness, tmp_path: Path) -> None:
+    with socket.socket() as silent:  # accepts TCP connections, never answers gRPC
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        viewer = harness.viewer(f"127.0.0.1:{silent.getsockname()[1]}")
+        harness.run(until(lambda: viewer.connection._opening is not None, what="connecting"))
+        opening = viewer.connection._opening
+        assert opening is not None and opening.state == "opening"
+        harness.close(viewer)
+        # Interrupted at once, not left blocked until its 5 s deadline.
+        harness.run(until(lambda: opening.state == "closed", timeout=2.0, what="the connect to end"))
