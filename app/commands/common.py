@@ -53,6 +53,11 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool
             help="Triton gRPC address. Default: start the embedded server with the bundled face detector",
         )
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-request timeout")
+    add_security_arguments(p)
+
+
+def add_security_arguments(p: argparse.ArgumentParser) -> None:
+    """TLS and metadata for remote servers (the command-line tools and the viewer)."""
     p.add_argument("--ssl", action="store_true", help="TLS connection to the server")
     p.add_argument("--root-certificates", default=None, metavar="FILE", help="PEM CA bundle for --ssl")
     p.add_argument(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from app.commands.common import EXIT_USAGE, UsageError, add_security_arguments, connection_options, eprint
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -31,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "frames), save a PNG of the window and exit",
     )
     parser.add_argument("--tritonserver", default=None, metavar="PATH", help="tritonserver binary to use")
+    add_security_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +41,11 @@ def run(args: argparse.Namespace) -> int:
     from app.ui.qt_app import run_viewer
     from app.ui.viewer import ViewerOptions
 
+    try:
+        connection = connection_options(args)
+    except UsageError as e:
+        eprint(f"error: {e}")
+        return EXIT_USAGE
     options = ViewerOptions(
         urls=list(args.url),
         model=args.model,
@@ -45,5 +53,6 @@ def run(args: argparse.Namespace) -> int:
         camera=args.camera,
         screenshot=args.screenshot,
         tritonserver=args.tritonserver,
+        connection=connection,
     )
     return run_viewer(options)

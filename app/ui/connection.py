@@ -13,6 +13,7 @@ from concurrent.futures import Executor
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.inference.connection import ConnectionOptions
 from app.inference.errors import SessionError
 from app.inference.session import TritonSession
 from app.resources import model_repository
@@ -38,8 +39,15 @@ class ConnectionController(QObject):
     # usable Python): the reason. Not emitted for a server that tried to start and failed.
     local_server_unavailable = Signal(str)
 
-    def __init__(self, executor: Executor, tasks: TaskSet, tritonserver: str | None = None) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        tasks: TaskSet,
+        tritonserver: str | None = None,
+        remote_options: ConnectionOptions | None = None,
+    ) -> None:
         super().__init__()
+        self._remote_options = remote_options
         self._executor = executor
         self._tasks = tasks
         self._tritonserver = tritonserver
@@ -101,15 +109,17 @@ class ConnectionController(QObject):
     async def _connect(self, generation: int, urls: list[str], model: str | None, hint: bool) -> None:
         loop = asyncio.get_running_loop()
         await self._close_session(loop)
+        options = self._remote_options
         if not urls:
             urls = await self._ensure_server(loop, generation)
             if not urls:
                 return
             model = model or DEFAULT_MODEL
+            options = None  # the embedded server speaks plain gRPC and wants no headers
         if generation != self._generation:
             return
         self._set_state("connecting", f"connecting to {', '.join(urls)}…")
-        session = self._opening = TritonSession(urls, model)
+        session = self._opening = TritonSession(urls, model, options=options)
         try:
             await loop.run_in_executor(self._executor, session.open)
         except SessionError as e:
@@ -127,7 +137,7 @@ class ConnectionController(QObject):
             await loop.run_in_executor(self._executor, functools.partial(session.close, 0.0))
             return
         self.session, self.urls = session, urls
-        self._start_probe(urls)
+        self._start_probe(urls, session.options)
         assert session.info is not None
         self._set_state("connected", f"{', '.join(urls)} · model {session.info.name}")
         self.session_opened.emit(session)
@@ -182,8 +192,8 @@ class ConnectionController(QObject):
             await loop.run_in_executor(self._executor, functools.partial(session.close, SWITCH_DRAIN_S))
 
     # -- health --------------------------------------------------------------------
-    def _start_probe(self, urls: list[str]) -> None:
-        self._probe = LivenessProbe(urls)
+    def _start_probe(self, urls: list[str], options: ConnectionOptions) -> None:
+        self._probe = LivenessProbe(urls, options)
         self._health_timer.start()
 
     def _probe_now(self) -> None:

@@ -7,6 +7,9 @@ import threading
 
 import tritonclient.grpc as grpcclient
 
+from app.inference.connection import ConnectionOptions
+from app.inference.errors import redact
+
 PROBE_TIMEOUT_S = 1.0
 
 
@@ -14,8 +17,9 @@ class LivenessProbe:
     """One small gRPC client per URL, separate from the session's channels so a probe
     never queues behind inference traffic. `check()` blocks up to ~1 s per server."""
 
-    def __init__(self, urls: list[str]) -> None:
+    def __init__(self, urls: list[str], options: ConnectionOptions | None = None) -> None:
         self.urls = list(urls)
+        self._options = options or ConnectionOptions()
         self._clients: dict[str, grpcclient.InferenceServerClient] = {}
         self._lock = threading.Lock()  # check() and close() come from executor threads
         self._closed = False
@@ -23,6 +27,8 @@ class LivenessProbe:
     def check(self) -> tuple[bool, str]:
         """(any server live, message naming the unreachable ones)."""
         down: list[str] = []
+        o = self._options
+        headers = dict(o.headers)
         with self._lock:
             if self._closed:
                 return True, ""
@@ -30,11 +36,13 @@ class LivenessProbe:
                 try:
                     client = self._clients.get(url)
                     if client is None:
-                        client = self._clients[url] = grpcclient.InferenceServerClient(url)
-                    if not client.is_server_live(client_timeout=PROBE_TIMEOUT_S):
+                        client = self._clients[url] = grpcclient.InferenceServerClient(
+                            url, ssl=o.ssl, root_certificates=o.root_certificates
+                        )
+                    if not client.is_server_live(headers=headers, client_timeout=PROBE_TIMEOUT_S):
                         down.append(f"{url} is not live")
                 except Exception as e:
-                    down.append(f"{url}: {str(e).splitlines()[0][:200]}")
+                    down.append(redact(f"{url}: {str(e).splitlines()[0][:200]}", headers.values()))
         return len(down) < len(self.urls), "; ".join(down)
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QImageWriter
 from PySide6.QtWidgets import QInputDialog
 
+from app.inference.connection import ConnectionOptions
 from app.inference.result import InferenceResult, naming_input
 from app.inference.session import TritonSession
 from app.ui.batch_runner import BatchRunner
@@ -44,6 +45,8 @@ class ViewerOptions:
     camera: str | None = None
     screenshot: str | None = None
     tritonserver: str | None = None
+    # TLS and headers for the servers given by URL (the local server is plain gRPC).
+    connection: ConnectionOptions | None = None
 
 
 class Viewer(QObject):
@@ -59,7 +62,7 @@ class Viewer(QObject):
         # Created here, on the GUI thread: its signal is queued to this thread.
         self.bridge = ResultBridge()
         self.bridge.connect_receiver(self._on_result)
-        self.connection = ConnectionController(executor, self.tasks, options.tritonserver)
+        self.connection = ConnectionController(executor, self.tasks, options.tritonserver, options.connection)
         self.runner = BatchRunner(executor, self.tasks, self.bridge.post)
         self.gallery = Gallery(w.view, w.strip, w.thresholds, executor, self.tasks)
         self.exporter = Exporter(w, self.gallery, executor, self.tasks, self.report)
