@@ -130,6 +130,10 @@ class ConnectionPool:
         usable = healthy or [ch for ch in self.channels if self.health[ch.url].down_for() <= give_up_after_s]
         return min(usable, key=lambda c: c.in_flight) if usable else None
 
+    def first_channel(self, url: str) -> Channel:
+        """A channel to `url`, for one-off calls (health checks, discovery)."""
+        return next(ch for ch in self.channels if ch.url == url)
+
     def mark_ok(self, url: str) -> None:
         with self._lock:
             self.health[url].mark_ok()

@@ -34,7 +34,7 @@ from app.inference.connection import Channel, ConnectionOptions, ConnectionPool
 from app.inference.discovery import ModelEntry, ModelInfo, check_live, choose_model, list_models, model_info
 from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify, redact
 from app.inference.letterbox import BoxTransform
-from app.inference.profile import postprocess, preprocess
+from app.inference.profile import ModelProfile, postprocess, preprocess
 from app.inference.result import InferenceResult, Status
 from app.inference.scheduler import DelayedCalls
 from app.inference.stats import RequestStats
@@ -134,7 +134,7 @@ class TritonSession:
             pool = self._pool = ConnectionPool(self.urls, self.options)
         try:
             live = self._check_servers(pool)
-            first = next(ch for ch in pool.channels if ch.url == live[0])
+            first = pool.first_channel(live[0])
             self.models = list_models(first.client, first.url, self._headers, self.timeout_s)
             name = choose_model(self.models, self.requested_model, first.url)
             self.info = model_info(
@@ -165,7 +165,7 @@ class TritonSession:
     def _check_servers(self, pool: ConnectionPool) -> list[str]:
         live, errors = [], []
         for url in pool.urls:
-            channel = next(ch for ch in pool.channels if ch.url == url)
+            channel = pool.first_channel(url)
             try:
                 check_live(channel.client, url, self._headers, min(self.timeout_s, 5.0))
                 live.append(url)
@@ -180,11 +180,11 @@ class TritonSession:
 
     def _check_model_everywhere(self, pool: ConnectionPool, live: list[str], name: str) -> None:
         for url in live[1:]:
-            channel = next(ch for ch in pool.channels if ch.url == url)
+            channel = pool.first_channel(url)
             choose_model(list_models(channel.client, url, self._headers, self.timeout_s), name, url)
 
     @property
-    def profile(self) -> Any:
+    def profile(self) -> ModelProfile:
         if self.info is None:
             raise SessionError("the session is not open")
         return self.info.profile
@@ -199,14 +199,7 @@ class TritonSession:
         with self._lock:
             if self.state in ("closing", "closed"):
                 return
-            if self.state == "opening":
-                # open() is blocked on the network in another thread: closing the channels
-                # makes that call fail now; open() then cleans up and reports the close.
-                self.state = "closing"
-                pool = self._pool
-            else:
-                pool = None
-            was_open = self.state == "open"
+            interrupting_open, was_open = self.state == "opening", self.state == "open"
             self.state = "closing"
             deadline = time.monotonic() + drain_timeout
             while self._pending and was_open:
@@ -214,8 +207,10 @@ class TritonSession:
                 if remaining <= 0:
                     break
                 self._drained.wait(remaining)
-        if pool is not None:
-            pool.close()
+        if interrupting_open and self._pool is not None:
+            # open() is blocked on the network in another thread: closing the channels
+            # makes that call fail now; open() then cleans up and reports the close.
+            self._pool.close()
             return
         self.cancel_all()
         if self._timer is not None:
@@ -350,12 +345,11 @@ class TritonSession:
             self._finish(req, Status.ERROR, why)
             return
         req.channel, req.attempts = channel, req.attempts + 1
-        outputs = [grpcclient.InferRequestedOutput(n) for n in self.info.profile.output_names]
         try:
             req.call = channel.send(
                 model_name=self.info.name,
                 inputs=req.inputs,
-                outputs=outputs,
+                outputs=self._requested_outputs,
                 request_id=req.id,
                 client_timeout=remaining,
                 headers=self._headers or None,
