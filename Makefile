@@ -22,6 +22,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check app tests packaging
 	$(BIN)/ruff format --check app tests packaging
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 test: lint
 	$(BIN)/python -m pytest

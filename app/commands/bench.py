@@ -14,7 +14,7 @@ import functools
 import json
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +36,13 @@ from app.commands.common import (
     server_urls,
 )
 from app.commands.progress import Progress
-from app.inference.connection import ConnectionOptions
+from app.inference.channel import ConnectionOptions
 from app.inference.errors import SessionError
-from app.inference.images import read_image
 from app.inference.profile import ProfileError, preprocess
-from app.inference.result import InferenceResult
 from app.inference.session import TritonSession
+from app.pipeline.load import LoadFigures, LoadJob, figures_of
 from app.resources import sample_image
+from app.sources.images import read_image
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,37 +64,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", default=None, metavar="FILE", help="also write the figures as JSON")
 
 
-@dataclass
-class Figures:
-    requests: int
-    ok: int
-    failed: int
-    seconds: float
-    throughput: float
-    p50_ms: float | None
-    p95_ms: float | None
-    p99_ms: float | None
-    first_error: str | None = None
-
-
-def _figures(
-    latencies_ms: list[float], requests: int, failed: int, seconds: float, error: str | None
-) -> Figures:
-    lat = np.asarray(latencies_ms, np.float64)
-    p50, p95, p99 = (float(v) for v in np.percentile(lat, [50, 95, 99])) if lat.size else (None,) * 3
-    return Figures(
-        requests=requests,
-        ok=requests - failed,
-        failed=failed,
-        seconds=round(seconds, 4),
-        throughput=round(requests / seconds, 2) if seconds > 0 else 0.0,
-        p50_ms=None if p50 is None else round(p50, 3),
-        p95_ms=None if p95 is None else round(p95, 3),
-        p99_ms=None if p99 is None else round(p99, 3),
-        first_error=error,
-    )
-
-
 def parse_levels(text: str) -> list[int]:
     try:
         levels = [int(part) for part in text.split(",") if part.strip()]
@@ -107,49 +76,12 @@ def parse_levels(text: str) -> list[int]:
     return levels
 
 
-class _Collector:
-    """Latencies and failures of one run, filled from callback threads."""
-
-    def __init__(self, expected: int, progress: Progress | None) -> None:
-        self.expected = expected
-        self.progress = progress
-        self.latencies: list[float] = []
-        self.failed = 0
-        self.first_error: str | None = None
-        self._count = 0
-        self._cond = threading.Condition()
-
-    def add(self, latency_ms: float, error: str | None) -> None:
-        with self._cond:
-            self._count += 1
-            if error is None:
-                self.latencies.append(latency_ms)
-            else:
-                self.failed += 1
-                self.first_error = self.first_error or error
-            if self._count >= self.expected:
-                self._cond.notify_all()
-        if self.progress is not None:
-            self.progress.done(error is None)
-
-    def wait(self) -> None:
-        with self._cond:
-            self._cond.wait_for(lambda: self._count >= self.expected)
-
-
-def run_app(session: TritonSession, image: np.ndarray, requests: int, progress: Progress | None) -> Figures:
-    """N submissions of the decoded image through the session (its window = the level)."""
-    collector = _Collector(requests, progress)
-
-    def on_result(result: InferenceResult) -> None:
-        collector.add(result.latency_ms or 0.0, None if result.ok else result.error or result.status.value)
-
-    t0 = time.perf_counter()
-    for _ in range(requests):
-        session.submit(image, on_result, source="bench", block=True)
-    collector.wait()
-    seconds = time.perf_counter() - t0
-    return _figures(collector.latencies, requests, collector.failed, seconds, collector.first_error)
+def run_app(
+    session: TritonSession, image: np.ndarray, requests: int, progress: Progress | None
+) -> LoadFigures:
+    """N submissions of the decoded image through the session, at its window's concurrency."""
+    on_done = progress.done if progress is not None else None
+    return LoadJob(session, [image], requests, session.max_in_flight, on_done).run()
 
 
 class PlainLoop:
@@ -172,18 +104,26 @@ class PlainLoop:
     def close(self) -> None:
         self.client.close()
 
-    def run(self, level: int, requests: int, timeout_s: float, progress: Progress | None) -> Figures:
-        collector = _Collector(requests, progress)
+    def run(self, level: int, requests: int, timeout_s: float, progress: Progress | None) -> LoadFigures:
+        # The baseline keeps its own plain bookkeeping: it must not use the app's pipeline.
         slots = threading.Semaphore(level)
+        ended = threading.Semaphore(0)
+        latencies: list[float] = []
+        errors: list[str] = []
 
         def done(started: float, result: Any, error: Any) -> None:
             try:
                 if error is None:
                     for name in self.output_names:  # what any client does with a reply
                         result.as_numpy(name)
-                collector.add((time.perf_counter() - started) * 1000, None if error is None else str(error))
+                    latencies.append((time.perf_counter() - started) * 1000)
+                else:
+                    errors.append(str(error))
+                if progress is not None:
+                    progress.done(error is None)
             finally:
                 slots.release()
+                ended.release()
 
         t0 = time.perf_counter()
         for _ in range(requests):
@@ -200,10 +140,12 @@ class PlainLoop:
                 )
             except Exception as e:
                 slots.release()
-                collector.add(0.0, str(e))
-        collector.wait()
+                ended.release()
+                errors.append(str(e))
+        for _ in range(requests):
+            ended.acquire()
         seconds = time.perf_counter() - t0
-        return _figures(collector.latencies, requests, collector.failed, seconds, collector.first_error)
+        return figures_of(latencies, requests, len(errors), seconds, errors[0] if errors else None)
 
 
 def _session(

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from app.inference.connection import ConnectionOptions
+from app.inference.channel import ConnectionOptions
 from app.inference.labels import read_labels_file
 from app.inference.profile import ProfileError, load_profile_file
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# Each request in flight holds its input tensor (a full frame for raw-image models): beyond
+# a few hundred, memory grows while throughput does not (the server has as many slots).
+MAX_CONCURRENCY = 256
 
 
 # On a small machine (the embedded server on the same 2 cores) every extra client thread
@@ -35,6 +39,31 @@ def eprint(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
+def concurrency_argument(text: str) -> int:
+    """--concurrency N: an integer from 1 to MAX_CONCURRENCY (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(
+            f"{value} is out of range: from 1 to {MAX_CONCURRENCY} requests in flight (more holds "
+            "more frames in memory without making a server faster)"
+        )
+    return value
+
+
+def timeout_argument(text: str) -> float:
+    """--timeout SECONDS: a finite positive number (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
 def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool = True) -> None:
     if repeatable_url:
         p.add_argument(
@@ -52,7 +81,9 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool
             metavar="HOST:PORT",
             help="Triton gRPC address. Default: start the embedded server with the bundled face detector",
         )
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per-request timeout")
+    p.add_argument(
+        "--timeout", type=timeout_argument, default=10.0, metavar="SECONDS", help="per-request timeout"
+    )
     add_security_arguments(p)
 
 
@@ -94,8 +125,6 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
     root = getattr(args, "root_certificates", None)
     if root is not None and not Path(root).is_file():
         raise UsageError(f"--root-certificates {root}: no such file")
-    if getattr(args, "timeout", 1.0) <= 0:
-        raise UsageError("--timeout must be > 0")
     return ConnectionOptions(
         ssl=bool(getattr(args, "ssl", False)),
         root_certificates=root,

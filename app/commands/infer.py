@@ -1,26 +1,20 @@
 """`python -m app infer PATH...`: headless detection of images, folders and videos -> JSON Lines.
 
-Threads, and why:
-- the main thread walks the inputs, reads video frames and submits (`block=True`: the
-  session's in-flight window is the backpressure that bounds memory);
-- image files are decoded while earlier requests are in flight: in the main thread on a
-  small machine (fewer threads competing with the server for 2 cores), else by a small
-  reader pool a few images ahead, never holding more than a handful of images;
-- results arrive on the session's worker threads and go straight to one writer (a lock
-  around write + flush: records are whole lines, and appear as soon as they are known).
+A thin adapter over `app.pipeline.batch.BatchJob` (the viewer's batches run the same
+job, so both write the same records). The main thread feeds (the session's windows are
+the backpressure that bounds memory); results arrive on the session's worker threads and
+go straight to one writer (a lock around write + flush: records are whole lines, and
+appear as soon as they are known).
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
-import concurrent.futures
-import contextlib
 import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -34,6 +28,7 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     add_model_arguments,
+    concurrency_argument,
     connection_options,
     eprint,
     profile_overrides,
@@ -41,16 +36,13 @@ from app.commands.common import (
 )
 from app.commands.progress import Progress
 from app.inference.errors import SessionError
-from app.inference.images import read_image
 from app.inference.profile import ProfileError
 from app.inference.result import InferenceResult, naming_input
 from app.inference.session import TritonSession
-from app.sources.files import InputItem, iter_image_paths
-from app.sources.video_file import VideoFileReader
+from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 
 # Image-decoding threads (OpenCV releases the GIL while decoding); 0: the main thread reads.
 READERS = 0 if SMALL_MACHINE else 2
-LOOKAHEAD = 4 if READERS else 0  # decoded images waiting for a window slot, at most
 MAX_FAILURE_LINES = 20  # failures echoed on stderr (all of them are in the records)
 
 
@@ -58,7 +50,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p)
     add_model_arguments(p)
     p.add_argument(
-        "--concurrency", type=int, default=8, metavar="N", help="requests in flight at most (default 8)"
+        "--concurrency",
+        type=concurrency_argument,
+        default=8,
+        metavar="N",
+        help="requests in flight at most (default 8)",
     )
     p.add_argument(
         "--output", default=None, metavar="FILE", help="write the JSON Lines here (default stdout)"
@@ -66,198 +62,79 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="image files, folders (recursive), video files")
 
 
+def record_line(record: dict[str, Any], encoding: str | None) -> str:
+    """One JSON line, written as is when the stream can encode it, else fully escaped: a file
+    name that is not valid UTF-8 (surrogate escapes) never cuts the output short."""
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode(encoding or "utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(record, ensure_ascii=True)
+    return line + "\n"
+
+
 class RecordWriter:
-    """One JSON Lines writer shared by every thread; counts what it wrote."""
+    """One JSON Lines writer shared by every thread; counts what it wrote, by status."""
 
     def __init__(self, stream: TextIO, progress: Progress) -> None:
         self.stream = stream
         self.progress = progress
-        self.ok = 0
-        self.failed = 0
+        self.counts: dict[str, int] = {}
         self.broken: str | None = None  # why output cannot be written any more (e.g. closed pipe)
+        self.on_broken: list[Any] = []  # called once when the output breaks (stop feeding)
         self._failure_lines = 0
         self._lock = threading.Lock()
+        self._encoding = getattr(stream, "encoding", None)
+
+    def count(self, status: str) -> int:
+        return self.counts.get(status, 0)
 
     @property
     def total(self) -> int:
-        return self.ok + self.failed
+        return sum(self.counts.values())
+
+    def write_result(self, result: InferenceResult) -> None:
+        self.write(result.to_record())
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False) + "\n"
-        ok = bool(record.get("ok"))
+        line = record_line(record, self._encoding)
+        status = str(record.get("status"))
+        ok = status == "ok"
+        newly_broken = False
         with self._lock:
-            if ok:
-                self.ok += 1
+            if self.broken is not None:
+                return  # not written: not counted
+            try:
+                self.stream.write(line)
+                self.stream.flush()
+            except (OSError, ValueError) as e:
+                self.broken = f"cannot write the output: {e}"
+                newly_broken = True
             else:
-                self.failed += 1
-            if self.broken is None:
-                try:
-                    self.stream.write(line)
-                    self.stream.flush()
-                except (OSError, ValueError) as e:
-                    self.broken = f"cannot write the output: {e}"
-            echo = not ok and self._failure_lines < MAX_FAILURE_LINES
+                self.counts[status] = self.counts.get(status, 0) + 1  # counted once written
+            echo = (
+                not ok
+                and status != "skipped"
+                and not newly_broken
+                and self._failure_lines < MAX_FAILURE_LINES
+            )
             if echo:
                 self._failure_lines += 1
                 if self._failure_lines == MAX_FAILURE_LINES:
                     record = {**record, "error": f"{record.get('error')} (further failures: see the records)"}
+        if newly_broken:
+            for stop in self.on_broken:
+                stop()
+            return
         if echo:
             message = naming_input(record.get("source"), str(record.get("error")), record.get("frame"))
-            self.progress.note(f"failed: {message}")
-        self.progress.done(ok)
-
-
-def failed_record(source: str, error: str, frame: int | None = None) -> dict[str, Any]:
-    """The record of an input that never became a request (missing, unreadable, not media)."""
-    return {
-        "source": source,
-        "frame": frame,
-        "request_id": None,
-        "ok": False,
-        "error": error,
-        "latency_ms": None,
-        "width": None,
-        "height": None,
-        "detections": [],
-    }
-
-
-class _Outstanding:
-    """Requests submitted whose callback has not run yet: `wait()` until none is left."""
-
-    def __init__(self) -> None:
-        self._n = 0
-        self._cond = threading.Condition()
-
-    def add(self) -> None:
-        with self._cond:
-            self._n += 1
-
-    def remove(self) -> None:
-        with self._cond:
-            self._n -= 1
-            if self._n == 0:
-                self._cond.notify_all()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: self._n == 0, timeout)
+            self.progress.note(f"{status}: {message}")
+        self.progress.done(ok or status == "skipped")
 
 
 def _display_names(paths: Sequence[str]) -> dict[str, str]:
     """Path as normalised by pathlib -> the path exactly as the user typed it."""
     return {str(Path(p)): p for p in paths}
-
-
-def _count_frames(path: Path) -> int:
-    try:
-        with VideoFileReader(path) as reader:
-            return max(reader.frame_count, 1)
-    except ValueError:
-        return 1
-
-
-class _InlineReader:
-    """The reader pool's interface, reading at once in the calling thread."""
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        try:
-            future.set_result(fn(*args))
-        except Exception as e:
-            future.set_exception(e)
-        return future
-
-
-def _readers() -> contextlib.AbstractContextManager[Any]:
-    if READERS == 0:
-        return contextlib.nullcontext(_InlineReader())
-    return concurrent.futures.ThreadPoolExecutor(READERS, "image-reader")
-
-
-class InferJob:
-    """Feeds every input to the session and writes one record per image / video frame."""
-
-    def __init__(self, session: TritonSession, writer: RecordWriter, names: dict[str, str]) -> None:
-        self.session = session
-        self.writer = writer
-        self.names = names
-        self.outstanding = _Outstanding()
-        self.stopping = False
-
-    def source_of(self, path: Path) -> str:
-        text = str(path)
-        return self.names.get(text, text)
-
-    def _on_result(self, result: InferenceResult) -> None:
-        # A session worker thread: write and count, nothing else.
-        try:
-            self.writer.write(result.to_record())
-        finally:
-            self.outstanding.remove()
-
-    def _submit(self, image: Any, source: str, frame: int | None) -> None:
-        self.outstanding.add()
-        try:
-            rid = self.session.submit(image, self._on_result, source=source, frame=frame, block=True)
-        except BaseException:
-            self.outstanding.remove()
-            raise
-        if rid is None:  # cannot happen with block=True and no wait_s; never lose an input
-            self.outstanding.remove()
-            self.writer.write(failed_record(source, f"{source}: not sent (in-flight window full)", frame))
-
-    def run(self, items: Sequence[InputItem]) -> None:
-        queue: collections.deque[tuple[InputItem, concurrent.futures.Future[Any]]] = collections.deque()
-        with _readers() as readers:
-            try:
-                for item in items:
-                    if self.stopping or self.writer.broken:
-                        break
-                    if item.kind == "image":
-                        queue.append((item, readers.submit(read_image, item.path)))
-                        if len(queue) > LOOKAHEAD:
-                            self._submit_read(*queue.popleft())
-                        continue
-                    while queue:  # keep the order of the inputs around a video
-                        self._submit_read(*queue.popleft())
-                    if item.kind == "video":
-                        self._run_video(item.path)
-                    else:
-                        source = self.source_of(item.path)
-                        self.writer.write(failed_record(source, item.error or f"{source}: unusable input"))
-                while queue and not self.stopping and not self.writer.broken:
-                    self._submit_read(*queue.popleft())
-            finally:
-                for _item, future in queue:
-                    future.cancel()
-
-    def _submit_read(self, item: InputItem, future: concurrent.futures.Future[Any]) -> None:
-        source = self.source_of(item.path)
-        try:
-            image = future.result()
-        except ValueError as e:  # read_image's message names the file and the cause
-            self.writer.write(failed_record(source, str(e)))
-            return
-        except Exception as e:
-            self.writer.write(failed_record(source, f"{source}: cannot read the image: {e}"))
-            return
-        self._submit(image, source, None)
-
-    def _run_video(self, path: Path) -> None:
-        source = self.source_of(path)
-        try:
-            reader = VideoFileReader(path)
-        except ValueError as e:
-            self.writer.write(failed_record(source, str(e)))
-            return
-        with reader:
-            for frame in reader:
-                if self.stopping or self.writer.broken:
-                    break
-                self._submit(frame.image, source, frame.index)
-            if reader.frames_read == 0 and not self.stopping:
-                self.writer.write(failed_record(source, f"{source}: the video has no readable frames"))
 
 
 def _open_output(path: str | None) -> tuple[TextIO, bool]:
@@ -273,8 +150,6 @@ def run(args: argparse.Namespace) -> int:
     out: TextIO | None = None
     close_out = False
     try:
-        if args.concurrency < 1:
-            raise UsageError("--concurrency must be >= 1")
         options = connection_options(args)
         overrides = profile_overrides(args)
         out, close_out = _open_output(args.output)
@@ -291,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
             )
             session.open()
             try:
-                return _process(session, args.paths, out)
+                return _process(session, args.paths, args.concurrency, out)
             finally:
                 session.close(drain_timeout=0.5)
     except (UsageError, SessionError, ProfileError) as e:
@@ -305,41 +180,40 @@ def run(args: argparse.Namespace) -> int:
             out.close()
 
 
-def _process(session: TritonSession, paths: Sequence[str], out: TextIO) -> int:
+def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out: TextIO) -> int:
     progress = Progress(None, what="inputs")
     writer = RecordWriter(out, progress)
-    job = InferJob(session, writer, _display_names(paths))
-    started = time.monotonic()
+    names = _display_names(paths)
+    model = session.info.name if session.info else "?"
+
+    def started(total: int) -> None:
+        progress.total = total
+        eprint(f"{total} input(s) -> model '{model}' at {', '.join(session.urls)}")
+
+    job = BatchJob(
+        session,
+        paths,
+        writer.write_result,
+        window=concurrency,
+        videos=VideoPolicy.FRAMES,
+        on_started=started,
+        readers=READERS,
+        source_name=lambda path: names.get(str(path), str(path)),
+    )
+    writer.on_broken.append(job.cancel)
+    t0 = time.monotonic()
     interrupted = False
     try:
-        items = list(iter_image_paths(paths))
-        progress.total = sum(_count_frames(i.path) if i.kind == "video" else 1 for i in items)
-        model = session.info.name if session.info else "?"
-        eprint(
-            f"{len(items)} input(s) ({progress.total} images/frames) -> model '{model}' "
-            f"at {', '.join(session.urls)}"
-        )
-        job.run(items)
-        job.outstanding.wait()
+        counts = job.run()
     except KeyboardInterrupt:
         interrupted = True
-        job.stopping = True
-        eprint("\ninterrupted: cancelling the requests in flight")
-        session.cancel_all()
-        job.outstanding.wait(timeout=5.0)
-    seconds = time.monotonic() - started
+        eprint("\ninterrupted: the requests in flight were cancelled")
+        counts = job.counts()
+    seconds = time.monotonic() - t0
     progress.finish()
-    summary = {
-        "summary": {
-            "total": writer.total,
-            "ok": writer.ok,
-            "failed": writer.failed,
-            "seconds": round(seconds, 3),
-            "throughput": round(writer.total / seconds, 2) if seconds > 0 else 0.0,
-        }
-    }
+    summary = _summary(writer, counts, seconds, interrupted)
     try:
-        out.write(json.dumps(summary) + "\n")
+        out.write(json.dumps({"summary": summary}) + "\n")
         out.flush()
     except (OSError, ValueError) as e:
         writer.broken = writer.broken or f"cannot write the output: {e}"
@@ -348,4 +222,22 @@ def _process(session: TritonSession, paths: Sequence[str], out: TextIO) -> int:
         return EXIT_FAILED
     if interrupted:
         return EXIT_INTERRUPTED
-    return EXIT_FAILED if writer.failed else EXIT_OK
+    failed = summary["failed"] or summary.get("not_started", 0)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _summary(writer: RecordWriter, counts: BatchCounts, seconds: float, interrupted: bool) -> dict[str, Any]:
+    """Counts of the records written (a record counts once written), not of those attempted."""
+    ok, skipped = writer.count("ok"), writer.count("skipped")
+    summary: dict[str, Any] = {
+        "total": writer.total,
+        "ok": ok,
+        "failed": writer.total - ok - skipped,
+        "skipped": skipped,
+        "seconds": round(seconds, 3),
+        "throughput": round(writer.total / seconds, 2) if seconds > 0 else 0.0,
+    }
+    if interrupted or counts.not_started:
+        summary["interrupted"] = interrupted
+        summary["not_started"] = counts.not_started
+    return summary

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from app.commands.common import (
@@ -19,10 +18,11 @@ from app.commands.common import (
     profile_overrides,
     server_urls,
 )
-from app.inference.connection import ConnectionOptions
+from app.inference.channel import ConnectionOptions, GrpcChannel
 from app.inference.discovery import ModelEntry, check_live, list_models
-from app.inference.errors import SessionError, classify, first_paragraph
+from app.inference.errors import SessionError, classify_failure, first_paragraph
 from app.inference.profile import ModelProfile, ProfileError, detect_profile
+from app.inference.result import ErrorKind
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,34 +54,30 @@ def describe_server(
 ) -> str:
     """The human-readable report; SessionError when the server cannot be asked."""
     headers = dict(options.headers)
-    client = grpcclient.InferenceServerClient(
-        url,
-        ssl=options.ssl,
-        root_certificates=options.root_certificates,
-        channel_args=options.channel_args(),
-    )
+    channel = GrpcChannel(url, options)
     try:
-        check_live(client, url, headers, min(timeout_s, 5.0))
-        entries = list_models(client, url, headers, timeout_s)
+        check_live(channel, headers, min(timeout_s, 5.0))
+        entries = list_models(channel, headers, timeout_s)
         if only is not None:
             names = sorted({m.name for m in entries})
             entries = [m for m in entries if m.name == only]
             if not entries:
                 raise SessionError(
-                    f"model '{only}' not found on {url}; models there: {', '.join(names) or '(none)'}"
+                    f"model '{only}' not found on {url}; models there: {', '.join(names) or '(none)'}",
+                    ErrorKind.NOT_FOUND,
+                    names,
                 )
         lines = [f"Triton at {url}: {len(entries)} model(s)", ""]
         for entry in sorted(entries, key=lambda m: (m.name, m.version)):
-            lines += _describe_model(client, url, headers, timeout_s, entry, overrides)
+            lines += _describe_model(channel, headers, timeout_s, entry, overrides)
             lines.append("")
         return "\n".join(lines)
     finally:
-        client.close()
+        channel.close()
 
 
 def _describe_model(
-    client: Any,
-    url: str,
+    channel: GrpcChannel,
     headers: dict[str, str],
     timeout_s: float,
     entry: ModelEntry,
@@ -95,13 +91,12 @@ def _describe_model(
             lines.append(f"  reason: {first_paragraph(entry.reason)}")
         return lines
     try:
-        kw = {"headers": headers, "as_json": True, "client_timeout": timeout_s}
-        metadata = client.get_model_metadata(entry.name, **kw)
-        wrapped = client.get_model_config(entry.name, **kw)
+        metadata = channel.model_metadata(entry.name, headers=headers, timeout_s=timeout_s)
+        config = channel.model_config(entry.name, headers=headers, timeout_s=timeout_s)
     except InferenceServerException as e:
-        lines.append(f"  cannot read its metadata/config: {classify(e, url, headers.values()).message}")
+        failure = classify_failure(e, channel.url, headers.values())
+        lines.append(f"  cannot read its metadata/config: {failure.message}")
         return lines
-    config = wrapped.get("config", wrapped)
     backend = config.get("backend") or config.get("platform") or metadata.get("platform", "")
     if backend:
         lines.append(f"  backend: {backend}")

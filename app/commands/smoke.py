@@ -114,8 +114,8 @@ def _tritonclient() -> None:
 
 
 def _read_sample(image: str | None) -> tuple[Path, Any]:
-    from app.inference.images import read_image
     from app.resources import sample_image
+    from app.sources.images import read_image
 
     path = Path(image) if image else sample_image()
     return path, read_image(path)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tritonclient.utils import InferenceServerException
 
-from app.inference.errors import SessionError, classify, first_paragraph
-from app.inference.profile import ModelProfile, detect_profile
+from app.inference.channel import Channel
+from app.inference.errors import SessionError, classify_failure, first_paragraph
+from app.inference.profile import ModelProfile, ProfileError, detect_profile
+from app.inference.result import ErrorKind
 
 PREFERRED_MODEL = "face_detector"
 
@@ -39,44 +42,41 @@ def _call(url: str, secrets: list[str], fn: Any, *args: Any, **kwargs: Any) -> A
     try:
         return fn(*args, **kwargs)
     except InferenceServerException as e:
-        raise SessionError(classify(e, url, secrets).message) from None
+        failure = classify_failure(e, url, secrets)
+        raise SessionError(failure.message, failure.kind) from None
 
 
-def check_live(client: Any, url: str, headers: dict[str, str], timeout_s: float) -> None:
-    secrets = list(headers.values())
-    if not _call(url, secrets, client.is_server_live, headers=headers, client_timeout=timeout_s):
-        raise SessionError(f"Triton at {url} answers but is not live")
+def check_live(channel: Channel, headers: Mapping[str, str], timeout_s: float) -> None:
+    url = channel.url
+    if not _call(url, list(headers.values()), channel.is_live, headers=headers, timeout_s=timeout_s):
+        raise SessionError(f"Triton at {url} answers but is not live", ErrorKind.UNREACHABLE)
 
 
-def list_models(client: Any, url: str, headers: dict[str, str], timeout_s: float = 10.0) -> list[ModelEntry]:
+def list_models(channel: Channel, headers: Mapping[str, str], timeout_s: float = 10.0) -> list[ModelEntry]:
     index = _call(
-        url,
-        list(headers.values()),
-        client.get_model_repository_index,
-        headers=headers,
-        as_json=True,
-        client_timeout=timeout_s,
+        channel.url, list(headers.values()), channel.repository_index, headers=headers, timeout_s=timeout_s
     )
     return [
         ModelEntry(m.get("name", ""), str(m.get("version", "")), m.get("state", ""), m.get("reason", ""))
-        for m in index.get("models", [])
+        for m in index
     ]
 
 
 def choose_model(models: list[ModelEntry], wanted: str | None, url: str) -> str:
     """The model to use: the one asked for, else the bundled detector, else the only ready one."""
     names = sorted({m.name for m in models})
+    there = f"models there: {', '.join(names) or '(none)'}"
     if wanted:
         entries = [m for m in models if m.name == wanted]
         if not entries:
-            raise SessionError(
-                f"model '{wanted}' not found on {url}; models there: {', '.join(names) or '(none)'}"
-            )
+            raise SessionError(f"model '{wanted}' not found on {url}; {there}", ErrorKind.NOT_FOUND, names)
         if not any(m.state == "READY" for m in entries):
             e = entries[0]
             raise SessionError(
                 f"model '{wanted}' on {url} is not ready: {e.state or 'not loaded'}"
-                + (f": {first_paragraph(e.reason)}" if e.reason else "")
+                + (f": {first_paragraph(e.reason)}" if e.reason else ""),
+                ErrorKind.NOT_FOUND,
+                names,
             )
         return wanted
     ready = sorted({m.name for m in models if m.state == "READY"})
@@ -85,27 +85,32 @@ def choose_model(models: list[ModelEntry], wanted: str | None, url: str) -> str:
     if len(ready) == 1:
         return ready[0]
     if not ready:
-        raise SessionError(f"no model is ready on {url} (models there: {', '.join(names) or '(none)'})")
-    raise SessionError(f"{url} serves several models; choose one with --model: {', '.join(ready)}")
+        raise SessionError(f"no model is ready on {url} ({there})", ErrorKind.NOT_FOUND, names)
+    raise SessionError(
+        f"{url} serves several models; choose one with --model: {', '.join(ready)}",
+        ErrorKind.NOT_FOUND,
+        names,
+    )
 
 
 def model_info(
-    client: Any,
-    url: str,
+    channel: Channel,
     name: str,
-    headers: dict[str, str],
+    headers: Mapping[str, str],
     overrides: dict[str, Any] | None = None,
     timeout_s: float = 10.0,
 ) -> ModelInfo:
-    secrets = list(headers.values())
-    metadata = _call(
-        url, secrets, client.get_model_metadata, name, headers=headers, as_json=True, client_timeout=timeout_s
-    )
-    wrapped = _call(
-        url, secrets, client.get_model_config, name, headers=headers, as_json=True, client_timeout=timeout_s
-    )
-    config = wrapped.get("config", wrapped)
-    profile = detect_profile(metadata, config, overrides)
+    url, secrets = channel.url, list(headers.values())
+    metadata = _call(url, secrets, channel.model_metadata, name, headers=headers, timeout_s=timeout_s)
+    config = _call(url, secrets, channel.model_config, name, headers=headers, timeout_s=timeout_s)
+    try:
+        profile = detect_profile(metadata, config, overrides)
+    except ProfileError as e:
+        raise SessionError(
+            f"model '{name}' on {url} is not understood: {e}. Describe it with a profile file "
+            "(--profile, or Model > Profile... in the viewer)",
+            ErrorKind.UNSUPPORTED,
+        ) from None
     return ModelInfo(
         name=name,
         version=str((metadata.get("versions") or [""])[-1]),

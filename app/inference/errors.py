@@ -1,19 +1,30 @@
-"""Turn tritonclient / gRPC failures into statuses and messages a user can act on."""
+"""Turn tritonclient / gRPC failures into statuses, kinds and messages a user can act on.
+
+The only place that reads gRPC's text: everything above decides on `ErrorKind`.
+Messages lead with what happened and what to do; the raw detail comes last.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from app.inference.result import Status
+from app.inference.result import ErrorKind, Status
 
 
 class SessionError(RuntimeError):
-    """The session cannot be used: server unreachable, model missing or not ready, bad settings."""
+    """The session cannot be used: server unreachable, model missing or not ready, not
+    understood, bad settings. `models`: what the server has, when it was read."""
+
+    def __init__(self, message: str, kind: ErrorKind = ErrorKind.SERVER, models: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.models = tuple(models)
 
 
 class SessionClosedError(SessionError):
-    pass
+    def __init__(self, message: str = "the session is closed") -> None:
+        super().__init__(message, ErrorKind.CANCELLED)
 
 
 class WindowFullError(RuntimeError):
@@ -23,6 +34,7 @@ class WindowFullError(RuntimeError):
 @dataclass(frozen=True)
 class Failure:
     status: Status
+    kind: ErrorKind
     message: str
     transient: bool  # worth retrying (the server may answer the next attempt)
 
@@ -40,32 +52,40 @@ def error_text(error: BaseException) -> str:
     return str(text or error)
 
 
-def classify(error: BaseException, url: str, secrets: Iterable[str] = ()) -> Failure:
-    """Status, clear message (with a hint where we know the usual cause) and transience."""
+def classify_failure(error: BaseException, url: str, secrets: Iterable[str] = ()) -> Failure:
+    """Status, kind, clear message (with a hint where we know the usual cause) and transience."""
     code = grpc_status(error)
     text = redact(error_text(error), secrets)
     lowered = text.lower()
     if "DEADLINE_EXCEEDED" in code or "deadline exceeded" in lowered:
-        return Failure(Status.TIMEOUT, f"timed out waiting for {url} (deadline exceeded)", False)
+        return Failure(
+            Status.TIMEOUT, ErrorKind.TIMEOUT, f"timed out waiting for {url} (deadline exceeded)", False
+        )
     if "CANCELLED" in code or "locally cancelled" in lowered or "channel closed" in lowered:
-        return Failure(Status.CANCELLED, "cancelled", False)
+        return Failure(Status.CANCELLED, ErrorKind.CANCELLED, "cancelled", False)
     if "larger than max" in lowered or "RESOURCE_EXHAUSTED" in code:
         return Failure(
-            Status.ERROR,
-            f"message too large for {url}: {text} (the image or the model's "
-            "output exceeds the gRPC message limit; send smaller images)",
+            Status.FAILED,
+            ErrorKind.TOO_LARGE,
+            f"message too large for {url}: the image or the model's output exceeds the gRPC "
+            f"message limit; send smaller images ({text})",
             False,
         )
     if _looks_like_tls_mismatch(lowered):
         return Failure(
-            Status.ERROR,
-            f"TLS mismatch with {url}: {text} (use --ssl for a TLS server, "
-            "leave it off for a plain one; check --root-certificates)",
+            Status.FAILED,
+            ErrorKind.TLS,
+            f"TLS mismatch with {url}: use --ssl for a TLS server, leave it off for a plain one; "
+            f"check --root-certificates ({text})",
             False,
         )
     if "UNAVAILABLE" in code or "failed to connect" in lowered or "connection refused" in lowered:
-        return Failure(Status.ERROR, unreachable_message(url, text), True)
-    return Failure(Status.ERROR, text, False)
+        return Failure(Status.FAILED, ErrorKind.UNREACHABLE, unreachable_message(url, text), True)
+    if "NOT_FOUND" in code or "unknown model" in lowered or "is not found" in lowered:
+        return Failure(Status.FAILED, ErrorKind.NOT_FOUND, f"{url}: {text}", False)
+    if "INVALID_ARG" in code:
+        return Failure(Status.FAILED, ErrorKind.BAD_INPUT, text, False)
+    return Failure(Status.FAILED, ErrorKind.SERVER, text, False)
 
 
 def _looks_like_tls_mismatch(lowered: str) -> bool:
@@ -73,16 +93,30 @@ def _looks_like_tls_mismatch(lowered: str) -> bool:
 
 
 def unreachable_message(url: str, detail: str) -> str:
-    hint = ""
     lowered = detail.lower()
-    if "http1" in lowered or "socket closed" in lowered or url.rsplit(":", 1)[-1] in ("8000", "80"):
-        hint = (
-            " Something answers there but does not speak gRPC: is this Triton's HTTP port?"
-            " The viewer speaks gRPC, usually port 8001."
+    if "http1" in lowered or url.rsplit(":", 1)[-1] in ("8000", "80"):
+        lead = (
+            f"cannot reach Triton at {url}: something answers there but does not speak gRPC. "
+            "Is this Triton's HTTP port? The viewer speaks gRPC, usually port 8001"
+        )
+    elif "socket closed" in lowered or "connection reset" in lowered:
+        lead = (
+            f"cannot reach Triton at {url}: the server closed the connection. If it is Triton's "
+            "HTTP port, use the gRPC port (usually 8001); if the server uses TLS, add --ssl"
+        )
+    elif "settings frame" in lowered or "handshake" in lowered:
+        lead = (
+            f"cannot reach Triton at {url}: something accepted the connection but did not answer "
+            "as a gRPC server. Is it Triton's gRPC port (usually 8001)? A TLS server needs --ssl"
         )
     elif "failed to connect" in lowered or "connection refused" in lowered:
-        hint = f" Nothing is listening there: is Triton running, and is {url} its gRPC port (usually 8001)?"
-    return f"cannot reach Triton at {url}: {detail}.{hint}"
+        lead = (
+            f"cannot reach Triton at {url}: nothing is listening there. Is Triton running, and is "
+            f"{url} its gRPC port (usually 8001)?"
+        )
+    else:
+        lead = f"cannot reach Triton at {url}"
+    return f"{lead} ({detail})"
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

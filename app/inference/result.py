@@ -8,12 +8,29 @@ from typing import Any
 
 
 class Status(enum.StrEnum):
-    """How a request ended. Every request ends exactly once with one of these."""
+    """How an input ended. Every request ends exactly once with one of OK, FAILED, TIMEOUT,
+    CANCELLED; SKIPPED is for an entry of a folder that is not media (never a request)."""
 
     OK = "ok"
-    ERROR = "error"
+    FAILED = "failed"
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+
+
+class ErrorKind(enum.StrEnum):
+    """What kind of failure: callers decide on this, never on the message's text."""
+
+    UNREACHABLE = "unreachable"  # no server answers (or not gRPC there): worth retrying
+    NOT_FOUND = "not_found"  # no such model (or not ready) on the server
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    TOO_LARGE = "too_large"  # over the gRPC message limit, or over the input size limit
+    TLS = "tls"  # TLS on one side only, or a certificate problem
+    UNSUPPORTED = "unsupported"  # the model's inputs/outputs are not understood (no profile)
+    SERVER = "server"  # the server or the model reported an error
+    BAD_INPUT = "bad_input"  # the input could not be read, decoded or prepared
+    SKIPPED = "skipped"  # not an image or video
 
 
 @dataclass(frozen=True)
@@ -38,7 +55,7 @@ class Detection:
 class InferenceResult:
     """What the session hands back for one request, whatever happened to it."""
 
-    request_id: str
+    request_id: str | None  # None: the input never became a request (unreadable, skipped, ...)
     status: Status
     source: str | None = None
     frame: int | None = None
@@ -50,8 +67,34 @@ class InferenceResult:
     model: str | None = None
     server: str | None = None
     retries: int = 0
+    error_kind: ErrorKind | None = None
     # Opaque value given at submit time (e.g. the frame to display); never serialised.
     tag: Any = None
+
+    @classmethod
+    def local_failure(
+        cls,
+        source: str,
+        error: str,
+        *,
+        frame: int | None = None,
+        status: Status = Status.FAILED,
+        kind: ErrorKind = ErrorKind.BAD_INPUT,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> InferenceResult:
+        """The one result of an input that never became a request (missing, unreadable, not
+        media, not sent): the viewer and the command line record it the same way."""
+        return cls(
+            request_id=None,
+            status=status,
+            source=source,
+            frame=frame,
+            error=error,
+            width=width,
+            height=height,
+            error_kind=kind,
+        )
 
     @property
     def ok(self) -> bool:
@@ -64,6 +107,7 @@ class InferenceResult:
             "frame": self.frame,
             "request_id": self.request_id,
             "ok": self.ok,
+            "status": self.status.value,
             "error": self.error,
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 3),
             "width": self.width,

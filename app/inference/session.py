@@ -2,26 +2,30 @@
 
 Threads, and why:
 - `submit()` may be called from any thread. It only takes a slot in the in-flight
-  window (backpressure) and queues the request on the worker pool.
+  windows (the job's group, then the session's: backpressure) and queues the request
+  on the worker pool (or, with `send_in_caller`, prepares and sends it right there).
 - Worker pool (`decode_workers` threads): pre-processing, sending (`async_infer`),
   decoding + NMS, and user callbacks. Heavy numpy work never runs on a gRPC thread
   or on the caller's (GUI) thread.
 - gRPC's channel threads run `_on_reply`, which only hands off to the pool: a slow
   callback there would delay every other reply on the channel.
 - One timer thread runs retry back-offs.
-Every request ends exactly once (`_finish` is guarded): ok, error, timeout or cancelled.
+Every request ends exactly once (`_finish` is guarded): ok, failed, timeout or cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import enum
 import functools
 import itertools
 import logging
+import math
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -30,18 +34,30 @@ from typing import Any
 import numpy as np
 import tritonclient.grpc as grpcclient
 
-from app.inference.connection import Channel, ConnectionOptions, ConnectionPool
+from app.inference.channel import Call, Channel, ChannelFactory, ConnectionOptions, GrpcChannel, Reply
 from app.inference.discovery import ModelEntry, ModelInfo, check_live, choose_model, list_models, model_info
-from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify, redact
+from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify_failure, redact
+from app.inference.group import RequestGroup
 from app.inference.letterbox import BoxTransform
+from app.inference.pool import ConnectionPool
 from app.inference.profile import ModelProfile, postprocess, preprocess
-from app.inference.result import InferenceResult, Status
+from app.inference.result import ErrorKind, InferenceResult, Status
 from app.inference.scheduler import DelayedCalls
 from app.inference.stats import RequestStats
+from app.inference.window import Window
 
 log = logging.getLogger(__name__)
 
 ResultCallback = Callable[[InferenceResult], None]
+MAX_RETRY_BACKOFF_S = 0.5  # a server restarting is noticed within this long of being back
+
+
+class SessionState(enum.StrEnum):
+    UNOPENED = "unopened"
+    OPENING = "opening"
+    OPEN = "open"
+    CLOSING = "closing"
+    CLOSED = "closed"
 
 
 @dataclass(eq=False)
@@ -51,6 +67,7 @@ class _Request:
     source: str | None
     frame: int | None
     tag: Any
+    group: RequestGroup | None
     width: int
     height: int
     started: float
@@ -58,13 +75,14 @@ class _Request:
     attempts: int = 0
     finished: bool = False
     channel: Channel | None = None
-    call: Any = None  # tritonclient CallContext of the attempt in flight
+    call: Call | None = None  # the attempt in flight
     inputs: list[Any] = field(default_factory=list)
     transform: BoxTransform | None = None
 
 
 class TritonSession:
-    """Lifecycle: unopened -> open() -> close(). close() is idempotent; `with` works."""
+    """Lifecycle (like httpx's client): unopened -> open() -> close(); `with` and `async with`
+    work; close() is idempotent and may come from any thread, even while open() runs."""
 
     def __init__(
         self,
@@ -74,19 +92,24 @@ class TritonSession:
         options: ConnectionOptions | None = None,
         profile_overrides: dict[str, Any] | None = None,
         timeout_s: float = 10.0,
-        retries: int = 2,
+        retries: int | None = None,
         retry_backoff_s: float = 0.05,
         max_in_flight: int = 64,
         decode_workers: int = 2,
         send_in_caller: bool = False,
+        channel_factory: ChannelFactory = GrpcChannel,
     ) -> None:
         self.urls = [urls] if isinstance(urls, str) else list(urls)
         if not self.urls:
             raise ValueError("at least one server URL is needed")
+        if not (math.isfinite(timeout_s) and timeout_s > 0):
+            raise ValueError(f"the timeout must be a positive number of seconds, not {timeout_s}")
         self.requested_model = model
         self.options = options or ConnectionOptions()
         self.profile_overrides = profile_overrides
         self.timeout_s = timeout_s
+        # None: transient failures (server unreachable) are retried until the request's own
+        # deadline, so a server restart shorter than the timeout fails nothing.
         self.retries = retries
         self.retry_backoff_s = retry_backoff_s
         self.max_in_flight = max_in_flight
@@ -95,54 +118,72 @@ class TritonSession:
         # per request (~0.2 ms of CPU). For callers that may block (the command line); the
         # GUI keeps the default so its thread never does numpy work or touches the network.
         self.send_in_caller = send_in_caller
+        self.channel_factory = channel_factory
         self.stats = RequestStats()
-        self.state = "unopened"
         self.info: ModelInfo | None = None
         self.models: list[ModelEntry] = []
+        self._state = SessionState.UNOPENED
         self._headers = dict(self.options.headers)
         self._secrets = list(self._headers.values())
         self._lock = threading.Lock()
         self._drained = threading.Condition(self._lock)
         self._pending: dict[str, _Request] = {}
-        self._window = threading.BoundedSemaphore(max_in_flight)
+        self._window = Window(max_in_flight)
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:6]
         self._pool: ConnectionPool | None = None
         self._requested_outputs: list[Any] = []
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self._timer: DelayedCalls | None = None
+        self._groups: weakref.WeakSet[RequestGroup] = weakref.WeakSet()
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
 
     # -- lifecycle ------------------------------------------------------------------
     def __enter__(self) -> TritonSession:
-        return self.open()
+        return self if self._state is SessionState.OPEN else self.open()
 
     def __exit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
 
-    def open(self) -> TritonSession:
-        """Connect, check health, discover the model and its profile. Raises SessionError.
+    async def __aenter__(self) -> TritonSession:
+        # open() blocks on the network: never on the event loop's thread.
+        if self._state is not SessionState.OPEN:
+            await asyncio.get_running_loop().run_in_executor(None, self.open)
+        return self
 
-        close() from another thread while this runs closes the channels, so the call in
-        progress fails at once (a GUI closing during a slow connect does not wait for it).
-        """
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    def open(self) -> TritonSession:
+        """Connect, check health, discover the model and its profile. Raises SessionError
+        (SessionClosedError when close() came first or interrupted it)."""
         with self._lock:
-            if self.state != "unopened":
-                raise SessionError(f"a session can be opened once (it is {self.state})")
-            self.state = "opening"
-            pool = self._pool = ConnectionPool(self.urls, self.options)
+            if self._state is SessionState.CLOSED:
+                raise SessionClosedError("the session was closed before it opened")
+            if self._state is not SessionState.UNOPENED:
+                raise SessionError(f"a session can be opened once (it is {self._state})")
+            self._state = SessionState.OPENING
+            pool = self._pool = ConnectionPool(self.urls, self.options, self.channel_factory)
         try:
             live = self._check_servers(pool)
             first = pool.first_channel(live[0])
-            self.models = list_models(first.client, first.url, self._headers, self.timeout_s)
+            self.models = list_models(first, self._headers, self.timeout_s)
+            names = sorted({m.name for m in self.models})
             name = choose_model(self.models, self.requested_model, first.url)
-            self.info = model_info(
-                first.client, first.url, name, self._headers, self.profile_overrides, self.timeout_s
-            )
+            try:
+                self.info = model_info(first, name, self._headers, self.profile_overrides, self.timeout_s)
+            except SessionError as e:
+                raise SessionError(str(e), e.kind, e.models or names) from None
             self._check_model_everywhere(pool, live, name)
             with self._lock:
-                if self.state != "opening":
+                if self._state is not SessionState.OPENING:
                     raise SessionClosedError("the session was closed while connecting")
                 self._requested_outputs = [
                     grpcclient.InferRequestedOutput(n) for n in self.profile.output_names
@@ -151,37 +192,36 @@ class TritonSession:
                 self._workers = concurrent.futures.ThreadPoolExecutor(self.decode_workers, "triton-worker")
                 self._timer = DelayedCalls()
                 self.stats.reset()
-                self.state = "open"
+                self._state = SessionState.OPEN
         except BaseException as e:
             pool.close()
             with self._lock:
-                closed_meanwhile = self.state != "opening"
-                self.state = "closed"
+                closed_meanwhile = self._state is not SessionState.OPENING
+                self._state = SessionState.CLOSED
             if closed_meanwhile and not isinstance(e, SessionClosedError):
                 raise SessionClosedError("the session was closed while connecting") from None
             raise
         return self
 
     def _check_servers(self, pool: ConnectionPool) -> list[str]:
-        live, errors = [], []
+        live: list[str] = []
+        errors: list[SessionError] = []
         for url in pool.urls:
-            channel = pool.first_channel(url)
             try:
-                check_live(channel.client, url, self._headers, min(self.timeout_s, 5.0))
+                check_live(pool.first_channel(url), self._headers, min(self.timeout_s, 5.0))
                 live.append(url)
             except SessionError as e:
-                errors.append(str(e))
+                errors.append(e)
                 pool.mark_unreachable(url, str(e))
         if not live:
-            raise SessionError("; ".join(errors))
-        for message in errors:
-            log.warning("%s (using the other servers)", message)
+            raise SessionError("; ".join(map(str, errors)), errors[0].kind)
+        for error in errors:
+            log.warning("%s (using the other servers)", error)
         return live
 
     def _check_model_everywhere(self, pool: ConnectionPool, live: list[str], name: str) -> None:
         for url in live[1:]:
-            channel = pool.first_channel(url)
-            choose_model(list_models(channel.client, url, self._headers, self.timeout_s), name, url)
+            choose_model(list_models(pool.first_channel(url), self._headers, self.timeout_s), name, url)
 
     @property
     def profile(self) -> ModelProfile:
@@ -197,21 +237,30 @@ class TritonSession:
     def close(self, drain_timeout: float = 2.0) -> None:
         """Stop accepting; let in-flight requests finish for up to `drain_timeout` s; cancel the rest."""
         with self._lock:
-            if self.state in ("closing", "closed"):
+            state = self._state
+            if state in (SessionState.CLOSING, SessionState.CLOSED):
                 return
-            interrupting_open, was_open = self.state == "opening", self.state == "open"
-            self.state = "closing"
+            if state is SessionState.UNOPENED:
+                self._state = SessionState.CLOSED
+                return
+            self._state = SessionState.CLOSING
+        # Wake submitters waiting for a slot (theirs or their group's): they see CLOSING.
+        self._window.close()
+        for group in list(self._groups):
+            group.window.close()
+        if state is SessionState.OPENING:
+            # open() is blocked on the network in another thread: closing the channels
+            # makes that call fail now; open() then cleans up and reports the close.
+            assert self._pool is not None
+            self._pool.close()
+            return
+        with self._lock:
             deadline = time.monotonic() + drain_timeout
-            while self._pending and was_open:
+            while self._pending:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 self._drained.wait(remaining)
-        if interrupting_open and self._pool is not None:
-            # open() is blocked on the network in another thread: closing the channels
-            # makes that call fail now; open() then cleans up and reports the close.
-            self._pool.close()
-            return
         self.cancel_all()
         if self._timer is not None:
             for call in self._timer.stop():
@@ -220,9 +269,19 @@ class TritonSession:
             self._workers.shutdown(wait=True)
         if self._pool is not None:
             self._pool.close()
-        self.state = "closed"
+        self._state = SessionState.CLOSED
 
     # -- submitting -----------------------------------------------------------------
+    def group(self, limit: int, name: str = "") -> RequestGroup:
+        """A job's own window (at most `limit` of its requests in flight) and cancel scope."""
+        group = RequestGroup(self, limit, name)
+        self._groups.add(group)
+        return group
+
+    def wake_waiters(self) -> None:
+        """Submitters waiting for a slot re-check whether their group was cancelled."""
+        self._window.wake()
+
     def submit(
         self,
         image: np.ndarray,
@@ -234,15 +293,29 @@ class TritonSession:
         timeout_s: float | None = None,
         block: bool = True,
         wait_s: float | None = None,
+        group: RequestGroup | None = None,
     ) -> str | None:
-        """Queue one RGB uint8 image; `callback(result)` is called exactly once, on a worker thread.
+        """Queue one RGB uint8 image; `callback(result)` is called exactly once, on a worker
+        thread (or on this one, with `send_in_caller`, when it fails before being sent).
 
-        Returns the request id, or None when the in-flight window is full and `block`
-        is False (live sources drop that frame) or `wait_s` passed.
+        Returns the request id, or None when not sent: no slot in the windows and `block`
+        is False (live sources drop that frame), `wait_s` passed, or `group` was cancelled.
+        Raises SessionClosedError once the session is closing.
         """
-        if self.state != "open":
-            raise SessionClosedError(f"the session is {self.state}; no new requests")
-        if not self._window.acquire(blocking=block, timeout=wait_s if block else None):
+        if self._state is not SessionState.OPEN:
+            raise SessionClosedError(f"the session is {self._state}; no new requests")
+        wait = (None if wait_s is None else wait_s) if block else 0.0
+        started = time.monotonic()
+        if group is not None and not group.window.acquire(wait):
+            return None
+        if wait is not None:
+            wait = max(0.0, wait - (time.monotonic() - started))
+        aborted = (lambda: group.cancelled) if group is not None else None
+        if not self._window.acquire(wait, aborted):
+            if group is not None:
+                group.window.release()
+            if self._state is not SessionState.OPEN:
+                raise SessionClosedError(f"the session is {self._state}; no new requests")
             return None
         now = time.monotonic()
         shape = getattr(image, "shape", (0, 0))
@@ -252,16 +325,24 @@ class TritonSession:
             source=source,
             frame=frame,
             tag=tag,
+            group=group,
             width=int(shape[1]) if len(shape) > 1 else 0,
             height=int(shape[0]) if shape else 0,
             started=now,
             deadline=now + (self.timeout_s if timeout_s is None else timeout_s),
         )
         with self._lock:
-            if self.state != "open":
-                self._window.release()
-                raise SessionClosedError(f"the session is {self.state}; no new requests")
-            self._pending[req.id] = req
+            closed = self._state is not SessionState.OPEN
+            refused = closed or (group is not None and not group._add(req.id))
+            if not refused:
+                self._pending[req.id] = req
+        if refused:
+            self._window.release()
+            if group is not None:
+                group.window.release()
+            if closed:
+                raise SessionClosedError(f"the session is {self._state}; no new requests")
+            return None
         self.stats.record_sent()
         if self.send_in_caller:
             self._prepare_and_send(req, image)
@@ -282,7 +363,7 @@ class TritonSession:
         request_id = self.submit(image, done, **kwargs)
         if request_id is None:
             raise WindowFullError(f"{self.max_in_flight} requests already in flight")
-        future.add_done_callback(lambda f: f.cancelled() and request_id and self.cancel(request_id))
+        future.add_done_callback(lambda f: f.cancelled() and self.cancel(request_id))
         return future
 
     def infer(self, image: np.ndarray, **kwargs: Any) -> InferenceResult:
@@ -305,7 +386,7 @@ class TritonSession:
         if req is None:
             return False
         call = req.call
-        self._finish(req, Status.CANCELLED, "cancelled")
+        self._finish(req, Status.CANCELLED, "cancelled", kind=ErrorKind.CANCELLED)
         if call is not None:
             call.cancel()
         return True
@@ -326,7 +407,8 @@ class TritonSession:
             inp.set_data_from_numpy(tensor)
             req.inputs = [inp]
         except Exception as e:
-            self._finish(req, Status.ERROR, f"{req.source or 'image'}: cannot prepare the input: {e}")
+            message = f"{req.source or 'image'}: cannot prepare the input: {e}"
+            self._finish(req, Status.FAILED, message, kind=ErrorKind.BAD_INPUT)
             return
         self._send(req)
 
@@ -335,14 +417,13 @@ class TritonSession:
             return
         remaining = req.deadline - time.monotonic()
         if remaining <= 0:
-            self._finish(
-                req, Status.TIMEOUT, f"timed out after {self._elapsed_ms(req):.0f} ms before sending"
-            )
+            message = f"timed out after {self._elapsed_ms(req):.0f} ms before sending"
+            self._finish(req, Status.TIMEOUT, message, kind=ErrorKind.TIMEOUT)
             return
         assert self._pool is not None and self.info is not None
         channel, why = self._pool.acquire(give_up_after_s=self.timeout_s)
         if channel is None:
-            self._finish(req, Status.ERROR, why)
+            self._finish(req, Status.FAILED, why, kind=ErrorKind.UNREACHABLE)
             return
         req.channel, req.attempts = channel, req.attempts + 1
         try:
@@ -357,28 +438,31 @@ class TritonSession:
             )
         except Exception as e:  # e.g. the channel was closed under us
             self._pool.release(channel)
-            self._finish(req, *self._failure(e, channel.url))
+            failure = classify_failure(e, channel.url, self._secrets)
+            self._finish(req, failure.status, failure.message, kind=failure.kind)
 
-    def _on_reply(self, req: _Request, channel: Channel, result: Any = None, error: Any = None) -> None:
+    def _on_reply(
+        self, req: _Request, channel: Channel, result: Reply | None = None, error: Any = None
+    ) -> None:
         # gRPC's thread: hand off only. Exceptions here would be swallowed by gRPC.
         try:
             assert self._pool is not None and self._workers is not None
             self._pool.release(channel)
             self._workers.submit(self._complete, req, channel, result, error)
         except Exception as e:  # pool shut down while closing
-            self._finish(req, Status.CANCELLED, f"cancelled: {e}")
+            self._finish(req, Status.CANCELLED, f"cancelled: {e}", kind=ErrorKind.CANCELLED)
 
-    def _complete(self, req: _Request, channel: Channel, result: Any, error: Any) -> None:
+    def _complete(self, req: _Request, channel: Channel, result: Reply | None, error: Any) -> None:
         if req.finished:
             return
         assert self._pool is not None
-        if error is not None:
-            failure = classify(error, channel.url, self._secrets)
+        if error is not None or result is None:
+            failure = classify_failure(error, channel.url, self._secrets)
             if failure.transient:
                 self._pool.mark_unreachable(channel.url, failure.message)
                 if self._retry(req):
                     return
-            self._finish(req, failure.status, failure.message)
+            self._finish(req, failure.status, failure.message, kind=failure.kind)
             return
         self._pool.mark_ok(channel.url)
         try:
@@ -387,53 +471,63 @@ class TritonSession:
             assert req.transform is not None
             detections = postprocess(outputs, profile, req.transform)
         except Exception as e:
-            self._finish(req, Status.ERROR, f"{req.source or 'image'}: cannot decode the model's output: {e}")
+            message = f"{req.source or 'image'}: cannot decode the model's output: {e}"
+            self._finish(req, Status.FAILED, message, kind=ErrorKind.SERVER)
             return
         self._finish(req, Status.OK, None, detections)
 
     def _retry(self, req: _Request) -> bool:
-        """Transient failure: try again after a back-off, if attempts and time remain."""
-        if req.attempts > self.retries or self.state != "open":
+        """Transient failure: try again after a back-off, while the request's deadline allows."""
+        if self._state is not SessionState.OPEN:
             return False
-        delay = self.retry_backoff_s * 2 ** (req.attempts - 1)
+        if self.retries is not None and req.attempts > self.retries:
+            return False
+        delay = min(self.retry_backoff_s * 2 ** (req.attempts - 1), MAX_RETRY_BACKOFF_S)
         if time.monotonic() + delay >= req.deadline:
             return False
         assert self._timer is not None and self._workers is not None
         workers = self._workers
 
         def again() -> None:
-            if self.state == "open":
+            if self._state is SessionState.OPEN:
                 try:
                     workers.submit(self._send, req)
                     return
                 except RuntimeError:
                     pass
-            self._finish(req, Status.CANCELLED, "cancelled: the session closed during a retry back-off")
+            message = "cancelled: the session closed during a retry back-off"
+            self._finish(req, Status.CANCELLED, message, kind=ErrorKind.CANCELLED)
 
         if not self._timer.call_later(delay, again):
             return False
         self.stats.record_retry()
         return True
 
-    def _failure(self, error: BaseException, url: str) -> tuple[Status, str]:
-        failure = classify(error, url, self._secrets)
-        return failure.status, failure.message
-
     @staticmethod
     def _elapsed_ms(req: _Request) -> float:
         return (time.monotonic() - req.started) * 1000
 
     def _finish(
-        self, req: _Request, status: Status, error: str | None, detections: list | None = None
+        self,
+        req: _Request,
+        status: Status,
+        error: str | None,
+        detections: list | None = None,
+        *,
+        kind: ErrorKind | None = None,
     ) -> None:
         with self._lock:
             if req.finished:
                 return
             req.finished = True
             self._pending.pop(req.id, None)
+            if req.group is not None:
+                req.group._remove(req.id)
             if not self._pending:
                 self._drained.notify_all()
         self._window.release()
+        if req.group is not None:
+            req.group.window.release()
         latency = self._elapsed_ms(req)
         self.stats.record_done(status, latency)
         result = InferenceResult(
@@ -449,6 +543,7 @@ class TritonSession:
             model=self.info.name if self.info else None,
             server=req.channel.url if req.channel else None,
             retries=max(0, req.attempts - 1),
+            error_kind=kind,
             tag=req.tag,
         )
         req.inputs, req.call = [], None  # free the tensor now, not when the caller drops the result

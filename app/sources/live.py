@@ -12,7 +12,6 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from app.sources._convert import bgr_to_rgb
 from app.sources._source_spec import (
     CaptureLike,
     SourceSpec,
@@ -21,6 +20,7 @@ from app.sources._source_spec import (
     open_failure_reason,
 )
 from app.sources.frame import Frame
+from app.sources.images import to_rgb_uint8
 from app.sources.rate import RateMeter
 
 log = logging.getLogger(__name__)
@@ -162,18 +162,6 @@ class LiveCapture:
             captured, dropped, source_fps = self._captured, self._dropped, self._source_fps
         return CaptureStats(self._rate.rate(time.monotonic()), captured, dropped, source_fps)
 
-    @property
-    def frames_captured(self) -> int:
-        return self._captured
-
-    @property
-    def frames_dropped(self) -> int:
-        return self._dropped
-
-    @property
-    def fps(self) -> float:
-        return self._rate.rate(time.monotonic())
-
     # ----- capture thread --------------------------------------------------------------
 
     def _run(self) -> None:
@@ -251,7 +239,7 @@ class LiveCapture:
         pts = float(cap.get(cv2.CAP_PROP_POS_MSEC)) if is_file else None
         with self._lock:
             index = self._captured
-        frame = Frame(index, bgr_to_rgb(bgr), self.spec.name, now, pts)
+        frame = Frame(index, to_rgb_uint8(bgr), self.spec.name, now, pts)
         with self._lock:
             # Before anyone pulls, on_frame is the consumer and nothing counts as dropped.
             if self._latest is not None and not self._latest_taken and self._pulled:

@@ -8,10 +8,10 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 import cv2
 import numpy as np
@@ -21,13 +21,18 @@ log = logging.getLogger(__name__)
 _FOURCC = {".mp4": "mp4v", ".m4v": "mp4v", ".mov": "mp4v", ".avi": "MJPG"}
 
 
+Render = Callable[[np.ndarray, list[Any]], np.ndarray]
+
+
 class Recorder:
     """Write RGB frames to `video_path` and their detections to `jsonl_path`, off the caller's thread.
 
-    `write()` never blocks: frames go into a bounded queue drained by a writer
-    thread; when the queue is full the frame is left out of the recording and
-    counted in `dropped`. The JSONL "frame" field is the frame's index in the
-    recorded video, so both files stay aligned even when frames are dropped.
+    `write()` never blocks: frames go into a bounded queue drained by a writer thread,
+    which opens both files when the first frame arrives (its size is the video's) and
+    applies `render(image, detections)` (e.g. drawing the boxes) before encoding. When
+    the queue is full the frame is left out of the recording and counted in `dropped`.
+    Each JSONL record carries the source's frame number ("frame", when given), the
+    recording's own index ("recording_frame") and the time since the first frame.
     """
 
     def __init__(
@@ -35,30 +40,26 @@ class Recorder:
         video_path: str | Path,
         jsonl_path: str | Path,
         fps: float,
-        size: tuple[int, int],
         *,
+        render: Render | None = None,
         queue_size: int = 64,
     ) -> None:
         self.video_path = Path(video_path)
         self.jsonl_path = Path(jsonl_path)
-        self.size = (int(size[0]), int(size[1]))
-        codec = _FOURCC.get(self.video_path.suffix.lower())
-        if codec is None:
+        self.size: tuple[int, int] | None = None  # (width, height) of the first frame
+        self._codec = _FOURCC.get(self.video_path.suffix.lower())
+        if self._codec is None:
             raise ValueError(f"cannot record to {self.video_path}: use a .mp4, .mov, .m4v or .avi file name")
-        if fps <= 0 or self.size[0] <= 0 or self.size[1] <= 0:
-            raise ValueError(f"cannot record to {self.video_path}: invalid fps {fps} or size {size}")
-        writer = cv2.VideoWriter(str(self.video_path), cv2.VideoWriter.fourcc(*codec), float(fps), self.size)
-        if not writer.isOpened():
-            writer.release()
-            raise ValueError(f"cannot record to {self.video_path}: OpenCV cannot open a {codec} writer there")
-        try:
-            self._jsonl = self.jsonl_path.open("w", encoding="utf-8")
-        except OSError as exc:
-            writer.release()
-            raise ValueError(f"cannot write {self.jsonl_path}: {exc.strerror or exc}") from exc
-        self._writer = writer
-        self._queue: queue.Queue[tuple[np.ndarray, list[Any], float] | None] = queue.Queue(queue_size)
-        self._t0 = time.monotonic()
+        if not (fps > 0 and np.isfinite(fps)):
+            raise ValueError(f"cannot record to {self.video_path}: invalid frame rate {fps}")
+        self.fps = float(fps)
+        self._render = render
+        self._writer: cv2.VideoWriter | None = None
+        self._jsonl: IO[str] | None = None
+        self._queue: queue.Queue[tuple[np.ndarray, list[Any], int | None, float] | None] = queue.Queue(
+            queue_size
+        )
+        self._t0: float | None = None
         self._lock = threading.Lock()  # serialises write() against close() and guards the counters
         self._closed = False
         self._written = 0
@@ -82,15 +83,20 @@ class Recorder:
         return self._error
 
     def write(
-        self, image: np.ndarray, detections: Sequence[Any] = (), timestamp: float | None = None
+        self,
+        image: np.ndarray,
+        detections: Sequence[Any] = (),
+        timestamp: float | None = None,
+        *,
+        frame: int | None = None,
     ) -> bool:
-        """Queue one RGB frame with its detection records; False if it was not queued.
+        """Queue one RGB frame with its detections; False if it was not queued.
 
-        timestamp: time.monotonic() of the frame (default: now).
+        timestamp: time.monotonic() of the frame (default: now); frame: the source's number.
         """
         now = time.monotonic() if timestamp is None else timestamp
         # Copy: the caller may draw into or reuse this buffer after we return.
-        item = (np.array(image, dtype=np.uint8, copy=True), list(detections), now - self._t0)
+        item = (np.array(image, dtype=np.uint8, copy=True), list(detections), frame, now)
         with self._lock:
             if self._closed or self._error is not None:
                 return False
@@ -110,25 +116,55 @@ class Recorder:
                 if self._error is None:
                     self._write_one(*item)
         finally:
-            # Released on this thread, the only one that ever touched the writer.
-            self._writer.release()
-            self._jsonl.close()
+            # Released on this thread, the only one that ever touched the files.
+            if self._writer is not None:
+                self._writer.release()
+            if self._jsonl is not None:
+                self._jsonl.close()
 
-    def _write_one(self, rgb: np.ndarray, detections: list[Any], seconds: float) -> None:
+    def _open(self, width: int, height: int) -> None:
+        assert self._codec is not None
+        self.size = (width, height)
+        writer = cv2.VideoWriter(
+            str(self.video_path), cv2.VideoWriter.fourcc(*self._codec), self.fps, self.size
+        )
+        if not writer.isOpened():
+            writer.release()
+            raise ValueError(
+                f"cannot record to {self.video_path}: OpenCV cannot open a {self._codec} writer there"
+            )
         try:
-            if rgb.ndim == 2:
-                bgr = cv2.cvtColor(rgb, cv2.COLOR_GRAY2BGR)
-            else:
-                bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
+            self._jsonl = self.jsonl_path.open("w", encoding="utf-8")
+        except OSError as exc:
+            writer.release()
+            raise ValueError(f"cannot write {self.jsonl_path}: {exc.strerror or exc}") from exc
+        self._writer = writer
+
+    def _write_one(self, rgb: np.ndarray, detections: list[Any], frame: int | None, timestamp: float) -> None:
+        try:
+            if self._writer is None:
+                self._open(rgb.shape[1], rgb.shape[0])
+                self._t0 = timestamp
+            assert self._writer is not None and self._jsonl is not None and self.size is not None
+            if self._render is not None:
+                rgb = self._render(rgb, detections)
+            bgr = cv2.cvtColor(rgb, cv2.COLOR_GRAY2BGR if rgb.ndim == 2 else cv2.COLOR_RGB2BGR)
             if (bgr.shape[1], bgr.shape[0]) != self.size:
                 # A writer given another size silently writes nothing: fit the frame instead.
                 bgr = cv2.resize(bgr, self.size, interpolation=cv2.INTER_AREA)
             self._writer.write(bgr)
-            record = {"frame": self._written, "timestamp": round(seconds, 6), "detections": detections}
+            record = {
+                "frame": self._written if frame is None else frame,
+                "recording_frame": self._written,
+                "timestamp": round(timestamp - (self._t0 or timestamp), 6),
+                "detections": detections,
+            }
             self._jsonl.write(json.dumps(record, default=_jsonable) + "\n")
             self._written += 1
         except Exception as exc:
-            self._error = f"recording to {self.video_path} failed: {exc}"
+            self._error = (
+                str(exc) if isinstance(exc, ValueError) else f"recording to {self.video_path} failed: {exc}"
+            )
             log.error(self._error)
 
     def close(self, timeout: float | None = None) -> bool:

@@ -10,8 +10,8 @@ from types import TracebackType
 
 import cv2
 
-from app.sources._convert import bgr_to_rgb
 from app.sources.frame import Frame
+from app.sources.images import to_rgb_uint8
 
 
 class VideoFileReader:
@@ -78,7 +78,7 @@ class VideoFileReader:
                 if not ok or bgr is None:
                     break
                 pts = float(cap.get(cv2.CAP_PROP_POS_MSEC))
-                frame = Frame(self._frames_read, bgr_to_rgb(bgr), source, time.monotonic(), pts)
+                frame = Frame(self._frames_read, to_rgb_uint8(bgr), source, time.monotonic(), pts)
                 self._frames_read += 1
                 yield frame
         finally:

@@ -8,18 +8,28 @@ from collections.abc import Callable
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
+from app.pipeline.batch import BatchCounts
+
 
 def format_rate(count: int, seconds: float) -> str:
     rate = count / seconds if seconds > 0 else 0.0
     return f"{rate:.0f}" if rate >= 10 else f"{rate:.1f}"
 
 
-def summary_text(total: int, ok: int, failed: int, seconds: float, cancelled: int = 0) -> str:
-    """e.g. "312 images · 310 ok · 2 failed · 4.1 s · 76 img/s" (" · N cancelled" when some were)."""
-    noun = "image" if total == 1 else "images"
-    cancel = f" · {cancelled} cancelled" if cancelled else ""
-    rate = format_rate(total - cancelled, seconds)
-    return f"{total} {noun} · {ok} ok · {failed} failed{cancel} · {seconds:.1f} s · {rate} img/s"
+def summary_text(counts: BatchCounts, seconds: float) -> str:
+    """e.g. "312 inputs · 309 ok · 2 failed · 1 skipped · 4.1 s · 76 img/s"; cancelled and
+    timed-out counts appear when there are some. The same figures as the Requests panel."""
+    noun = "input" if counts.total == 1 else "inputs"
+    parts = [f"{counts.total} {noun}", f"{counts.ok} ok", f"{counts.failed} failed"]
+    if counts.timeout:
+        parts.append(f"{counts.timeout} timed out")
+    if counts.skipped:
+        parts.append(f"{counts.skipped} skipped")
+    cancelled = counts.cancelled + counts.not_started
+    if cancelled:
+        parts.append(f"{cancelled} cancelled")
+    parts += [f"{seconds:.1f} s", f"{format_rate(counts.done - counts.cancelled, seconds)} img/s"]
+    return " · ".join(parts)
 
 
 class BatchPanel(QWidget):
@@ -59,25 +69,19 @@ class BatchPanel(QWidget):
         self.cancel_button.setEnabled(self._total > 0)
         self.summary.clear()
 
-    def set_total(self, total: int) -> None:
-        """The total grew (e.g. a folder still being listed); progress keeps its count."""
-        done = self.progress.value()
-        self._total = max(int(total), 0)
-        self.progress.setRange(0, max(self._total, 1))
-        self.set_progress(done)
-
     def set_progress(self, done: int) -> None:
         done = min(max(int(done), 0), max(self._total, 1))
         self.progress.setValue(done)
         self.progress.setFormat(self._progress_text(done))
 
-    def finish(self, total: int, ok: int, failed: int, seconds: float, cancelled: int = 0) -> None:
+    def finish(self, counts: BatchCounts, seconds: float) -> None:
+        total, cancelled = counts.total, counts.cancelled + counts.not_started
         done = total - cancelled
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(done if total else 1)
         self.progress.setFormat(f"{done} / {total}" + (" · cancelled" if cancelled else ""))
         self.cancel_button.setEnabled(False)
-        self.summary.setText(summary_text(total, ok, failed, seconds, cancelled))
+        self.summary.setText(summary_text(counts, seconds))
 
     def progress_text(self) -> str:
         return self.progress.text()

@@ -1,48 +1,49 @@
-"""The one way results travel from TritonSession worker threads to the GUI thread."""
+"""The one way work reaches the GUI thread from worker threads (session workers, feeding and
+capture threads): `bridge.wrap(fn)` gives a function any thread may call; `fn` then runs
+on the GUI thread, in call order. Each job hands its own callback: no routing by type."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from app.inference.result import InferenceResult
 
+class GuiBridge(QObject):
+    """Must be created on the GUI thread: a signal emitted from a plain Python thread is then
+    queued to this object's (the GUI) thread. After `close()` nothing more is delivered, so
+    nothing arriving after the window closed can touch a deleted widget."""
 
-class ResultBridge(QObject):
-    """`post(result)` from any thread; `result_ready(result)` fires on the GUI thread.
-
-    Must be created on the GUI thread: a signal emitted from a plain Python thread is
-    then queued to this object's (the GUI) thread. After `close()` results are dropped,
-    so nothing arriving after the window closed can touch a deleted widget.
-    """
-
-    result_ready = Signal(object)
+    _call = Signal(object, object)  # fn, args
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._lock = threading.Lock()
         self._closed = False
+        # Queued explicitly: even a call made on the GUI thread itself (e.g. a request
+        # cancelled from a slot) is delivered later, never re-entrantly.
+        self._call.connect(self._run, Qt.ConnectionType.QueuedConnection)
 
-    def connect_receiver(self, slot: Callable[[InferenceResult], None]) -> None:
-        # Queued explicitly: even a result finished on the GUI thread itself (e.g. a
-        # request cancelled from a slot) is delivered later, never re-entrantly.
-        self.result_ready.connect(slot, Qt.ConnectionType.QueuedConnection)
+    def wrap(self, fn: Callable[..., None]) -> Callable[..., None]:
+        """`fn` made callable from any thread (never raises)."""
+        return lambda *args: self.post(fn, *args)
 
-    def post(self, result: InferenceResult) -> None:
-        """The session's callback (worker thread). Never raises."""
+    def post(self, fn: Callable[..., None], *args: Any) -> None:
         with self._lock:
             if self._closed:
                 return
             try:
-                self.result_ready.emit(result)
+                self._call.emit(fn, args)
             except RuntimeError:  # the C++ object is gone (interpreter shutting down)
                 self._closed = True
 
+    def _run(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        if not self._closed:  # calls queued before close() are dropped too
+            fn(*args)
+
     def close(self) -> None:
-        """Drop every later result. Pending queued deliveries are dropped too, by the receivers
-        checking `closed` (Qt would still deliver them to live receivers)."""
         with self._lock:
             self._closed = True
 

@@ -13,13 +13,15 @@ from concurrent.futures import Executor
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.inference.connection import ConnectionOptions
+from app.inference.channel import ConnectionOptions
 from app.inference.errors import SessionError
+from app.inference.health import LivenessProbe
+from app.inference.result import ErrorKind
 from app.inference.session import TritonSession
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from app.server.errors import TritonNotFoundError
-from app.ui.health import LivenessProbe
+from app.ui.connection_state import ConnectionState
 from app.ui.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -30,9 +32,9 @@ DEFAULT_MODEL = "face_detector"
 
 
 class ConnectionController(QObject):
-    """States: idle, starting, connecting, connected, disconnected, failed, closed."""
-
-    state_changed = Signal(str, str)  # state, detail
+    state_changed = Signal(str, str)  # ConnectionState, detail
+    # A connect failed on a server that answered: the models it has (to choose another).
+    models_listed = Signal(object)
     session_closing = Signal(object)  # the session about to be closed (stop feeding it)
     session_opened = Signal(object)  # the new open TritonSession
     # The embedded server cannot run here at all (no binary, or a frozen build without a
@@ -55,7 +57,7 @@ class ConnectionController(QObject):
         self.session: TritonSession | None = None
         self._opening: TritonSession | None = None  # a session whose open() is in progress
         self.urls: list[str] = []
-        self.state = "idle"
+        self.state = ConnectionState.IDLE
         self._generation = 0
         self._probe: LivenessProbe | None = None
         self._probing = False
@@ -84,8 +86,8 @@ class ConnectionController(QObject):
 
     def report_unreachable(self, message: str) -> None:
         """A request failed with "cannot reach": show it now rather than at the next probe."""
-        if self.state == "connected":
-            self._set_state("disconnected", message)
+        if self.state is ConnectionState.CONNECTED:
+            self._set_state(ConnectionState.DISCONNECTED, message)
 
     async def shutdown(self, drain_s: float = 0.2) -> None:
         """Close the session (cancel what is in flight) and stop the embedded server."""
@@ -103,7 +105,7 @@ class ConnectionController(QObject):
             steps.append(loop.run_in_executor(self._executor, self._probe.close))
         steps.append(loop.run_in_executor(self._executor, self._stop_server))
         await asyncio.gather(*steps, return_exceptions=True)
-        self._set_state("closed", "closed")
+        self._set_state(ConnectionState.CLOSED, "closed")
 
     # -- steps -----------------------------------------------------------------------
     async def _connect(self, generation: int, urls: list[str], model: str | None, hint: bool) -> None:
@@ -118,17 +120,22 @@ class ConnectionController(QObject):
             options = None  # the embedded server speaks plain gRPC and wants no headers
         if generation != self._generation:
             return
-        self._set_state("connecting", f"connecting to {', '.join(urls)}…")
+        self._set_state(ConnectionState.CONNECTING, f"connecting to {', '.join(urls)}…")
         session = self._opening = TritonSession(urls, model, options=options)
         try:
             await loop.run_in_executor(self._executor, session.open)
-        except SessionError as e:
+        except Exception as e:  # whatever happens, the state says so: never stuck "connecting"
             if generation != self._generation:
                 return  # superseded or closing: close() interrupted the connect
-            if hint and model is not None and "not found" in str(e):
+            kind = e.kind if isinstance(e, SessionError) else ErrorKind.SERVER
+            if hint and model is not None and kind is ErrorKind.NOT_FOUND:
                 await self._connect(generation, urls, None, False)
-            elif generation == self._generation:
-                self._set_state("failed", str(e))
+                return
+            if not isinstance(e, SessionError):
+                log.exception("connecting to %s failed", urls)
+            if isinstance(e, SessionError) and e.models:
+                self.models_listed.emit(list(e.models))
+            self._set_state(ConnectionState.FAILED, str(e) or type(e).__name__)
             return
         finally:
             if self._opening is session:
@@ -139,25 +146,25 @@ class ConnectionController(QObject):
         self.session, self.urls = session, urls
         self._start_probe(urls, session.options)
         assert session.info is not None
-        self._set_state("connected", f"{', '.join(urls)} · model {session.info.name}")
+        self._set_state(ConnectionState.CONNECTED, f"{', '.join(urls)} · model {session.info.name}")
         self.session_opened.emit(session)
 
     async def _ensure_server(self, loop: asyncio.AbstractEventLoop, generation: int) -> list[str]:
         if self.server is not None and self.server.running:
             return [self.server.grpc_url]
-        self._set_state("starting", "Starting local Triton server…")
+        self._set_state(ConnectionState.STARTING, "Starting local Triton server…")
         try:
             self.server = EmbeddedServer(model_repository(), tritonserver=self._tritonserver)
             await loop.run_in_executor(self._executor, self._start_server, self.server)
         except TritonNotFoundError as e:
             self.server = None
             if generation == self._generation:
-                self._set_state("failed", f"no local Triton server: {e}")
+                self._set_state(ConnectionState.FAILED, f"no local Triton server: {e}")
                 self.local_server_unavailable.emit(str(e))
             return []
         except Exception as e:
             if generation == self._generation:
-                self._set_state("failed", f"the local Triton server did not start: {e}")
+                self._set_state(ConnectionState.FAILED, f"the local Triton server did not start: {e}")
             return []
         return [self.server.grpc_url] if generation == self._generation else []
 
@@ -209,12 +216,16 @@ class ConnectionController(QObject):
             self._probing = False
         if generation != self._generation or self.session is None:
             return
-        if not live and self.state == "connected":
-            self._set_state("disconnected", f"server not answering: {message}; retrying every 2 s")
-        elif live and self.state == "disconnected":
+        if not live and self.state is ConnectionState.CONNECTED:
+            self._set_state(
+                ConnectionState.DISCONNECTED, f"server not answering: {message}; retrying every 2 s"
+            )
+        elif live and self.state is ConnectionState.DISCONNECTED:
             assert self.session.info is not None
-            self._set_state("connected", f"{', '.join(self.urls)} · model {self.session.info.name} (back)")
+            self._set_state(
+                ConnectionState.CONNECTED, f"{', '.join(self.urls)} · model {self.session.info.name} (back)"
+            )
 
-    def _set_state(self, state: str, detail: str) -> None:
+    def _set_state(self, state: ConnectionState, detail: str) -> None:
         self.state = state
-        self.state_changed.emit(state, detail)
+        self.state_changed.emit(state.value, detail)

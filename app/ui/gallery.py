@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QObject, Signal
 
-from app.inference.images import read_image
+from app.inference.filtering import refilter
 from app.inference.result import Detection, InferenceResult
-from app.ui.filtering import refilter
+from app.sources.images import read_image
 from app.ui.image_view import ImageView
 from app.ui.tasks import TaskSet
 from app.ui.thresholds import ThresholdsWidget
@@ -50,6 +50,9 @@ class Gallery(QObject):
     # -- entries ---------------------------------------------------------------------
     def add_entry(self, key: str, thumbnail: np.ndarray) -> None:
         self.strip.add_item(key, thumbnail, self._status(key))
+
+    def has_entry(self, key: str) -> bool:
+        return self.strip.item_for(key) is not None
 
     def on_result(self, result: InferenceResult) -> None:
         key = result.source

@@ -1,10 +1,10 @@
-"""LiveController: the live preview of one source (camera, video file, stream URL).
+"""LiveController: the live preview's GUI side over `app.pipeline.live.LiveRun`.
 
-Owns the LiveCapture (its own thread, newest frame only) and the StreamInference
-(at most N requests in flight for this stream) of the current session. Results come
-back through the viewer's one ResultBridge; `on_result` (GUI thread) keeps only the
-newest and draws it on the next pass of the event loop, so a burst of results costs
-one paint. Every displayed picture is the frame its boxes were computed on.
+The run (capture thread -> LiveJob -> session) is Qt-free. Its results and events come
+back through the bridge, bound to the run that produced them, so a stopped run's late
+results are counted and never drawn. `_on_result` keeps only the newest result and draws
+it on the next pass of the event loop: a burst of results costs one paint. Every
+displayed picture is the frame its boxes were computed on.
 """
 
 from __future__ import annotations
@@ -15,22 +15,21 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.inference.filtering import refilter
 from app.inference.result import Detection, InferenceResult
 from app.inference.session import TritonSession
-from app.inference.stream import StreamInference, StreamStats
+from app.pipeline.display import DisplayMeter, DisplayStats
+from app.pipeline.live import LiveEvent, LiveOptions, LiveRun, LiveState, StreamStats
+from app.pipeline.recording import LiveRecording
 from app.sources.cameras import parse_source
 from app.sources.frame import Frame
-from app.sources.live import LiveCapture, Opener
-from app.ui.filtering import refilter
+from app.sources.live import Opener
+from app.ui.bridge import GuiBridge
 from app.ui.image_view import ImageView
-from app.ui.live_recording import LiveRecording
-from app.ui.live_stats import DisplayMeter, DisplayStats
 from app.ui.stats_panel import StatsPanel, format_ms
 from app.ui.tasks import TaskSet
 from app.ui.thresholds import ThresholdsWidget
@@ -44,37 +43,6 @@ FINISH_TIMEOUT_S = 30.0  # a file ended: wait at most this long for its last res
 SCREENSHOT_FRAMES = 30  # --screenshot with --camera: after this many annotated frames
 
 
-@dataclass
-class LiveOptions:
-    max_in_flight: int = 2
-    frame_by_frame: bool = False  # files only: every frame inferred, nothing dropped (not real time)
-    loop: bool = False  # files only: start again at the end
-    resolution: tuple[int, int] | None = None  # cameras only; None = the driver's default
-
-
-class LiveTag:
-    """The `tag` of a live request: the frame (drawn with the result) and the run it belongs to.
-    Offered to StreamInference in place of the frame (same index/image/source)."""
-
-    __slots__ = ("frame", "run")
-
-    def __init__(self, frame: Frame, run: int) -> None:
-        self.frame = frame
-        self.run = run
-
-    @property
-    def index(self) -> int:
-        return self.frame.index
-
-    @property
-    def image(self) -> np.ndarray:
-        return self.frame.image
-
-    @property
-    def source(self) -> str:
-        return self.frame.source
-
-
 def source_label(source: int | str) -> str:
     if isinstance(source, int):
         return f"camera {source}"
@@ -82,13 +50,10 @@ def source_label(source: int | str) -> str:
 
 
 class LiveController(QObject):
-    """States: idle, waiting (for a server), starting, playing, paused, ended, failed, stopped."""
-
-    state_changed = Signal(str, str)  # state, detail
+    state_changed = Signal(str, str)  # LiveState, detail
     frame_shown = Signal(int, float)  # frame index, capture-to-display latency (ms)
     recording_changed = Signal(bool)
-    # Emitted on the capture thread; this object lives on the GUI thread, so it is queued there.
-    _capture_event = Signal(int, str, str)  # run, "error" | "end", message
+    result = Signal(object)  # every result of the live stream (GUI thread), for the log
 
     def __init__(
         self,
@@ -97,7 +62,7 @@ class LiveController(QObject):
         stats_panel: StatsPanel,
         executor: Executor,
         tasks: TaskSet,
-        post: Callable[[InferenceResult], None],
+        bridge: GuiBridge,
         report: Callable[[str, bool], None],
         on_take_view: Callable[[], None] | None = None,
     ) -> None:
@@ -105,19 +70,18 @@ class LiveController(QObject):
         self.view, self.thresholds, self.stats_panel = view, thresholds, stats_panel
         self._executor = executor
         self._tasks = tasks
-        self._post = post  # the bridge's post: results reach the GUI thread through it
+        self._bridge = bridge
         self._report = report
         self._on_take_view = on_take_view
         self.options = LiveOptions()
         self.source: int | str | None = None
-        self.state = "idle"
+        self.state = LiveState.IDLE
         self.error: str | None = None
         self.session: TritonSession | None = None
-        self.capture: LiveCapture | None = None
-        self.stream: StreamInference | None = None
+        self.live: LiveRun | None = None
         self.meter = DisplayMeter()
-        self.recording = LiveRecording(executor, tasks, report)
-        self.opener: Opener | None = None  # how LiveCapture opens sources (a seam for tests)
+        self.recording = LiveRecording()
+        self.opener: Opener | None = None  # how the capture opens sources (a seam for tests)
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
         self._pending_index = -1
@@ -126,7 +90,6 @@ class LiveController(QObject):
         self._last_error_report = 0.0
         self._owns_view = False
         self._releasing = 0  # releases (capture thread joins) still running on the executor
-        self._capture_event.connect(self._on_capture_event, Qt.ConnectionType.QueuedConnection)
         self._paint_timer = QTimer(self)
         self._paint_timer.setSingleShot(True)
         self._paint_timer.setInterval(0)  # after the queued results already waiting: coalesces bursts
@@ -154,97 +117,89 @@ class LiveController(QObject):
 
     def start(self) -> None:
         """Start button: resume when paused, else (re)start the current source."""
-        if self.state == "paused" and self.capture is not None:
-            self.capture.resume()
-            self._set_state("playing", self._describe())
-        elif self.source is not None and self.state not in ("playing", "starting"):
+        if self.state is LiveState.PAUSED and self.live is not None:
+            self.live.resume()
+            self._set_state(LiveState.PLAYING, self._describe())
+        elif self.source is not None and self.state is not LiveState.PLAYING:
             self._tasks.spawn(self._restart(), name="live start")
 
     def pause(self) -> None:
-        if self.capture is not None and self.state == "playing":
-            self.capture.pause()
-            self._set_state("paused", self._describe())
+        if self.live is not None and self.state is LiveState.PLAYING:
+            self.live.pause()
+            self._set_state(LiveState.PAUSED, self._describe())
 
     def stop(self) -> None:
-        self._tasks.spawn(self._stop("stopped"), name="live stop")
+        self._tasks.spawn(self._stop(LiveState.STOPPED), name="live stop")
 
     @property
     def active(self) -> bool:
-        return self.capture is not None
+        return self.live is not None
 
     @property
     def idle(self) -> bool:
         """Nothing plays and every capture thread has ended (the device is released)."""
-        return self.capture is None and self._releasing == 0
+        return self.live is None and self._releasing == 0
 
     def screenshot_ready(self) -> bool:
         """--screenshot: enough annotated frames shown, the source failed, or a short file ended."""
         if self.error is not None or self.meter.shown >= SCREENSHOT_FRAMES:
             return True
-        return self.state == "ended" and self.idle
+        return self.state is LiveState.ENDED and self.idle
 
     def set_max_in_flight(self, value: int) -> None:
         self.options.max_in_flight = max(1, int(value))
-        if self.stream is not None:
-            self.stream.max_in_flight = self.options.max_in_flight  # applies at once
+        if self.live is not None:
+            self.live.set_max_in_flight(self.options.max_in_flight)  # applies at once
 
     def set_session(self, session: TritonSession | None) -> None:
         """The viewer's session changed: stop feeding the old one, feed the new one."""
-        old, self.stream = self.stream, None
         self.session = session
-        if old is not None:
-            # Cancels the old session's requests (each still ends once, as cancelled).
-            self._tasks.spawn(self._in_executor(old.stop), name="live stream stop")
-        if session is None:
-            return
-        if self.capture is not None:
-            self.stream = self._new_stream(session)
-        elif self.state == "waiting":
+        if self.live is not None:
+            old = self.live.set_session(session)
+            if old is not None:
+                old.stop()  # cancels the old session's requests; returns at once
+        elif session is not None and self.state is LiveState.WAITING:
             self._tasks.spawn(self._restart(), name="live start")
 
     async def shutdown(self) -> None:
         """The window closes: stop the stream, release the capture, close the recording."""
-        await self._stop("stopped", quiet=True)
+        await self._stop(LiveState.STOPPED, quiet=True)
 
     # -- results (GUI thread, from the bridge) ---------------------------------------------------
-    def on_result(self, result: InferenceResult) -> bool:
-        """True if `result` belongs to a live stream (then it is handled here)."""
-        tag = result.tag
-        if not isinstance(tag, LiveTag):
-            return False
-        if tag.run != self._run:
-            return True  # a stopped run's (cancelled) request: logged, not drawn
+    def _on_result(self, run: int, result: InferenceResult) -> None:
+        self.result.emit(result)  # logged whatever its run
+        if run != self._run:
+            return  # a stopped run's (cancelled) request: logged, not drawn
+        frame: Frame = result.tag
         self.meter.result()
         if not result.ok:
             self._report_error(result)
-            return True
-        self.recording.write(tag.frame, self._visible(result), self._record_fps())
-        if tag.index <= self._shown_index:
-            return True  # arrived after a newer frame was drawn: never step back in time
+            return
+        self.recording.write(frame, self._visible(result))
+        if frame.index <= self._shown_index:
+            return  # arrived after a newer frame was drawn: never step back in time
         if self._pending is not None:
             self.meter.coalesced += 1  # two results between paints: only the newer is drawn
-            if tag.index < self._pending_index:
-                return True
-        self._pending, self._pending_index = result, tag.index
+            if frame.index < self._pending_index:
+                return
+        self._pending, self._pending_index = result, frame.index
         if not self._paint_timer.isActive():
             self._paint_timer.start()
-        return True
 
     def _paint(self) -> None:
         result, self._pending = self._pending, None
         if result is None:
             return
-        tag = result.tag
-        assert isinstance(tag, LiveTag)
+        frame: Frame = result.tag
         if not self._owns_view:
             self._owns_view = True
             if self._on_take_view is not None:
                 self._on_take_view()
-        self.view.set_image(tag.frame.image, self._visible(result))
+        self.view.set_image(frame.image, self._visible(result))
         self._shown = result
-        self._shown_index = tag.index
-        age_ms = self.meter.drawn(tag.frame.timestamp)
-        self.frame_shown.emit(tag.index, age_ms)
+        self._shown_index = frame.index
+        age_ms = self.meter.drawn(frame.timestamp)
+        self.frame_shown.emit(frame.index, age_ms)
 
     def _visible(self, result: InferenceResult) -> list[Detection]:
         return refilter(result.detections, self.thresholds.score(), self.thresholds.iou())
@@ -261,7 +216,7 @@ class LiveController(QObject):
 
     # -- statistics --------------------------------------------------------------------------------
     def stream_stats(self) -> StreamStats | None:
-        return None if self.stream is None else self.stream.stats()
+        return None if self.live is None else self.live.stats().stream
 
     def display_stats(self) -> DisplayStats:
         return self.meter.stats()
@@ -270,7 +225,7 @@ class LiveController(QObject):
         d = self.meter.stats()
         s = self.stream_stats()
         panel = self.stats_panel
-        capture_fps = self.capture.stats().fps if self.capture is not None else 0.0
+        capture_fps = self.live.stats().capture.fps if self.live is not None else 0.0
         panel.set_extra("capture fps", f"{capture_fps:.1f}")
         panel.set_extra("inference fps", f"{s.inference_fps:.1f}" if s else "0.0")
         if s is not None:
@@ -281,117 +236,106 @@ class LiveController(QObject):
         panel.set_extra("capture→display p95", format_ms(d.latency_p95_ms))
 
     def _record_fps(self) -> float:
-        s = self.stream_stats()
-        if s is not None and s.inference_fps >= 1.0:
-            return round(s.inference_fps)
-        source_fps = self.capture.stats().source_fps if self.capture is not None else 0.0
-        return source_fps or 30.0
+        if self.live is None:
+            return 30.0
+        stats = self.live.stats()
+        if stats.stream is not None and stats.stream.inference_fps >= 1.0:
+            return round(stats.stream.inference_fps)
+        return stats.capture.source_fps or 30.0
 
     # -- recording -----------------------------------------------------------------------------------
     def start_recording(self, video_path: str | Path) -> None:
-        self.recording.start(Path(video_path))
+        try:
+            self.recording.start(Path(video_path), self._record_fps())
+        except ValueError as e:
+            self._report(str(e), True)
+            self.recording_changed.emit(False)
+            return
         self.recording_changed.emit(True)
 
     async def stop_recording(self) -> None:
-        summary = await self.recording.stop()
+        recording = self.recording
+        summary = await asyncio.get_running_loop().run_in_executor(self._executor, recording.stop)
         self.recording_changed.emit(False)
         if summary:
-            self._report(summary, not summary.startswith("recorded "))
+            self._report(summary.text, not summary.ok)
 
     # -- start / stop --------------------------------------------------------------------------------
     async def _restart(self) -> None:
-        await self._stop("stopped", quiet=True)
+        await self._stop(LiveState.STOPPED, quiet=True)
         source = self.source
         if source is None:
             return
         if self.session is None:
-            self._set_state("waiting", f"{source_label(source)} will start once connected")
+            self._set_state(LiveState.WAITING, f"{source_label(source)} will start once connected")
             return
         self._run += 1
         run = self._run
         self.error = None
         self.meter = DisplayMeter()
         self._shown, self._shown_index, self._pending = None, -1, None
-        opts = self.options
-        self.stream = self._new_stream(self.session)
-        self.capture = LiveCapture(
+        wrap = self._bridge.wrap
+        self.live = LiveRun(
             source,
-            on_frame=functools.partial(self._offer, run),
-            on_error=lambda message: self._capture_event.emit(run, "error", message),
-            on_end=lambda: self._capture_event.emit(run, "end", ""),
-            resolution=opts.resolution,
-            realtime=not opts.frame_by_frame,
-            loop=opts.loop,
+            self.session,
+            on_result=wrap(functools.partial(self._on_result, run)),
+            on_event=wrap(functools.partial(self._on_event, run)),
+            options=LiveOptions(**vars(self.options)),
             opener=self.opener,
         )
-        self.capture.start()  # returns at once: opening happens on the capture thread
+        self.live.start()  # returns at once: opening happens on the capture thread
         self._stats_timer.start()
-        self._set_state("playing", self._describe())
+        self._set_state(LiveState.PLAYING, self._describe())
 
-    def _new_stream(self, session: TritonSession) -> StreamInference:
-        return StreamInference(
-            session,
-            self._post,
-            max_in_flight=self.options.max_in_flight,
-            drop_when_busy=not self.options.frame_by_frame,
-        )
-
-    def _offer(self, run: int, frame: Frame) -> None:
-        # Capture thread: hand off only. Reads self.stream once (replaced atomically on the GUI thread).
-        stream = self.stream
-        if stream is not None and run == self._run:
-            stream.offer(LiveTag(frame, run))
-
-    async def _stop(self, state: str, quiet: bool = False) -> None:
+    async def _stop(self, state: LiveState, quiet: bool = False) -> None:
         self._run += 1  # from now on this run's results are not drawn
-        capture, self.capture = self.capture, None
-        stream, self.stream = self.stream, None
+        live, self.live = self.live, None
         self._pending = None
         if self.recording.active:
             await self.stop_recording()
-        if capture is not None or stream is not None:
+        if live is not None:
             self._stats_timer.stop()
-            self.update_stats_panel()
             self._releasing += 1
             try:
-                await self._in_executor(functools.partial(release, stream, capture))
+                stopped = await asyncio.get_running_loop().run_in_executor(
+                    self._executor, functools.partial(live.stop, CAPTURE_STOP_TIMEOUT_S)
+                )
+                if not stopped:
+                    log.warning(
+                        "%s: the capture thread is still blocked in the backend", live.capture.spec.label
+                    )
             finally:
                 self._releasing -= 1
-        if not quiet and self.capture is None:  # (unless a new start came in meanwhile)
+        if not quiet and self.live is None:  # (unless a new start came in meanwhile)
             self._set_state(state, self._describe())
 
-    async def _in_executor(self, fn: Callable[[], object]) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._executor, fn)
-
-    def _on_capture_event(self, run: int, kind: str, message: str) -> None:
+    def _on_event(self, run: int, event: LiveEvent, message: str) -> None:
         if run != self._run:
             return
-        if kind == "error":
+        if event is LiveEvent.ERROR:
             self._fail(message)
-            self._tasks.spawn(self._stop("failed", quiet=True), name="live stop")
+            self._tasks.spawn(self._stop(LiveState.FAILED, quiet=True), name="live stop")
         else:
-            self._set_state("ended", f"{self._describe()}: end of the file")
+            self._set_state(LiveState.ENDED, f"{self._describe()}: end of the file")
             self._tasks.spawn(self._finish_file(run), name="live end")
 
     async def _finish_file(self, run: int) -> None:
         """The file ended: let the last results come back (and be drawn), then release everything."""
-        stream = self.stream
+        live = self.live
         deadline = time.monotonic() + FINISH_TIMEOUT_S
         # Results still in flight, or finished but still queued in the bridge for this thread.
-        while (
-            stream is not None
-            and run == self._run
-            and (stream.stats().in_flight > 0 or stream.stats().completed > self.meter.results)
-            and time.monotonic() < deadline
-        ):
+        while live is not None and run == self._run and time.monotonic() < deadline:
+            stats = live.stats().stream
+            if stats is None or (stats.in_flight == 0 and stats.completed <= self.meter.results):
+                break
             await asyncio.sleep(0.02)
         if run == self._run:
-            await self._stop("ended", quiet=True)
+            await self._stop(LiveState.ENDED, quiet=True)
 
     def _fail(self, message: str) -> None:
         self.error = message
         self._report(message, True)
-        self._set_state("failed", message)
+        self._set_state(LiveState.FAILED, message)
 
     def _describe(self) -> str:
         if self.source is None:
@@ -399,15 +343,6 @@ class LiveController(QObject):
         mode = " · frame by frame" if self.options.frame_by_frame else ""
         return f"{source_label(self.source)}{mode}"
 
-    def _set_state(self, state: str, detail: str) -> None:
+    def _set_state(self, state: LiveState, detail: str) -> None:
         self.state = state
-        self.state_changed.emit(state, detail)
-
-
-def release(stream: StreamInference | None, capture: LiveCapture | None) -> None:
-    """Executor thread: stop the stream first (frees a capture thread waiting in offer() in
-    frame-by-frame mode), then stop the capture, which releases the device on its own thread."""
-    if stream is not None:
-        stream.stop()
-    if capture is not None and not capture.stop(CAPTURE_STOP_TIMEOUT_S):
-        log.warning("%s: the capture thread is still blocked in the backend", capture.spec.label)
+        self.state_changed.emit(state.value, detail)

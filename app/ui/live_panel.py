@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.pipeline.live import LiveState
 from app.ui.camera_picker import CameraPicker, ask_stream_url, ask_video_file
 from app.ui.live_controller import LiveController
 from app.ui.tasks import TaskSet
@@ -32,13 +33,13 @@ RESOLUTIONS: tuple[tuple[str, tuple[int, int] | None], ...] = (
 )
 MAX_IN_FLIGHT = 32
 STATE_TEXT = {
-    "idle": "No live source",
-    "waiting": "Waiting for the server",
-    "playing": "Live",
-    "paused": "Paused",
-    "ended": "Ended",
-    "failed": "Failed",
-    "stopped": "Stopped",
+    LiveState.IDLE: "No live source",
+    LiveState.WAITING: "Waiting for the server",
+    LiveState.PLAYING: "Live",
+    LiveState.PAUSED: "Paused",
+    LiveState.ENDED: "Ended",
+    LiveState.FAILED: "Failed",
+    LiveState.STOPPED: "Stopped",
 }
 
 
@@ -72,7 +73,7 @@ class LiveToolbar(QToolBar):
         for text, size in RESOLUTIONS:
             self.resolution.addItem(text, size)
         self.resolution.setToolTip("Cameras: the capture resolution to ask for. Applies at the next Start.")
-        self.state_label = QLabel(STATE_TEXT["idle"])
+        self.state_label = QLabel(STATE_TEXT[LiveState.IDLE])
         self.state_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         for action in (self.open_action, self.start_action, self.pause_action, self.stop_action):
             self.addAction(action)
@@ -85,15 +86,18 @@ class LiveToolbar(QToolBar):
         self.addAction(self.record_action)
         self.addSeparator()
         self.addWidget(self.state_label)
-        self.set_state("idle", "")
+        self.set_state(LiveState.IDLE, "")
 
-    def set_state(self, state: str, detail: str) -> None:
-        title = STATE_TEXT.get(state, state)
+    def set_state(self, value: str, detail: str) -> None:
+        state = LiveState(value)
+        title = STATE_TEXT[state]
         self.state_label.setText(f" {title}: {detail}" if detail else f" {title}")
         self.state_label.setToolTip(detail)
-        self.start_action.setEnabled(state not in ("playing", "waiting"))
-        self.pause_action.setEnabled(state == "playing")
-        self.stop_action.setEnabled(state in ("playing", "paused", "waiting", "ended"))
+        self.start_action.setEnabled(state not in (LiveState.PLAYING, LiveState.WAITING))
+        self.pause_action.setEnabled(state is LiveState.PLAYING)
+        self.stop_action.setEnabled(
+            state in (LiveState.PLAYING, LiveState.PAUSED, LiveState.WAITING, LiveState.ENDED)
+        )
 
 
 class LiveUi:

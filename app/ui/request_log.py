@@ -29,7 +29,7 @@ from app.inference.result import InferenceResult, Status
 COLUMNS: tuple[str, ...] = ("Request id", "Source", "Frame", "Latency ms", "Status", "Error")
 COL_ID, COL_SOURCE, COL_FRAME, COL_LATENCY, COL_STATUS, COL_ERROR = range(len(COLUMNS))
 DEFAULT_MAX_ROWS = 10_000
-FAILURE_STATUSES = frozenset({Status.ERROR, Status.TIMEOUT})
+FAILURE_STATUSES = frozenset({Status.FAILED, Status.TIMEOUT})
 FAILED_BACKGROUND = QColor(255, 210, 210)
 CANCELLED_BACKGROUND = QColor(230, 230, 230)
 CANCELLED_FOREGROUND = QColor(120, 120, 120)
@@ -51,7 +51,7 @@ class LogRow(NamedTuple):
 def row_of(result: InferenceResult) -> LogRow:
     latency = "" if result.latency_ms is None else f"{result.latency_ms:.1f}"
     texts = (
-        result.request_id,
+        result.request_id or "-",
         result.source or "",
         "" if result.frame is None else str(result.frame),
         latency,

@@ -16,14 +16,15 @@ from PySide6.QtWidgets import (
 )
 
 from app.inference.discovery import ModelEntry, ModelInfo
+from app.ui.connection_state import ConnectionState
 
 LOCAL_SERVER = "(local server)"
 STATE_COLORS = {
-    "connected": "#2e7d32",
-    "disconnected": "#c62828",
-    "failed": "#c62828",
-    "starting": "#b26a00",
-    "connecting": "#b26a00",
+    ConnectionState.CONNECTED: "#2e7d32",
+    ConnectionState.DISCONNECTED: "#c62828",
+    ConnectionState.FAILED: "#c62828",
+    ConnectionState.STARTING: "#b26a00",
+    ConnectionState.CONNECTING: "#b26a00",
 }
 
 
@@ -107,7 +108,7 @@ class ServerPanel(QWidget):
         if line_edit is not None:
             line_edit.returnPressed.connect(self._on_connect)
         self.model_combo.activated.connect(self._on_model_activated)
-        self.set_state("idle", "not connected")
+        self.set_state(ConnectionState.IDLE, "not connected")
 
     def set_recent(self, urls: list[str], current: str) -> None:
         self.url_combo.clear()
@@ -118,15 +119,16 @@ class ServerPanel(QWidget):
     def url_text(self) -> str:
         return self.url_combo.currentText().strip()
 
-    def set_state(self, state: str, detail: str) -> None:
-        title = state[:1].upper() + state[1:]
+    def set_state(self, value: str, detail: str) -> None:
+        state = ConnectionState(value)
+        title = state.value.capitalize()
         color = STATE_COLORS.get(state, "palette(text)")
         self.state_label.setText(f"<b style='color:{color}'>{title}</b> · {detail}")
         self.state_label.setToolTip(detail)
-        self.busy.setVisible(state in ("starting", "connecting"))
+        self.busy.setVisible(state in (ConnectionState.STARTING, ConnectionState.CONNECTING))
         self._state = state
 
-    def state(self) -> str:
+    def state(self) -> ConnectionState:
         return self._state
 
     def state_text(self) -> str:

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QListView, QListWidget, QListWidgetItem, QWidget
 
+from app.pipeline.thumbnails import THUMB_SIZE, make_thumbnail
 from app.ui.qimage import rgb_to_qimage
 
-THUMB_SIZE = 96
 KeyRole = Qt.ItemDataRole.UserRole + 1
 StatusRole = Qt.ItemDataRole.UserRole + 2  # True ok, False failed, None pending
 FAILED_COLOR = QColor(220, 40, 40)
 PENDING_COLOR = QColor(150, 150, 150)
-
-
-def make_thumbnail(image_rgb: np.ndarray, size: int = THUMB_SIZE) -> np.ndarray:
-    """Downscale (INTER_AREA: no aliasing) so the longer side is at most `size` pixels."""
-    h, w = image_rgb.shape[:2]
-    scale = min(size / max(h, w, 1), 1.0)
-    if scale >= 1.0:
-        return np.ascontiguousarray(image_rgb)
-    new_w, new_h = max(round(w * scale), 1), max(round(h * scale), 1)
-    return cv2.resize(image_rgb, (new_w, new_h), interpolation=cv2.INTER_AREA)
 
 
 class ThumbnailStrip(QListWidget):

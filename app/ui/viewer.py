@@ -14,12 +14,15 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QImageWriter
 from PySide6.QtWidgets import QInputDialog
 
-from app.inference.connection import ConnectionOptions
-from app.inference.result import InferenceResult, naming_input
+from app.inference.channel import ConnectionOptions
+from app.inference.discovery import ModelEntry
+from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 from app.inference.session import TritonSession
-from app.ui.batch_runner import BatchRunner
-from app.ui.bridge import ResultBridge
+from app.pipeline.batch import BatchCounts
+from app.ui.batch_runner import PLACEHOLDER, BatchRunner
+from app.ui.bridge import GuiBridge
 from app.ui.connection import ConnectionController
+from app.ui.connection_state import ConnectionState
 from app.ui.export_actions import Exporter
 from app.ui.gallery import Gallery
 from app.ui.live_controller import LiveController
@@ -59,11 +62,10 @@ class Viewer(QObject):
         self.closed = asyncio.Event()
         self.tasks = TaskSet(on_error=lambda m: self.report(m, True))
         self.window = w = MainWindow()
-        # Created here, on the GUI thread: its signal is queued to this thread.
-        self.bridge = ResultBridge()
-        self.bridge.connect_receiver(self._on_result)
+        # Created here, on the GUI thread: what worker threads post runs on this thread.
+        self.bridge = GuiBridge()
         self.connection = ConnectionController(executor, self.tasks, options.tritonserver, options.connection)
-        self.runner = BatchRunner(executor, self.tasks, self.bridge.post)
+        self.runner = BatchRunner(self.bridge)
         self.gallery = Gallery(w.view, w.strip, w.thresholds, executor, self.tasks)
         self.exporter = Exporter(w, self.gallery, executor, self.tasks, self.report)
         self.live = LiveController(
@@ -72,7 +74,7 @@ class Viewer(QObject):
             w.stats_panel,
             executor,
             self.tasks,
-            self.bridge.post,
+            self.bridge,
             self.report,
             on_take_view=self._live_takes_view,
         )
@@ -92,6 +94,7 @@ class Viewer(QObject):
         c.session_opened.connect(self._on_session_opened)
         c.session_closing.connect(self._on_session_closing)
         c.local_server_unavailable.connect(self._on_local_server_unavailable)
+        c.models_listed.connect(self._on_models_listed)
         w.server_panel.connect_requested.connect(self._on_connect_requested)
         w.server_panel.model_chosen.connect(lambda name: c.connect_to(self._session_urls(), name))
         w.paths_opened.connect(self.open_paths)
@@ -99,10 +102,11 @@ class Viewer(QObject):
         w.batch_panel.cancel_requested.connect(lambda: self.runner.cancel())
         w.thresholds.changed.connect(self._save_thresholds)
         self.runner.started.connect(lambda _job, total: w.batch_panel.start(total))
-        self.runner.progress.connect(lambda _job, done, _total: w.batch_panel.set_progress(done))
+        self.runner.progress.connect(lambda _job, counts: w.batch_panel.set_progress(counts.done))
         self.runner.finished.connect(self._on_batch_finished)
         self.runner.entry_added.connect(self.gallery.add_entry)
-        self.runner.local_result.connect(self._on_local_result)
+        self.runner.result.connect(self._on_batch_result)
+        self.live.result.connect(self._log)
         self.gallery.load_failed.connect(lambda m: self.report(m, True))
         w.export_png_action.triggered.connect(lambda: self.exporter.export_png())
         w.export_jsonl_action.triggered.connect(lambda: self.exporter.export_jsonl(False))
@@ -170,11 +174,17 @@ class Viewer(QObject):
     def _session_urls(self) -> list[str]:
         return [] if self.connection.urls == self.connection.local_urls() else self.connection.urls
 
-    def _on_state(self, state: str, detail: str) -> None:
+    def _on_state(self, value: str, detail: str) -> None:
+        state = ConnectionState(value)
         self.window.server_panel.set_state(state, detail)
         self.window.statusBar().showMessage(f"{state}: {detail}")
-        if state in ("failed", "disconnected"):
+        if state in (ConnectionState.FAILED, ConnectionState.DISCONNECTED):
             self.window.banner.show_error(detail)
+
+    def _on_models_listed(self, names: list[str]) -> None:
+        """A connect failed but the server answered: offer its models to choose from."""
+        entries = [ModelEntry(name, "", "", "") for name in names]
+        self.window.server_panel.set_models(entries, None)
 
     def _on_session_opened(self, session: TritonSession) -> None:
         info = session.info
@@ -200,27 +210,25 @@ class Viewer(QObject):
         self.runner.set_session(None)
         self.live.set_session(None)  # the stream stops feeding the old session
 
-    # -- results (GUI thread) ----------------------------------------------------------------
-    def _on_result(self, result: InferenceResult) -> None:
-        if self.bridge.closed:
-            return  # after close: nothing may touch the widgets
-        if self.live.on_result(result):  # a live frame's result: drawn by the live controller
-            self._log_buffer.append(result)
-            if not self._flush_timer.isActive():
-                self._flush_timer.start()
-            return
-        self.runner.on_result(result)
-        self._on_local_result(result)
-
-    def _on_local_result(self, result: InferenceResult) -> None:
+    # -- results (GUI thread, through the bridge) ---------------------------------------------
+    def _log(self, result: InferenceResult) -> None:
         self._log_buffer.append(result)
         if not self._flush_timer.isActive():
             self._flush_timer.start()
+
+    def _on_batch_result(self, result: InferenceResult) -> None:
+        """A batch input's result, sent or local (unreadable, not media): log, strip, view."""
+        self._log(result)
+        key = result.source
+        # Not media (skipped): in the log, the counts and the exports, not in the strip.
+        unread = result.request_id is None and result.status is not Status.SKIPPED
+        if unread and key is not None and not self.gallery.has_entry(key):
+            self.gallery.add_entry(key, PLACEHOLDER)
         self.gallery.on_result(result)
-        if result.status.value in ("error", "timeout"):
+        if result.status in (Status.FAILED, Status.TIMEOUT):
             self.report(naming_input(result.source, result.error or result.status.value, result.frame), True)
-            if result.error and result.error.startswith("cannot reach"):
-                self.connection.report_unreachable(result.error)
+            if result.error_kind is ErrorKind.UNREACHABLE:
+                self.connection.report_unreachable(result.error or "")
 
     def _flush_log(self) -> None:
         batch, self._log_buffer = self._log_buffer, []
@@ -234,10 +242,8 @@ class Viewer(QObject):
         self.window.stats_panel.update_stats(snap)
         self.window.live_plot.add_point(time.monotonic(), snap.p50_ms, snap.throughput)
 
-    def _on_batch_finished(
-        self, _job: int, total: int, ok: int, failed: int, cancelled: int, s: float
-    ) -> None:
-        self.window.batch_panel.finish(total, ok, failed, s, cancelled)
+    def _on_batch_finished(self, _job: int, counts: BatchCounts, seconds: float) -> None:
+        self.window.batch_panel.finish(counts, seconds)
         self.window.statusBar().showMessage(self.window.batch_panel.summary.text())
 
     def report(self, message: str, error: bool) -> None:
@@ -267,12 +273,12 @@ class Viewer(QObject):
     # -- screenshot ---------------------------------------------------------------------------
     def ready(self) -> bool:
         """Connected (or failed), everything opened has its result and the shown image is drawn."""
-        if self.connection.state == "failed":
+        if self.connection.state is ConnectionState.FAILED:
             return True
         if self.options.camera:
             return self.live.screenshot_ready()
         return (
-            self.connection.state == "connected"
+            self.connection.state is ConnectionState.CONNECTED
             and not self._pending_paths
             and not self.runner.active()
             and not self.gallery.busy()
@@ -292,7 +298,7 @@ class Viewer(QObject):
         if not writer.write(self.window.grab().toImage()):
             self.report(f"could not write the screenshot {path}: {writer.errorString()}", True)
             self.exit_code = 1
-        elif self.connection.state == "failed" or self.live.error is not None:
+        elif self.connection.state is ConnectionState.FAILED or self.live.error is not None:
             self.exit_code = 1
         self.request_close()
 

@@ -28,9 +28,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from app.inference.images import read_image  # noqa: E402
 from app.resources import model_repository, sample_image  # noqa: E402
 from app.server.embedded import EmbeddedServer  # noqa: E402
+from app.sources.images import read_image  # noqa: E402
 
 SIZE = (640, 480)
 

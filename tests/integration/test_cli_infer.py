@@ -85,9 +85,11 @@ def test_folder_of_mixed_images_gives_one_record_each(
     assert mixed_run.returncode == 1, mixed_run.stderr
     records, summary = parse(mixed_run.stdout)
     names = sorted(Path(r["source"]).name for r in records)
-    assert names == sorted([*ASTRONAUTS, "coffee.png", "corrupt.jpg", "no_such_image.jpg"])
-    assert summary["total"] == len(records) == 10
-    assert summary["ok"] == 8 and summary["failed"] == 2
+    assert names == sorted([*ASTRONAUTS, "coffee.png", "corrupt.jpg", "no_such_image.jpg", "notes.txt"])
+    assert summary["total"] == len(records) == 11
+    assert summary["ok"] == 8 and summary["failed"] == 2 and summary["skipped"] == 1
+    statuses = {Path(r["source"]).name: r["status"] for r in records}
+    assert statuses["notes.txt"] == "skipped" and statuses["corrupt.jpg"] == "failed"
     assert summary["seconds"] > 0 and summary["throughput"] > 0
     ids = [r["request_id"] for r in records if r["ok"]]
     assert len(set(ids)) == len(ids) == 8
@@ -95,7 +97,7 @@ def test_folder_of_mixed_images_gives_one_record_each(
 
 def test_bad_inputs_are_failed_records_naming_the_file(mixed_run: subprocess.CompletedProcess[str]) -> None:
     records, _ = parse(mixed_run.stdout)
-    failed = {Path(r["source"]).name: r for r in records if not r["ok"]}
+    failed = {Path(r["source"]).name: r for r in records if r["status"] == "failed"}
     assert set(failed) == {"corrupt.jpg", "no_such_image.jpg"}
     assert "corrupt.jpg" in failed["corrupt.jpg"]["error"]
     assert "corrupt" in failed["corrupt.jpg"]["error"].split("corrupt.jpg", 1)[1]
@@ -200,7 +202,7 @@ def test_nothing_listening_is_exit_2_with_a_hint(tmp_path: Path) -> None:
     (port,) = free_ports(1)
     done = run_cli("infer", "--url", f"127.0.0.1:{port}", str(tmp_path))
     assert done.returncode == 2
-    assert "Nothing is listening" in done.stderr and f"127.0.0.1:{port}" in done.stderr
+    assert "nothing is listening" in done.stderr and f"127.0.0.1:{port}" in done.stderr
     assert done.stdout == ""
 
 

@@ -64,7 +64,7 @@ def test_nothing_listening_is_exit_2_with_a_hint() -> None:
     (port,) = free_ports(1)
     done = run_cli("models", "--url", f"127.0.0.1:{port}")
     assert done.returncode == 2
-    assert "Nothing is listening" in done.stderr and done.stdout == ""
+    assert "nothing is listening" in done.stderr and done.stdout == ""
 
 
 def test_the_http_port_gets_the_grpc_hint(triton: EmbeddedServer) -> None:

@@ -7,15 +7,16 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 import skimage.data
 
-from app.inference.connection import ConnectionOptions
+from app.inference.channel import ConnectionOptions
 from app.inference.errors import SessionClosedError, SessionError, redact
 from app.inference.result import Status
-from app.inference.session import TritonSession
+from app.inference.session import SessionState, TritonSession
 from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports
 from tests.integration.face_check import detect_faces
@@ -97,7 +98,7 @@ def test_a_failing_model_is_an_error_and_is_not_retried(triton: EmbeddedServer) 
     with TritonSession(triton.grpc_url, "failing", retries=3) as session:
         result = session.infer(delayed_image(0), source="x.png")
         snapshot = session.stats.snapshot()
-    assert result.status is Status.ERROR
+    assert result.status is Status.FAILED
     assert "inference always fails" in (result.error or "")
     assert result.retries == 0 and snapshot.retried == 0 and snapshot.failed == 1
 
@@ -106,7 +107,7 @@ def test_bad_input_is_an_error_naming_the_input(triton: EmbeddedServer) -> None:
     with TritonSession(triton.grpc_url) as session:
         bad = session.infer(np.zeros((10, 10), np.float32), source="weird.tif")
         good = session.infer(skimage.data.astronaut(), source="fine.png")
-    assert bad.status is Status.ERROR and "weird.tif" in (bad.error or "")
+    assert bad.status is Status.FAILED and "weird.tif" in (bad.error or "")
     assert good.ok
 
 
@@ -124,7 +125,7 @@ def test_model_diagnostics(triton: EmbeddedServer, model: str, expected: str) ->
 
 def test_nothing_listening_and_http_port_diagnostics(triton: EmbeddedServer) -> None:
     (port,) = free_ports(1)
-    with pytest.raises(SessionError, match="Nothing is listening"):
+    with pytest.raises(SessionError, match="nothing is listening"):
         TritonSession(f"127.0.0.1:{port}", timeout_s=2).open()
     with pytest.raises(SessionError, match="HTTP port"):
         TritonSession(triton.http_url, timeout_s=2).open()
@@ -201,7 +202,7 @@ def test_every_request_ends_exactly_once_under_concurrency_64(
     assert max(collect.deliveries.values()) == 1
     statuses = {s: sum(r.status is s for r in results) for s in Status}
     assert statuses[Status.OK] > 0 and statuses[Status.TIMEOUT] > 0 and statuses[Status.CANCELLED] > 0
-    assert statuses[Status.ERROR] == 0
+    assert statuses[Status.FAILED] == 0
     assert snapshot.in_flight == 0
     assert (snapshot.ok, snapshot.timed_out, snapshot.cancelled) == (
         statuses[Status.OK],
@@ -247,12 +248,31 @@ def test_close_interrupts_a_connect_that_hangs() -> None:
         errors: list[BaseException] = []
         opener = threading.Thread(target=lambda: _open_into(session, errors))
         opener.start()
-        time.sleep(0.3)
+        # Close once open() is under way (closing before it starts is another case).
+        assert _wait_until(lambda: session.state is SessionState.OPENING, 5)
         session.close()
         opener.join(timeout=5)
         assert not opener.is_alive(), "open() returned once the session was closed"
     assert len(errors) == 1 and isinstance(errors[0], SessionClosedError)
-    assert session.state == "closed"
+    assert session.state is SessionState.CLOSED
+
+
+def test_close_before_open_makes_open_fail_as_closed() -> None:
+    session = TritonSession("127.0.0.1:1", timeout_s=1)
+    session.close()
+    with pytest.raises(SessionClosedError):
+        session.open()
+    session.close()  # idempotent
+    assert session.state is SessionState.CLOSED
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def _open_into(session: TritonSession, errors: list[BaseException]) -> None:

@@ -37,7 +37,7 @@ def test_pool_spreads_load_survives_an_outage_and_notices_the_return(triton: Emb
 
         # Alone, the first failures are retried (transient) and then reported clearly...
         first = alone.infer(photo)
-        assert first.status is Status.ERROR and "cannot reach" in (first.error or "")
+        assert first.status is Status.FAILED and "cannot reach" in (first.error or "")
         assert first.retries == 2 and alone.stats.snapshot().retried >= 2
         # ...and once down longer than the timeout, requests fail at once instead of hammering.
         time.sleep(0.6)

@@ -29,7 +29,7 @@ def test_smoke_test_names_a_dead_url() -> None:
     assert done.returncode != 0
     assert "smoke test passed" not in done.stdout
     assert f"smoke test FAILED at connect to 127.0.0.1:{port}" in done.stderr
-    assert "Nothing is listening" in done.stderr
+    assert "nothing is listening" in done.stderr
 
 
 def test_smoke_test_names_a_bad_image(triton: EmbeddedServer, tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def main(out: str) -> None:
     log = RequestLog()
     log.add_results(
         [make_result(i) for i in range(6)]
-        + [make_result(6, Status.ERROR, error="StatusCode.UNAVAILABLE: failed to connect"),
+        + [make_result(6, Status.FAILED, error="StatusCode.UNAVAILABLE: failed to connect"),
            make_result(7, Status.TIMEOUT), make_result(8, Status.CANCELLED), make_result(9)]
     )  # fmt: skip
     grid.addWidget(log, 5, 0, 1, 2)

@@ -4,8 +4,10 @@ import numpy as np
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
+from app.pipeline.batch import BatchCounts
+from app.pipeline.thumbnails import THUMB_SIZE, make_thumbnail
 from app.ui.batch_panel import BatchPanel, summary_text
-from app.ui.thumbnail_strip import THUMB_SIZE, ThumbnailStrip, make_thumbnail
+from app.ui.thumbnail_strip import ThumbnailStrip
 
 
 class FakeClock:
@@ -26,10 +28,14 @@ def test_batch_panel_progress_and_summary(qtbot: QtBot) -> None:
     assert panel.progress_text() == "150 / 312 · 75 img/s"
     assert panel.progress.value() == 150
     assert panel.cancel_button.isEnabled()
-    panel.finish(312, 310, 2, 4.1)
-    assert panel.summary.text() == "312 images · 310 ok · 2 failed · 4.1 s · 76 img/s"
+    panel.finish(BatchCounts(312, ok=309, failed=2, skipped=1), 4.1)
+    assert panel.summary.text() == "312 inputs · 309 ok · 2 failed · 1 skipped · 4.1 s · 76 img/s"
     assert not panel.cancel_button.isEnabled()
-    assert summary_text(1, 1, 0, 0.5) == "1 image · 1 ok · 0 failed · 0.5 s · 2.0 img/s"
+    assert summary_text(BatchCounts(1, ok=1), 0.5) == "1 input · 1 ok · 0 failed · 0.5 s · 2.0 img/s"
+    cancelled = BatchCounts(10, ok=3, timeout=1, cancelled=2, not_started=4)
+    assert summary_text(cancelled, 1.0) == (
+        "10 inputs · 3 ok · 0 failed · 1 timed out · 6 cancelled · 1.0 s · 4.0 img/s"
+    )
 
 
 def test_batch_panel_cancel_emits(qtbot: QtBot) -> None:

@@ -39,7 +39,7 @@ def test_coco_results_bbox_is_xywh() -> None:
     dets = [Detection((10.0, 20.0, 110.0, 220.5), 0.93, 0, "face"), Detection((1, 2, 3, 4), 0.5, 1, "x")]
     results = [
         make_result(1, source="a.jpg", detections=dets),
-        make_result(2, Status.ERROR, source="b.jpg"),
+        make_result(2, Status.FAILED, source="b.jpg"),
     ]
     coco = to_coco_results(results, {"a.jpg": 7, "b.jpg": 8})
     assert coco == [

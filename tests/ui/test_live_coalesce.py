@@ -13,8 +13,9 @@ from pytestqt.qtbot import QtBot
 
 from app.inference.result import Detection, InferenceResult, Status
 from app.sources.frame import Frame
+from app.ui.bridge import GuiBridge
 from app.ui.image_view import ImageView
-from app.ui.live_controller import LiveController, LiveTag
+from app.ui.live_controller import LiveController
 from app.ui.stats_panel import StatsPanel
 from app.ui.tasks import TaskSet
 from app.ui.thresholds import ThresholdsWidget
@@ -30,13 +31,13 @@ def live(qtbot: QtBot) -> Iterator[LiveController]:
     reports: list[tuple[str, bool]] = []
     with ThreadPoolExecutor(1) as executor:
         controller = LiveController(
-            view, thresholds, panel, executor, TaskSet(), lambda _r: None, lambda m, e: reports.append((m, e))
+            view, thresholds, panel, executor, TaskSet(), GuiBridge(), lambda m, e: reports.append((m, e))
         )
         controller.reports = reports  # type: ignore[attr-defined]
         yield controller
 
 
-def result(index: int, run: int, status: Status = Status.OK, score: float = 0.9) -> InferenceResult:
+def result(index: int, status: Status = Status.OK, score: float = 0.9) -> InferenceResult:
     image = np.full((48, 64, 3), index, np.uint8)
     frame = Frame(index, image, "test.mp4", time.monotonic())
     det = Detection((float(index), 1.0, float(index) + 10.0, 11.0), score, 0, "face")
@@ -46,7 +47,7 @@ def result(index: int, run: int, status: Status = Status.OK, score: float = 0.9)
         source="test.mp4",
         frame=index,
         detections=[det],
-        tag=LiveTag(frame, run),
+        tag=frame,
         error=None if status is Status.OK else "boom",
     )
 
@@ -56,33 +57,34 @@ def test_a_burst_of_results_is_drawn_once_newest_first(live: LiveController, qtb
     live.frame_shown.connect(lambda index, _age: shown.append(index))
     run = live._run
     for index in (3, 5, 4):  # arrive out of order, all before the next paint
-        assert live.on_result(result(index, run))
+        live._on_result(run, result(index))
     qtbot.waitUntil(lambda: shown == [5])
     assert live.view.box_items()[0].detection.box[0] == 5.0  # the boxes of frame 5 on frame 5
     stats = live.display_stats()
     assert (stats.results, stats.shown, stats.coalesced) == (3, 1, 2)
     # An older frame after a newer one was drawn: counted, never drawn.
-    live.on_result(result(4, run))
-    live.on_result(result(6, run))
+    live._on_result(run, result(4))
+    live._on_result(run, result(6))
     qtbot.waitUntil(lambda: shown == [5, 6])
     qtbot.wait(20)
     assert shown == [5, 6] and live.display_stats().results == 5
 
 
-def test_results_of_another_run_and_other_results_are_not_drawn(live: LiveController, qtbot: QtBot) -> None:
+def test_results_of_a_stopped_run_are_logged_not_drawn(live: LiveController, qtbot: QtBot) -> None:
     shown: list[int] = []
+    logged: list[InferenceResult] = []
     live.frame_shown.connect(lambda index, _age: shown.append(index))
-    assert live.on_result(result(1, live._run - 1))  # a stopped run: ours, not drawn
-    plain = InferenceResult("x", Status.OK, source="a.png")
-    assert not live.on_result(plain)  # not a live result: the viewer's batch path handles it
+    live.result.connect(logged.append)
+    live._on_result(live._run - 1, result(1))  # a stopped run's result
     qtbot.wait(30)
     assert shown == [] and live.display_stats().results == 0
+    assert [r.frame for r in logged] == [1]
 
 
 def test_failed_frames_are_reported_once_per_interval(live: LiveController, qtbot: QtBot) -> None:
     run = live._run
     for index in range(10):
-        live.on_result(result(index, run, Status.ERROR))
+        live._on_result(run, result(index, Status.FAILED))
     reports = live.reports  # type: ignore[attr-defined]
     assert len(reports) == 1 and reports[0][1] is True
     assert "test.mp4 frame 0: boom" in reports[0][0]
@@ -91,8 +93,7 @@ def test_failed_frames_are_reported_once_per_interval(live: LiveController, qtbo
 
 
 def test_thresholds_refilter_the_shown_frame(live: LiveController, qtbot: QtBot) -> None:
-    run = live._run
-    live.on_result(result(1, run, score=0.6))
+    live._on_result(live._run, result(1, score=0.6))
     qtbot.waitUntil(lambda: len(live.view.box_items()) == 1)
     live.thresholds.score_slider().setValue(70)
     assert live.view.box_items() == []

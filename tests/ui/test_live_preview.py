@@ -264,7 +264,9 @@ def test_recording_writes_the_annotated_video_and_jsonl(
     records = [json.loads(line) for line in (tmp_path / "rec" / "live.jsonl").read_text().splitlines()]
     assert len(frames) >= 10 and len(records) == len(frames)
     assert frames[0].shape == (480, 640, 3)
-    assert [r["frame"] for r in records] == list(range(len(records)))
+    assert [r["recording_frame"] for r in records] == list(range(len(records)))
+    # "frame" is the source's own frame number: recording started a few frames in.
+    assert records[0]["frame"] >= 3 and all(b["frame"] > a["frame"] for a, b in itertools.pairwise(records))
     assert all(b["timestamp"] >= a["timestamp"] for a, b in itertools.pairwise(records))
     assert sum(1 for r in records if [d["label"] for d in r["detections"]] == ["face"]) >= 0.9 * len(records)
     # The boxes are drawn into the recorded picture: the class colour (BGR) on the box's edge.
@@ -281,7 +283,7 @@ def test_frame_tag_pairs_image_and_result(harness: Harness, triton: EmbeddedServ
     make_index_video(video, frames=20, fps=30)
     viewer = harness.viewer(triton.grpc_url, "face_detector", camera=str(video))
     seen: list[tuple[int, Frame]] = []
-    viewer.bridge.result_ready.connect(lambda r: seen.append((r.frame, r.tag.frame)))
+    viewer.live.result.connect(lambda r: seen.append((r.frame, r.tag)))
     harness.run(until(lambda: ended(viewer), what="the video to end"))
     from tests.media import decode_index
 

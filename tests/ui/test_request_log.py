@@ -30,13 +30,13 @@ def test_model_rows_columns_and_colours(qtbot: QtBot) -> None:
     model = RequestLogModel()
     model.add_result(make_result(1))
     model.add_results(
-        [make_result(2, Status.ERROR), make_result(3, Status.TIMEOUT), make_result(4, Status.CANCELLED)]
+        [make_result(2, Status.FAILED), make_result(3, Status.TIMEOUT), make_result(4, Status.CANCELLED)]
     )
     assert model.rowCount() == 4 and model.columnCount() == len(COLUMNS) == 6
     assert model.headerData(0, Qt.Orientation.Horizontal, Qt.ItemDataRole.DisplayRole) == "Request id"
     assert model.index(0, COL_LATENCY).data() == "6.0"
-    assert model.index(1, COL_STATUS).data() == "error"
-    assert model.index(1, COL_ERROR).data() == "error #2"
+    assert model.index(1, COL_STATUS).data() == "failed"
+    assert model.index(1, COL_ERROR).data() == "failed #2"
     bg = Qt.ItemDataRole.BackgroundRole
     assert model.index(0, 0).data(bg) is None
     assert model.index(1, 0).data(bg) == FAILED_BACKGROUND
@@ -50,7 +50,7 @@ def test_text_filter_and_failures_only(qtbot: QtBot) -> None:
     log.add_results(
         [
             make_result(1, source="cats/a.jpg"),
-            make_result(2, Status.ERROR, source="cats/b.jpg", error="connection refused"),
+            make_result(2, Status.FAILED, source="cats/b.jpg", error="connection refused"),
             make_result(3, Status.TIMEOUT, source="dogs/c.jpg"),
             make_result(4, Status.CANCELLED, source="dogs/d.jpg"),
         ]

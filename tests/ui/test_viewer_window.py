@@ -13,8 +13,10 @@ from PySide6.QtWidgets import QApplication
 from skimage import data
 
 from app.inference.result import InferenceResult
-from app.inference.session import TritonSession
+from app.inference.session import SessionState, TritonSession
+from app.pipeline.batch import BatchCounts
 from app.server.embedded import EmbeddedServer
+from app.ui.connection_state import ConnectionState
 from app.ui.viewer import Viewer
 from tests.ui.viewer_fixtures import Harness, image_folder, slow_image, until, write_png
 
@@ -46,7 +48,7 @@ def drop(viewer: Viewer, paths: list[Path]) -> None:
 
 
 def job_done(viewer: Viewer) -> bool:
-    return viewer.runner.latest_job() is not None and not viewer.runner.active()
+    return viewer.runner.latest_counts() is not None and not viewer.runner.active()
 
 
 def test_drop_files_and_a_folder_shows_results(
@@ -65,7 +67,7 @@ def test_drop_files_and_a_folder_shows_results(
     assert all(not results[str(p)].detections for p in folder.iterdir())  # no face on coffee
     assert viewer.window.strip.keys() and set(viewer.window.strip.keys()) == set(results)
     harness.run(until(lambda: viewer.window.request_log.visible_row_count() == 4, what="log rows"))
-    assert "4 images · 4 ok · 0 failed" in viewer.window.batch_panel.summary.text()
+    assert "4 inputs · 4 ok · 0 failed" in viewer.window.batch_panel.summary.text()
 
 
 def test_boxes_at_the_face_and_sliders_refilter_without_requests(
@@ -106,7 +108,7 @@ def test_results_on_gui_thread_and_gui_never_blocked(
     viewer = harness.viewer(triton.grpc_url, "slow_faces")
     harness.connected(viewer)
     threads: list[object] = []
-    viewer.bridge.result_ready.connect(lambda _r: threads.append(QThread.currentThread()))
+    viewer.runner.result.connect(lambda _r: threads.append(QThread.currentThread()))
     beats_in_flight = 0
 
     def beat() -> None:
@@ -128,18 +130,18 @@ def test_results_on_gui_thread_and_gui_never_blocked(
     # 64 requests of >= 300 ms each were in flight: a GUI thread that blocked on them
     # (network wait or decoding) would not have ticked while they were.
     assert beats_in_flight >= 10
-    job = viewer.runner.latest_job()
-    assert job is not None and (job.ok, job.failed) == (64, 0)
+    counts = viewer.runner.latest_counts()
+    assert counts is not None and (counts.ok, counts.failed) == (64, 0)
 
 
 def test_batch_counts_with_corrupt_files(harness: Harness, triton: EmbeddedServer, tmp_path: Path) -> None:
     folder = image_folder(tmp_path / "batch", 200, data.coffee()[::20, ::20].copy(), corrupt=2)
     viewer = harness.viewer(triton.grpc_url, "face_detector", open_paths=[str(folder)])
     harness.run(until(lambda: job_done(viewer), what="the batch"))
-    job = viewer.runner.latest_job()
-    assert job is not None
-    assert (job.total, job.ok, job.failed, job.cancelled) == (202, 200, 2, 0)
-    assert "202 images · 200 ok · 2 failed" in viewer.window.batch_panel.summary.text()
+    counts = viewer.runner.latest_counts()
+    assert counts is not None
+    assert (counts.total, counts.ok, counts.failed, counts.cancelled) == (202, 200, 2, 0)
+    assert "202 inputs · 200 ok · 2 failed" in viewer.window.batch_panel.summary.text()
     banner = viewer.window.banner.text()
     assert "corrupt_1.png" in banner or "corrupt_0.png" in banner
     assert banner.count(str(folder)) == 1, "the file is named once, with the cause"
@@ -152,14 +154,14 @@ def test_batch_counts_with_corrupt_files(harness: Harness, triton: EmbeddedServe
 def test_cancel_stops_the_batch(harness: Harness, triton: EmbeddedServer, tmp_path: Path) -> None:
     folder = image_folder(tmp_path / "cancel", 200, slow_image(100))
     viewer = harness.viewer(triton.grpc_url, "slow_faces", open_paths=[str(folder)])
-    harness.run(until(lambda: (viewer.runner.latest_job() or 0) and viewer.runner.latest_job().ok >= 5))  # type: ignore[union-attr]
+    harness.run(until(lambda: (viewer.runner.latest_counts() or BatchCounts(0)).ok >= 5))
     viewer.window.batch_panel.cancel_button.click()
     harness.run(until(lambda: job_done(viewer), what="the cancelled batch to end"))
-    job = viewer.runner.latest_job()
+    counts = viewer.runner.latest_counts()
     session = viewer.connection.session
-    assert job is not None and session is not None
-    assert job.cancelled > 0 and job.ok < 200
-    assert job.ok + job.failed + job.cancelled == job.total == 200
+    assert counts is not None and session is not None
+    assert counts.cancelled + counts.not_started > 0 and counts.ok < 200
+    assert counts.ok + counts.failed + counts.cancelled + counts.not_started == counts.total == 200
     assert "cancelled" in viewer.window.batch_panel.summary.text()
     harness.run(until(lambda: session.in_flight == 0, what="in flight to drain"))
     sent = session.stats.snapshot().sent
@@ -178,11 +180,11 @@ def test_close_with_requests_in_flight_is_clean(
     session = viewer.connection.session
     assert session is not None
     delivered: list[InferenceResult] = []
-    viewer.bridge.result_ready.connect(delivered.append)
+    viewer.runner.result.connect(delivered.append)
     before = len(delivered)
     harness.close(viewer)
     snap = session.stats.snapshot()
-    assert session.state == "closed" and session.in_flight == 0
+    assert session.state is SessionState.CLOSED and session.in_flight == 0
     assert snap.in_flight == 0 and snap.sent == snap.completed  # every request ended
     assert snap.cancelled > 0
     harness.run(asyncio.sleep(0.3))
@@ -201,7 +203,8 @@ def test_server_going_away_shows_disconnected(harness: Harness, tmp_path: Path) 
         harness.connected(viewer)
         assert "Connected" in viewer.window.server_panel.state_text()
         server.stop()
-        harness.run(until(lambda: viewer.window.server_panel.state() == "disconnected", what="disconnected"))
+        disconnected = ConnectionState.DISCONNECTED
+        harness.run(until(lambda: viewer.window.server_panel.state() is disconnected, what="disconnected"))
         assert "Disconnected" in viewer.window.server_panel.state_text()
         # Still responsive: a new drop is taken, fails with a clear message instead of hanging.
         path = write_png(tmp_path / "a.png", np.full((32, 32, 3), 100, np.uint8))

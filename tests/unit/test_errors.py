@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tritonclient.utils import InferenceServerException
 
-from app.inference.errors import classify, first_paragraph, redact
+from app.inference.errors import classify_failure, first_paragraph, redact
 from app.inference.result import Status, naming_input
 
 URL = "10.0.0.5:8001"
@@ -23,54 +23,56 @@ def error(message: str, status: str) -> InferenceServerException:
         (
             "Received message larger than max (8294400 vs. 4194304)",
             "StatusCode.RESOURCE_EXHAUSTED",
-            Status.ERROR,
+            Status.FAILED,
             "message too large",
             False,
         ),
         (
             "failed to connect to all addresses; last error: UNKNOWN: Connection refused",
             "StatusCode.UNAVAILABLE",
-            Status.ERROR,
-            "Nothing is listening",
+            Status.FAILED,
+            "nothing is listening",
             True,
         ),
         (
             "failed to connect to all addresses; last error: UNAVAILABLE: Socket closed",
             "StatusCode.UNAVAILABLE",
-            Status.ERROR,
+            Status.FAILED,
             "HTTP port",
             True,
         ),
         (
             "Tls handshake failed (TSI_PROTOCOL_FAILURE): WRONG_VERSION_NUMBER",
             "StatusCode.UNAVAILABLE",
-            Status.ERROR,
+            Status.FAILED,
             "TLS mismatch",
             False,
         ),
         (
             "unexpected shape for input 'image'",
             "StatusCode.INVALID_ARGUMENT",
-            Status.ERROR,
+            Status.FAILED,
             "unexpected shape",
             False,
         ),
     ],
 )
 def test_classify(message: str, status: str, expected_status: Status, hint: str, transient: bool) -> None:
-    failure = classify(error(message, status), URL)
+    failure = classify_failure(error(message, status), URL)
     assert failure.status is expected_status
     assert hint in failure.message
     assert failure.transient is transient
 
 
 def test_invalid_input_is_never_retried_but_an_unreachable_server_is() -> None:
-    assert not classify(error("bad input", "StatusCode.INVALID_ARGUMENT"), URL).transient
-    assert classify(error("failed to connect to all addresses", "StatusCode.UNAVAILABLE"), URL).transient
+    assert not classify_failure(error("bad input", "StatusCode.INVALID_ARGUMENT"), URL).transient
+    assert classify_failure(
+        error("failed to connect to all addresses", "StatusCode.UNAVAILABLE"), URL
+    ).transient
 
 
 def test_secrets_are_redacted_from_messages() -> None:
-    failure = classify(
+    failure = classify_failure(
         error("auth failed for token abc123secret", "StatusCode.UNAUTHENTICATED"), URL, ["abc123secret"]
     )
     assert "abc123secret" not in failure.message and "***" in failure.message

@@ -6,7 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
-from app.inference.images import is_image_file, read_image, to_rgb_uint8
+from app.sources.images import read_image, to_rgb_uint8
+from app.sources.sniff import is_image_file
 
 
 def test_bgr_becomes_rgb_contiguous() -> None:

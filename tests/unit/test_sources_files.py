@@ -8,8 +8,8 @@ import cv2
 import numpy as np
 import pytest
 
-from app.sources._magic import looks_like_video
-from app.sources.files import InputItem, iter_image_paths
+from app.sources.files import InputItem, expand_inputs
+from app.sources.sniff import looks_like_video
 from tests.media import make_index_video
 
 
@@ -34,7 +34,7 @@ def test_folder_is_expanded_recursively_in_sorted_order(tmp_path: Path) -> None:
     _png(tmp_path / "a" / "z.png")
     _jpeg(tmp_path / "a" / "deeper" / "x.jpg")
     _png(tmp_path / "c" / "1.png")
-    items = list(iter_image_paths([tmp_path]))
+    items = list(expand_inputs([tmp_path]))
     assert [item.path.relative_to(tmp_path).as_posix() for item in items] == [
         "a/deeper/x.jpg",
         "a/z.png",
@@ -47,22 +47,30 @@ def test_folder_is_expanded_recursively_in_sorted_order(tmp_path: Path) -> None:
 def test_image_with_wrong_extension_is_found_by_content(tmp_path: Path) -> None:
     _png(tmp_path / "photo.dat")
     _jpeg(tmp_path / "noext")
-    items = list(iter_image_paths([tmp_path]))
+    items = list(expand_inputs([tmp_path]))
     assert [(i.path.name, i.kind) for i in items] == [("noext", "image"), ("photo.dat", "image")]
 
 
-def test_text_named_jpg_is_skipped_inside_a_folder(tmp_path: Path) -> None:
+def test_inside_a_folder_every_entry_is_an_item(tmp_path: Path) -> None:
     (tmp_path / "fake.jpg").write_text("not an image at all")
     (tmp_path / "notes.txt").write_text("hello")
     real = _png(tmp_path / "real.png")
-    assert list(iter_image_paths([tmp_path])) == [InputItem(real, "image", None)]
+    items = list(expand_inputs([tmp_path]))
+    assert [(i.path.name, i.kind) for i in items] == [
+        ("fake.jpg", "failed"),  # named like an image: meant to be one, so a failure
+        ("notes.txt", "skipped"),  # not media by name or content
+        ("real.png", "image"),
+    ]
+    assert items[2] == InputItem(real, "image", None)
+    assert items[0].error is not None and "neither an image nor a video" in items[0].error
+    assert items[1].error is not None and str(tmp_path / "notes.txt") in items[1].error
 
 
-def test_text_named_jpg_given_explicitly_is_invalid_with_path_and_cause(tmp_path: Path) -> None:
-    fake = tmp_path / "fake.jpg"
+def test_text_given_explicitly_is_a_failure_with_path_and_cause(tmp_path: Path) -> None:
+    fake = tmp_path / "fake.txt"
     fake.write_text("not an image at all")
-    [item] = iter_image_paths([fake])
-    assert item.kind == "invalid"
+    [item] = expand_inputs([fake])
+    assert item.kind == "failed"
     assert item.error is not None
     assert str(fake) in item.error and "neither an image nor a video" in item.error
 
@@ -70,8 +78,8 @@ def test_text_named_jpg_given_explicitly_is_invalid_with_path_and_cause(tmp_path
 def test_missing_path_is_invalid_and_the_others_still_come(tmp_path: Path) -> None:
     missing = tmp_path / "nope.png"
     good = _png(tmp_path / "ok.png")
-    items = list(iter_image_paths([missing, str(good)]))
-    assert items[0].kind == "invalid" and items[0].path == missing
+    items = list(expand_inputs([missing, str(good)]))
+    assert items[0].kind == "failed" and items[0].path == missing
     assert (
         items[0].error is not None and str(missing) in items[0].error and "does not exist" in items[0].error
     )
@@ -81,14 +89,15 @@ def test_missing_path_is_invalid_and_the_others_still_come(tmp_path: Path) -> No
 def test_empty_file_given_explicitly_is_invalid(tmp_path: Path) -> None:
     empty = tmp_path / "empty.png"
     empty.write_bytes(b"")
-    [item] = iter_image_paths([empty])
-    assert item.kind == "invalid" and item.error is not None and "empty" in item.error
+    [item] = expand_inputs([empty])
+    assert item.kind == "failed" and item.error is not None and "empty" in item.error
 
 
 def test_folder_without_media_is_reported(tmp_path: Path) -> None:
     (tmp_path / "readme.txt").write_text("x")
-    [item] = iter_image_paths([tmp_path])
-    assert item.kind == "invalid" and item.error is not None and str(tmp_path) in item.error
+    skipped, folder = expand_inputs([tmp_path])
+    assert skipped.kind == "skipped" and skipped.path.name == "readme.txt"
+    assert folder.kind == "failed" and folder.error is not None and str(tmp_path) in folder.error
 
 
 @pytest.mark.parametrize("suffix", [".mp4", ".avi"])
@@ -97,9 +106,9 @@ def test_video_is_recognised_by_content_whatever_its_name(tmp_path: Path, suffix
     make_index_video(video, frames=3, fps=10, size=(64, 48))
     renamed = video.rename(tmp_path / "clip.bin")
     _png(tmp_path / "still.png")
-    items = list(iter_image_paths([tmp_path]))
+    items = list(expand_inputs([tmp_path]))
     assert [(i.path.name, i.kind) for i in items] == [("clip.bin", "video"), ("still.png", "image")]
-    assert list(iter_image_paths([renamed])) == [InputItem(renamed, "video", None)]
+    assert list(expand_inputs([renamed])) == [InputItem(renamed, "video", None)]
 
 
 @pytest.mark.parametrize(

@@ -81,7 +81,7 @@ def test_slow_consumer_only_gets_recent_frames(video_30fps: Path) -> None:
             frame = capture.latest(last)
             if frame is None:
                 continue
-            captured = capture.frames_captured
+            captured = capture.stats().captured
             lags.append(captured - 1 - frame.index)
             ages.append(time.monotonic() - frame.timestamp)
             assert decode_index(frame.image) == frame.index  # the image is the frame it says it is
@@ -109,7 +109,7 @@ def test_latest_returns_none_until_a_newer_frame(video_30fps: Path) -> None:
         frame = capture.latest(-1)
         assert frame is not None
         assert capture.latest(10**9) is None
-        assert capture.latest(frame.index) is None or capture.frames_captured > frame.index + 1
+        assert capture.latest(frame.index) is None or capture.stats().captured > frame.index + 1
         assert _wait_for(lambda: capture.latest(frame.index) is not None)
     finally:
         capture.stop()
@@ -126,7 +126,7 @@ def test_realtime_paces_a_file_at_its_fps_and_ends(tmp_path: Path) -> None:
     elapsed = time.monotonic() - t0
     assert capture.stop()
     assert 0.85 <= elapsed <= 2.0, elapsed  # 30 frames at 30 fps: about one second
-    assert capture.frames_captured == 30
+    assert capture.stats().captured == 30
     assert capture.ended and capture.error is None and events.errors == []
 
 
@@ -141,7 +141,7 @@ def test_not_realtime_reads_as_fast_as_possible(tmp_path: Path) -> None:
     assert [f.index for f in events.frames] == list(range(60))
     assert [decode_index(f.image) for f in events.frames] == list(range(60))
     assert events.threads == {f"LiveCapture[{path}]"}  # callbacks come from the capture thread
-    assert capture.frames_dropped == 0  # nobody pulled with latest(): every frame was handed over
+    assert capture.stats().dropped == 0  # nobody pulled with latest(): every frame was handed over
 
 
 def test_loop_restarts_at_the_end(tmp_path: Path) -> None:
@@ -163,7 +163,7 @@ def test_loop_restarts_at_the_end(tmp_path: Path) -> None:
 def test_stop_while_streaming_is_prompt_and_idempotent(video_30fps: Path) -> None:
     capture = LiveCapture(video_30fps, realtime=True)
     capture.start()
-    assert _wait_for(lambda: capture.frames_captured >= 5)
+    assert _wait_for(lambda: capture.stats().captured >= 5)
     t0 = time.monotonic()
     assert capture.stop(timeout=2.0)
     took = time.monotonic() - t0
@@ -172,24 +172,24 @@ def test_stop_while_streaming_is_prompt_and_idempotent(video_30fps: Path) -> Non
     t0 = time.monotonic()
     assert capture.stop()
     assert time.monotonic() - t0 < 0.05
-    captured = capture.frames_captured
+    captured = capture.stats().captured
     time.sleep(0.1)
-    assert capture.frames_captured == captured
+    assert capture.stats().captured == captured
 
 
 def test_pause_holds_a_file_and_resume_continues(video_30fps: Path) -> None:
     capture = LiveCapture(video_30fps, realtime=True)
     capture.start()
     try:
-        assert _wait_for(lambda: capture.frames_captured >= 3)
+        assert _wait_for(lambda: capture.stats().captured >= 3)
         capture.pause()
         assert capture.paused
         time.sleep(0.1)  # let a read in progress finish
-        held = capture.frames_captured
+        held = capture.stats().captured
         time.sleep(0.3)
-        assert capture.frames_captured == held
+        assert capture.stats().captured == held
         capture.resume()
-        assert _wait_for(lambda: capture.frames_captured >= held + 3)
+        assert _wait_for(lambda: capture.stats().captured >= held + 3)
         frame = capture.latest()
         assert frame is not None and decode_index(frame.image) == frame.index  # no frame was skipped
     finally:
@@ -286,7 +286,7 @@ def test_unplugged_camera_reports_and_the_thread_ends() -> None:
     assert events.failed.wait(3)
     assert _wait_for(lambda: not capture.is_alive, 2)
     assert events.errors == ["camera 0 stopped delivering frames"]
-    assert capture.frames_captured == 5 and not events.ended.is_set()
+    assert capture.stats().captured == 5 and not events.ended.is_set()
     assert camera.released_by == "LiveCapture[camera 0]"  # released by the thread that read
     assert capture.stop()
 
@@ -344,7 +344,7 @@ def test_a_raising_on_frame_does_not_kill_the_capture(
     capture.start()
     assert events.ended.wait(3)
     capture.stop()
-    assert capture.frames_captured == 5
+    assert capture.stats().captured == 5
     assert "on_frame callback raised" in caplog.text
 
 
@@ -362,7 +362,7 @@ def test_stop_from_a_callback_does_not_deadlock(tmp_path: Path) -> None:
     holder.append(capture)
     capture.start()
     assert _wait_for(lambda: not capture.is_alive, 3)
-    assert results == [False] and capture.frames_captured == 3
+    assert results == [False] and capture.stats().captured == 3
     assert capture.stop()
 
 

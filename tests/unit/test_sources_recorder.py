@@ -27,7 +27,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 def test_recording_reads_back_with_the_same_frames(tmp_path: Path, suffix: str) -> None:
     video, jsonl = tmp_path / f"rec{suffix}", tmp_path / "rec.jsonl"
     t0 = time.monotonic()
-    with Recorder(video, jsonl, fps=30, size=SIZE) as recorder:
+    with Recorder(video, jsonl, fps=30) as recorder:
         for i in range(40):
             detections = [{"box": [1, 2, 3, 4], "score": np.float32(0.5), "class_id": 0, "label": "face"}]
             assert recorder.write(index_frame(i, SIZE), detections, timestamp=t0 + i / 30)
@@ -44,7 +44,7 @@ def test_recording_reads_back_with_the_same_frames(tmp_path: Path, suffix: str) 
 
 def test_colours_survive_rgb_in_bgr_out(tmp_path: Path) -> None:
     video = tmp_path / "red.avi"
-    with Recorder(video, tmp_path / "red.jsonl", fps=10, size=(64, 48)) as recorder:
+    with Recorder(video, tmp_path / "red.jsonl", fps=10) as recorder:
         for _ in range(3):
             recorder.write(np.full((48, 64, 3), (255, 0, 0), np.uint8))  # RGB red
     with VideoFileReader(video) as reader:
@@ -52,14 +52,43 @@ def test_colours_survive_rgb_in_bgr_out(tmp_path: Path) -> None:
     assert r > 200 and g < 60 and b < 60
 
 
-def test_detection_objects_and_other_sizes_are_accepted(tmp_path: Path) -> None:
+def test_the_first_frame_sets_the_size_later_sizes_are_fitted(tmp_path: Path) -> None:
     video, jsonl = tmp_path / "rec.mp4", tmp_path / "rec.jsonl"
-    with Recorder(video, jsonl, fps=30, size=SIZE) as recorder:
-        recorder.write(np.zeros((240, 320, 3), np.uint8), [Detection((1.0, 2.0, 3.0, 4.0), 0.9, 0, "face")])
+    with Recorder(video, jsonl, fps=30) as recorder:
+        recorder.write(np.zeros((120, 160, 3), np.uint8), [Detection((1.0, 2.0, 3.0, 4.0), 0.9, 0, "face")])
+        recorder.write(np.zeros((240, 320, 3), np.uint8))
+    assert recorder.size == (160, 120)
     with VideoFileReader(video) as reader:
         frames = list(reader)
-    assert len(frames) == 1 and frames[0].image.shape == (120, 160, 3)
+    assert len(frames) == 2 and all(f.image.shape == (120, 160, 3) for f in frames)
     assert _lines(jsonl)[0]["detections"][0]["label"] == "face"
+
+
+def test_records_carry_the_source_frame_and_the_recording_index(tmp_path: Path) -> None:
+    video, jsonl = tmp_path / "rec.avi", tmp_path / "rec.jsonl"
+    t0 = time.monotonic()
+    with Recorder(video, jsonl, fps=10) as recorder:
+        for n, source_frame in enumerate((136, 137, 139)):
+            recorder.write(index_frame(n, SIZE), timestamp=t0 + n / 10, frame=source_frame)
+    records = _lines(jsonl)
+    assert [r["frame"] for r in records] == [136, 137, 139]
+    assert [r["recording_frame"] for r in records] == [0, 1, 2]
+    assert [r["timestamp"] for r in records] == pytest.approx([0.0, 0.1, 0.2], abs=1e-6)
+
+
+def test_render_draws_on_the_writer_thread(tmp_path: Path) -> None:
+    threads: list[str] = []
+
+    def render(image: np.ndarray, detections: list[Any]) -> np.ndarray:
+        threads.append(threading.current_thread().name)
+        return np.full_like(image, 255)
+
+    video = tmp_path / "white.avi"
+    with Recorder(video, tmp_path / "white.jsonl", fps=10, render=render) as recorder:
+        recorder.write(np.zeros((48, 64, 3), np.uint8))
+    with VideoFileReader(video) as reader:
+        assert next(iter(reader)).image.min() > 200
+    assert threads == ["Recorder[white.avi]"]
 
 
 class SlowRecorder(Recorder):
@@ -67,15 +96,15 @@ class SlowRecorder(Recorder):
 
     gate = threading.Event()
 
-    def _write_one(self, rgb: np.ndarray, detections: list[Any], seconds: float) -> None:
+    def _write_one(self, rgb: np.ndarray, detections: list[Any], frame: int | None, timestamp: float) -> None:
         self.gate.wait(5)
-        super()._write_one(rgb, detections, seconds)
+        super()._write_one(rgb, detections, frame, timestamp)
 
 
 def test_full_queue_drops_without_blocking_and_counts(tmp_path: Path) -> None:
     video, jsonl = tmp_path / "rec.avi", tmp_path / "rec.jsonl"
     SlowRecorder.gate.clear()
-    recorder = SlowRecorder(video, jsonl, fps=30, size=SIZE, queue_size=3)
+    recorder = SlowRecorder(video, jsonl, fps=30, queue_size=3)
     t0 = time.monotonic()
     accepted = [recorder.write(index_frame(i, SIZE)) for i in range(20)]
     assert time.monotonic() - t0 < 0.5  # the caller never waited for the disk
@@ -94,5 +123,5 @@ def test_full_queue_drops_without_blocking_and_counts(tmp_path: Path) -> None:
 
 def test_unsupported_extension_is_a_value_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"\.mp4"):
-        Recorder(tmp_path / "x.gif", tmp_path / "x.jsonl", fps=30, size=SIZE)
+        Recorder(tmp_path / "x.gif", tmp_path / "x.jsonl", fps=30)
     assert not any(t.name.startswith("Recorder[") for t in threading.enumerate())

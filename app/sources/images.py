@@ -1,47 +1,16 @@
-"""Reading images: any OpenCV-readable image -> contiguous RGB uint8; image files told by content."""
+"""Reading images: any OpenCV-readable image -> contiguous RGB uint8 (files told by content).
+
+Also the one converter of decoded pixels (files, video frames, camera frames) to RGB uint8."""
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-_HEAD_BYTES = 32
-# BMP info-header sizes (BITMAPCOREHEADER .. BITMAPV5HEADER): "BM" alone is too weak a signature.
-_BMP_DIB_SIZES = {12, 16, 40, 52, 56, 64, 108, 124}
-
-
-def _is_image_head(head: bytes) -> bool:
-    if head.startswith(b"\x89PNG\r\n\x1a\n") or head.startswith(b"\xff\xd8\xff"):
-        return True
-    if head.startswith((b"II*\x00", b"MM\x00*")):  # TIFF little / big endian
-        return True
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return True
-    if head.startswith(b"BM") and len(head) >= 18:
-        return int.from_bytes(head[14:18], "little") in _BMP_DIB_SIZES
-    # Netpbm: P1..P6 then whitespace (P7 PAM also read by OpenCV).
-    if len(head) >= 3 and head[0:1] == b"P" and head[1:2] in b"1234567" and head[2:3] in b" \t\r\n":
-        return True
-    # JPEG 2000 (JP2 box, raw codestream).
-    if head.startswith(b"\x00\x00\x00\x0cjP  \r\n\x87\n") or head.startswith(b"\xff\x4f\xff\x51"):
-        return True
-    # Radiance HDR. Not images here: GIF (this OpenCV build cannot decode it) and OpenEXR
-    # (disabled in OpenCV unless OPENCV_IO_ENABLE_OPENEXR is set).
-    return head.startswith((b"#?RADIANCE", b"#?RGBE"))
-
-
-def is_image_file(path: str | Path) -> bool:
-    """True when the file's first bytes are those of an image format OpenCV reads.
-
-    Decided by content, never by extension. Unreadable paths and folders are not images."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(_HEAD_BYTES)
-    except OSError:
-        return False
-    return _is_image_head(head)
+from app.sources.sniff import HEAD_BYTES, IMAGE_FORMATS, is_image_head
 
 
 def _to_uint8(image: np.ndarray) -> np.ndarray:
@@ -66,7 +35,8 @@ def _to_uint8(image: np.ndarray) -> np.ndarray:
 
 def to_rgb_uint8(image: np.ndarray) -> np.ndarray:
     """What `cv2.imread(path, cv2.IMREAD_UNCHANGED)` returns (BGR / BGRA / gray, any depth)
-    -> a contiguous HxWx3 RGB uint8 array. Alpha is dropped (not composited)."""
+    -> a new contiguous HxWx3 RGB uint8 array (never a view of `image`, whose buffer a
+    capture may reuse). 16-bit and float data are scaled, not saturated. Alpha is dropped."""
     a = np.asarray(image)
     if a.ndim == 3 and a.shape[2] == 1:
         a = a[:, :, 0]
@@ -87,18 +57,24 @@ def to_rgb_uint8(image: np.ndarray) -> np.ndarray:
 def read_image(path: str | Path) -> np.ndarray:
     """Read an image file as contiguous RGB uint8; ValueError naming the file and the cause."""
     p = Path(path)
-    if not p.exists():
-        raise ValueError(f"{p}: file not found")
-    if p.is_dir():
+    try:
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        raise ValueError(f"{p}: file not found") from None
+    except OSError as exc:
+        raise ValueError(f"{p}: cannot read the file ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
         raise ValueError(f"{p}: is a folder, not an image file")
+    if not stat.S_ISREG(mode):  # a FIFO would block the read forever
+        raise ValueError(f"{p}: not a regular file (a pipe, socket or device)")
     try:
         data = p.read_bytes()
     except OSError as exc:
         raise ValueError(f"{p}: cannot read the file ({exc.strerror or exc})") from None
     if not data:
         raise ValueError(f"{p}: the file is empty")
-    if not _is_image_head(data[:_HEAD_BYTES]):
-        raise ValueError(f"{p}: not an image (content is not PNG, JPEG, BMP, TIFF, WebP, PPM/PGM, JPEG 2000)")
+    if not is_image_head(data[:HEAD_BYTES]):
+        raise ValueError(f"{p}: not an image (content is not {IMAGE_FORMATS})")
     # imdecode from bytes: also works for non-ASCII paths on Windows, where imread does not.
     # ANYCOLOR|ANYDEPTH keeps gray and 16-bit data and, unlike UNCHANGED, applies EXIF rotation.
     decoded = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_ANYCOLOR | cv2.IMREAD_ANYDEPTH)

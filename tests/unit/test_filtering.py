@@ -1,10 +1,7 @@
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
+from app.inference.filtering import refilter
 from app.inference.result import Detection
-from app.ui.filtering import refilter
 
 
 def det(box: tuple[float, float, float, float], score: float, cls: int = 0) -> Detection:
@@ -41,12 +38,3 @@ def test_empty_and_degenerate_boxes() -> None:
     assert refilter([], 0.1, 0.5) == []
     z = det((5, 5, 5, 5), 0.9)
     assert refilter([z, z], 0.0, 0.5) == [z, z]  # zero-area boxes have IoU 0, nothing divides by 0
-
-
-def test_module_has_no_qt_imports() -> None:
-    import app.ui.filtering as mod
-
-    tree = ast.parse(Path(mod.__file__).read_text())
-    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
-    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-    assert not [n for n in names if "PySide" in n or "Qt" in n]

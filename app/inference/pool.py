@@ -1,65 +1,12 @@
-"""gRPC connections to Triton servers: several channels per server, least-loaded first."""
+"""Channels to one or more servers: several per server, least-loaded first, failing servers probed."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
-import tritonclient.grpc as grpcclient
-
-# Passing channel_args replaces ALL of tritonclient's defaults, including its 2 GiB message
-# limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
-MAX_MESSAGE_BYTES = 2**31 - 1
-
-
-@dataclass(frozen=True)
-class ConnectionOptions:
-    ssl: bool = False
-    root_certificates: str | None = None
-    private_key: str | None = None
-    certificate_chain: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    channels_per_server: int = 2
-    keepalive_ms: int = 10_000
-
-    def channel_args(self) -> list[tuple[str, Any]]:
-        return [
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.keepalive_time_ms", self.keepalive_ms),
-            # Otherwise gRPC shares one subchannel (one TCP connection) between
-            # channels with equal arguments, and "several channels" would be one.
-            ("grpc.use_local_subchannel_pool", 1),
-        ]
-
-
-class Channel:
-    """One tritonclient client (one gRPC channel) and how many requests it carries now."""
-
-    def __init__(self, url: str, index: int, options: ConnectionOptions) -> None:
-        self.url = url
-        self.client = grpcclient.InferenceServerClient(
-            url,
-            ssl=options.ssl,
-            root_certificates=options.root_certificates,
-            private_key=options.private_key,
-            certificate_chain=options.certificate_chain,
-            channel_args=options.channel_args(),
-        )
-        self.in_flight = 0
-        # tritonclient keeps the call in an instance attribute before attaching the
-        # callback, so one client must issue async_infer from one thread at a time.
-        self.send_lock = threading.Lock()
-
-    def send(self, *, on_done: Callable[..., None], **kwargs: Any) -> Any:
-        with self.send_lock:
-            return self.client.async_infer(callback=on_done, **kwargs)
-
-    def close(self) -> None:
-        self.client.close()
+from app.inference.channel import Channel, ChannelFactory, ConnectionOptions, GrpcChannel
 
 
 class ServerHealth:
@@ -87,14 +34,16 @@ class ServerHealth:
 class ConnectionPool:
     """`channels_per_server` channels to each URL; `acquire` picks the least-loaded usable one."""
 
-    def __init__(self, urls: Sequence[str], options: ConnectionOptions) -> None:
+    def __init__(
+        self, urls: Sequence[str], options: ConnectionOptions, factory: ChannelFactory = GrpcChannel
+    ) -> None:
         if not urls:
             raise ValueError("at least one server URL is needed")
         self.urls = list(dict.fromkeys(urls))
         self.options = options
         self.health = {url: ServerHealth() for url in self.urls}
-        self.channels = [
-            Channel(url, i, options) for url in self.urls for i in range(max(1, options.channels_per_server))
+        self.channels: list[Channel] = [
+            factory(url, options) for url in self.urls for _ in range(max(1, options.channels_per_server))
         ]
         self._lock = threading.Lock()
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
-import tritonclient.grpc as grpcclient
-
-from app.inference.connection import ConnectionOptions
+from app.inference.channel import ConnectionOptions, GrpcChannel
 from app.inference.errors import redact
 
 PROBE_TIMEOUT_S = 1.0
@@ -20,7 +18,7 @@ class LivenessProbe:
     def __init__(self, urls: list[str], options: ConnectionOptions | None = None) -> None:
         self.urls = list(urls)
         self._options = options or ConnectionOptions()
-        self._clients: dict[str, grpcclient.InferenceServerClient] = {}
+        self._clients: dict[str, GrpcChannel] = {}
         self._lock = threading.Lock()  # check() and close() come from executor threads
         self._closed = False
 
@@ -36,10 +34,9 @@ class LivenessProbe:
                 try:
                     client = self._clients.get(url)
                     if client is None:
-                        client = self._clients[url] = grpcclient.InferenceServerClient(
-                            url, ssl=o.ssl, root_certificates=o.root_certificates
-                        )
-                    if not client.is_server_live(headers=headers, client_timeout=PROBE_TIMEOUT_S):
+                        # Same channel arguments as the session's (short reconnect back-off).
+                        client = self._clients[url] = GrpcChannel(url, o)
+                    if not client.is_live(headers=headers, timeout_s=PROBE_TIMEOUT_S):
                         down.append(f"{url} is not live")
                 except Exception as e:
                     down.append(redact(f"{url}: {str(e).splitlines()[0][:200]}", headers.values()))

@@ -14,7 +14,7 @@ import pytest
 
 from app.inference.result import InferenceResult, Status
 from app.inference.session import TritonSession
-from app.inference.stream import StreamInference
+from app.pipeline.live import LiveJob
 from app.server.embedded import EmbeddedServer
 from app.sources.frame import Frame
 from app.sources.live import LiveCapture
@@ -47,12 +47,10 @@ class Display:
             self.ages_ms.append((time.monotonic() - frame.timestamp) * 1000)
 
 
-def run_stream(
-    url: str, video: Path, *, realtime: bool, drop: bool, window: int
-) -> tuple[Display, StreamInference]:
+def run_stream(url: str, video: Path, *, realtime: bool, drop: bool, window: int) -> tuple[Display, LiveJob]:
     display = Display()
     with TritonSession(url, "slow_faces", max_in_flight=64) as session:
-        stream = StreamInference(session, display, max_in_flight=window, drop_when_busy=drop)
+        stream = LiveJob(session, display, max_in_flight=window, drop_when_busy=drop)
         ended = threading.Event()
 
         def offer(frame: Frame) -> None:
@@ -63,9 +61,7 @@ def run_stream(
         capture.start()
         assert ended.wait(60)
         capture.stop()
-        deadline = time.monotonic() + 10
-        while stream.stats().in_flight and time.monotonic() < deadline:
-            time.sleep(0.02)
+        assert stream.group.wait_idle(10)
     return display, stream
 
 
@@ -106,7 +102,7 @@ def test_frame_by_frame_mode_drops_nothing(triton: EmbeddedServer, tmp_path: Pat
 def test_stop_cancels_the_streams_requests(triton: EmbeddedServer) -> None:
     display = Display()
     with TritonSession(triton.grpc_url, "slow_faces") as session:
-        stream = StreamInference(session, display, max_in_flight=3)
+        stream = LiveJob(session, display, max_in_flight=3)
         image = np.zeros((32, 32, 3), np.uint8)
         image[0, 0, 0] = 200  # 2 s
         for i in range(5):
@@ -114,8 +110,6 @@ def test_stop_cancels_the_streams_requests(triton: EmbeddedServer) -> None:
         assert stream.stats().in_flight == 3 and stream.stats().dropped == 2
         stream.stop()
         assert not stream.offer(Frame(index=9, image=image, source="test", timestamp=time.monotonic()))
-        deadline = time.monotonic() + 5
-        while len(display.results) < 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert stream.group.wait_idle(5)
     assert [r.status for r in display.results] == [Status.CANCELLED] * 3
     assert stream.stats().in_flight == 0

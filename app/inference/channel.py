@@ -1,0 +1,160 @@
+"""One connection to a Triton server, behind a small interface the session is written against.
+
+`GrpcChannel` is the real one (a tritonclient gRPC client). The session takes a
+`ChannelFactory`, so tests can drive rare orderings (a reply before `send` returns,
+a timeout racing a reply) with a channel written for the test; tritonclient itself
+is never mocked.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import tritonclient.grpc as grpcclient
+
+# Passing channel_args replaces ALL of tritonclient's defaults, including its 2 GiB message
+# limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
+MAX_MESSAGE_BYTES = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    ssl: bool = False
+    root_certificates: str | None = None
+    private_key: str | None = None
+    certificate_chain: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    channels_per_server: int = 2
+    keepalive_ms: int = 10_000
+    # gRPC backs off reconnecting exponentially, up to 2 minutes by default: a server back
+    # after an outage would stay "unreachable" for that long. At most 1 s here. (Not the
+    # *min* back-off: gRPC also uses it as the connect timeout, 20 s by default.)
+    max_reconnect_backoff_ms: int = 1_000
+
+    def channel_args(self) -> list[tuple[str, Any]]:
+        return [
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.keepalive_time_ms", self.keepalive_ms),
+            ("grpc.initial_reconnect_backoff_ms", min(100, self.max_reconnect_backoff_ms)),
+            ("grpc.max_reconnect_backoff_ms", self.max_reconnect_backoff_ms),
+            # Otherwise gRPC shares one subchannel (one TCP connection) between
+            # channels with equal arguments, and "several channels" would be one.
+            ("grpc.use_local_subchannel_pool", 1),
+        ]
+
+
+class Call(Protocol):
+    """A request in flight."""
+
+    def cancel(self) -> Any: ...
+
+
+class Reply(Protocol):
+    """A successful reply: the output tensors by name."""
+
+    def as_numpy(self, name: str) -> Any: ...
+
+
+# on_done(result=Reply | None, error=Exception | None), called exactly once, on any thread
+# (gRPC's, or the sender's when the call ended before send() returned).
+ReplyCallback = Callable[..., None]
+
+
+class Channel(Protocol):
+    """What the session needs from a connection. Errors are tritonclient's
+    InferenceServerException (the failure classifier reads their status and text)."""
+
+    url: str
+    in_flight: int  # requests this channel carries now (counted by the pool)
+
+    def is_live(self, *, headers: Mapping[str, str], timeout_s: float) -> bool: ...
+    def repository_index(self, *, headers: Mapping[str, str], timeout_s: float) -> list[dict[str, Any]]: ...
+    def model_metadata(
+        self, name: str, *, headers: Mapping[str, str], timeout_s: float
+    ) -> dict[str, Any]: ...
+    def model_config(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]: ...
+    def send(
+        self,
+        *,
+        model_name: str,
+        inputs: list[Any],
+        outputs: list[Any],
+        request_id: str,
+        client_timeout: float,
+        headers: Mapping[str, str] | None,
+        on_done: ReplyCallback,
+    ) -> Call: ...
+    def close(self) -> None: ...
+
+
+ChannelFactory = Callable[[str, ConnectionOptions], Channel]
+
+
+class GrpcChannel:
+    """One tritonclient client (one gRPC channel)."""
+
+    def __init__(self, url: str, options: ConnectionOptions) -> None:
+        self.url = url
+        self.client = grpcclient.InferenceServerClient(
+            url,
+            ssl=options.ssl,
+            root_certificates=options.root_certificates,
+            private_key=options.private_key,
+            certificate_chain=options.certificate_chain,
+            channel_args=options.channel_args(),
+        )
+        self.in_flight = 0
+        # tritonclient keeps the call in an instance attribute before attaching the
+        # callback, so one client must issue async_infer from one thread at a time.
+        self._send_lock = threading.Lock()
+
+    def is_live(self, *, headers: Mapping[str, str], timeout_s: float) -> bool:
+        return bool(self.client.is_server_live(headers=dict(headers), client_timeout=timeout_s))
+
+    def repository_index(self, *, headers: Mapping[str, str], timeout_s: float) -> list[dict[str, Any]]:
+        index = self.client.get_model_repository_index(
+            headers=dict(headers), as_json=True, client_timeout=timeout_s
+        )
+        return list(index.get("models", []))
+
+    def model_metadata(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]:
+        return dict(
+            self.client.get_model_metadata(
+                name, headers=dict(headers), as_json=True, client_timeout=timeout_s
+            )
+        )
+
+    def model_config(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]:
+        wrapped = self.client.get_model_config(
+            name, headers=dict(headers), as_json=True, client_timeout=timeout_s
+        )
+        return dict(wrapped.get("config", wrapped))
+
+    def send(
+        self,
+        *,
+        model_name: str,
+        inputs: list[Any],
+        outputs: list[Any],
+        request_id: str,
+        client_timeout: float,
+        headers: Mapping[str, str] | None,
+        on_done: ReplyCallback,
+    ) -> Call:
+        with self._send_lock:
+            return self.client.async_infer(
+                model_name=model_name,
+                inputs=inputs,
+                outputs=outputs,
+                request_id=request_id,
+                client_timeout=client_timeout,
+                headers=dict(headers) if headers else None,
+                callback=on_done,
+            )
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,64 @@
+"""The class palette and drawing detections into an RGB array (recordings), Qt-free.
+
+The view and the PNG export (app/ui) use the same palette and label text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+
+from app.inference.result import Detection
+
+# 20 distinct colours (Tableau 20, darker/lighter interleaved so neighbouring
+# class ids differ strongly); a class id always maps to the same colour.
+PALETTE: tuple[tuple[int, int, int], ...] = (
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+    (174, 199, 232),
+    (255, 187, 120),
+    (152, 223, 138),
+    (255, 152, 150),
+    (197, 176, 213),
+    (196, 156, 148),
+    (247, 182, 210),
+    (199, 199, 199),
+    (219, 219, 141),
+    (158, 218, 229),
+)
+
+
+def class_rgb(class_id: int) -> tuple[int, int, int]:
+    """The palette colour of a class id (negative ids wrap too)."""
+    return PALETTE[class_id % len(PALETTE)]
+
+
+def detection_label(label: str, score: float) -> str:
+    """The text drawn next to a box, e.g. "face 0.93"."""
+    return f"{label} {score:.2f}"
+
+
+def annotate_rgb(image: np.ndarray, detections: Sequence[Detection]) -> np.ndarray:
+    """A copy of `image` with the boxes and labels drawn in (what a recording shows)."""
+    out = np.array(image, copy=True)
+    for det in detections:
+        x1, y1, x2, y2 = (round(float(v)) for v in det.box)
+        color = class_rgb(det.class_id)
+        cv2.rectangle(out, (x1, y1), (x2 - 1, y2 - 1), color, 2)
+        text = detection_label(det.label, det.score)
+        (tw, th), base = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, 0.5, 1)
+        top = y1 - th - base - 4 if y1 - th - base - 4 >= 0 else y1
+        cv2.rectangle(out, (x1, top), (x1 + tw + 6, top + th + base + 4), color, -1)
+        cv2.putText(
+            out, text, (x1 + 3, top + th + 2), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 0, 0), 1, cv2.LINE_AA
+        )
+    return out

@@ -1,0 +1,331 @@
+"""BatchJob: files, folders and videos -> exactly one result per input, through a bounded window.
+
+Threads, and why:
+- `run()` feeds on the calling thread (the CLI's main thread, or the thread `start()`
+  makes for the viewer): walking folders, reading files and waiting for a window slot
+  all block, so never on a GUI thread.
+- Images are decoded on that thread (small machines: fewer threads competing with the
+  server for 2 cores) or by `readers` threads a few images ahead.
+- Results arrive on the session's worker threads; `on_result` must only hand off.
+Every input ends once: a request's result, or a local one (unreadable, not media,
+skipped) built by `InferenceResult.local_failure`, the same for the viewer and the CLI.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import enum
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.inference.errors import SessionClosedError
+from app.inference.result import ErrorKind, InferenceResult, Status
+from app.inference.session import TritonSession
+from app.pipeline.thumbnails import make_thumbnail
+from app.sources.files import InputItem, expand_inputs
+from app.sources.images import read_image
+from app.sources.video_file import VideoFileReader
+
+log = logging.getLogger(__name__)
+
+ResultCallback = Callable[[InferenceResult], None]
+
+
+class VideoPolicy(enum.StrEnum):
+    FRAMES = "frames"  # every frame of a video file is an input (the command line)
+    REFUSE = "refuse"  # a video is a failed input pointing to the live preview (the viewer)
+
+
+VIDEO_REFUSED = (
+    "{source}: a video file; play it with File > Open video… (live preview), "
+    "or run `python -m app infer` on it for every frame"
+)
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    total: int  # inputs known: images, video frames, and entries that are not usable
+    ok: int = 0
+    failed: int = 0
+    timeout: int = 0
+    cancelled: int = 0
+    skipped: int = 0
+    not_started: int = 0  # inputs never sent because the job was cancelled first
+
+    @property
+    def done(self) -> int:
+        return self.ok + self.failed + self.timeout + self.cancelled + self.skipped
+
+    @property
+    def unsuccessful(self) -> int:
+        """Inputs that did not succeed and were not skipped (the exit status counts these)."""
+        return self.failed + self.timeout + self.cancelled
+
+
+class BatchJob:
+    """One batch: `run()` (blocking) or `start()` (its own thread); `cancel()` from any thread."""
+
+    def __init__(
+        self,
+        session: TritonSession,
+        paths: Sequence[str | Path],
+        on_result: ResultCallback,
+        *,
+        window: int = 8,
+        videos: VideoPolicy = VideoPolicy.FRAMES,
+        on_thumbnail: Callable[[str, np.ndarray], None] | None = None,
+        on_started: Callable[[int], None] | None = None,
+        on_finished: Callable[[BatchCounts], None] | None = None,
+        readers: int = 0,
+        lookahead: int = 4,
+        source_name: Callable[[Path], str] = str,
+    ) -> None:
+        self.session = session
+        self.paths = list(paths)
+        self._on_result = on_result
+        self._on_thumbnail = on_thumbnail  # an image was read: its thumbnail (feeding thread)
+        self._on_started = on_started  # the number of inputs is known (feeding thread)
+        self._on_finished = on_finished  # every input has its result, or the job was cancelled
+        self.videos = videos
+        self.readers = readers
+        self.lookahead = lookahead if readers else 0
+        self.source_name = source_name
+        self.group = session.group(window, "batch")
+        self._lock = threading.Condition()
+        self._counts = collections.Counter[str]()
+        self._total = 0
+        self._cancelled = threading.Event()
+        self._finished = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._frames_declared: dict[Path, int] = {}  # video -> frame count from its container
+
+    # -- control (any thread) ----------------------------------------------------------------
+    def start(self) -> None:
+        """Run on a thread of its own (the viewer): nothing here may block a GUI thread."""
+        self._thread = threading.Thread(target=self._run_quietly, name="batch-job", daemon=True)
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Stop feeding and cancel what is in flight (those end as cancelled); inputs not yet
+        sent are counted as not started. Returns at once."""
+        self._cancelled.set()
+        self.group.cancel()
+        with self._lock:
+            self._lock.notify_all()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._finished.wait(timeout)
+
+    def counts(self) -> BatchCounts:
+        with self._lock:
+            return self._snapshot()
+
+    def _snapshot(self) -> BatchCounts:
+        c = self._counts
+        return BatchCounts(
+            self._total, c["ok"], c["failed"], c["timeout"], c["cancelled"], c["skipped"], c["not_started"]
+        )
+
+    # -- the feeding thread ---------------------------------------------------------------------
+    def _run_quietly(self) -> None:
+        try:
+            self.run()
+        except SessionClosedError:
+            pass  # the viewer switched servers: the job's inputs are counted as not started
+        except Exception:
+            log.exception("batch job failed")
+
+    def run(self) -> BatchCounts:
+        """Feed every input, wait for every result; returns the counts. On KeyboardInterrupt the
+        job is cancelled (in-flight requests end as cancelled) and the interrupt re-raised."""
+        try:
+            items = list(expand_inputs(self.paths))
+            self._add_total(sum(self._inputs_in(item) for item in items))
+            if self._on_started is not None:
+                self._on_started(self._total)
+            self._feed(items)
+            with self._lock:
+                self._lock.wait_for(
+                    lambda: self._snapshot().done + self._counts["not_started"] >= self._total
+                )
+        except BaseException:
+            self.cancel()
+            self.group.wait_idle(5.0)
+            raise
+        finally:
+            self._finished.set()
+            if self._on_finished is not None:
+                self._on_finished(self.counts())
+        return self.counts()
+
+    def _inputs_in(self, item: InputItem) -> int:
+        if item.kind != "video" or self.videos is not VideoPolicy.FRAMES:
+            return 1
+        if item.path not in self._frames_declared:
+            count = 1
+            with contextlib.suppress(ValueError), VideoFileReader(item.path) as reader:
+                count = max(reader.frame_count, 1)
+            self._frames_declared[item.path] = count
+        return self._frames_declared[item.path]
+
+    def _feed(self, items: Sequence[InputItem]) -> None:
+        queue: collections.deque[tuple[InputItem, concurrent.futures.Future[np.ndarray]]] = (
+            collections.deque()
+        )
+        with self._reader_pool() as pool:
+            try:
+                for index, item in enumerate(items):
+                    if self.cancelled:
+                        self._not_started(items[index:], queue)
+                        return
+                    if item.kind == "image":
+                        queue.append((item, pool.submit(read_image, item.path)))
+                        if len(queue) > self.lookahead:
+                            self._send_read(*queue.popleft())
+                        continue
+                    while queue:  # keep the order of the inputs around a video
+                        self._send_read(*queue.popleft())
+                    self._feed_other(item)
+                while queue and not self.cancelled:
+                    self._send_read(*queue.popleft())
+                self._not_started([], queue)
+            finally:
+                for _item, future in queue:
+                    future.cancel()
+
+    def _feed_other(self, item: InputItem) -> None:
+        source = self.source_name(item.path)
+        if item.kind == "video":
+            if self.videos is VideoPolicy.FRAMES:
+                self._feed_video(item.path, source)
+            else:
+                self._local(InferenceResult.local_failure(source, VIDEO_REFUSED.format(source=source)))
+        elif item.kind == "skipped":
+            error = item.error or f"{source}: not an image or a video"
+            self._local(
+                InferenceResult.local_failure(source, error, status=Status.SKIPPED, kind=ErrorKind.SKIPPED)
+            )
+        else:
+            self._local(InferenceResult.local_failure(source, item.error or f"{source}: unusable input"))
+
+    def _send_read(self, item: InputItem, future: concurrent.futures.Future[np.ndarray]) -> None:
+        source = self.source_name(item.path)
+        try:
+            image = future.result()
+        except ValueError as e:  # read_image's message names the file and the cause
+            self._local(InferenceResult.local_failure(source, str(e)))
+            return
+        except Exception as e:
+            self._local(InferenceResult.local_failure(source, f"{source}: cannot read the image: {e}"))
+            return
+        if self._on_thumbnail is not None:
+            self._on_thumbnail(source, make_thumbnail(image))
+        self._send(image, source, None)
+
+    def _feed_video(self, path: Path, source: str) -> None:
+        declared = self._inputs_in(InputItem(path, "video"))
+        try:
+            reader = VideoFileReader(path)
+        except ValueError as e:
+            self._add_total(1 - declared)
+            self._local(InferenceResult.local_failure(source, str(e)))
+            return
+        with reader:
+            for frame in reader:
+                if self.cancelled:
+                    break
+                self._send(frame.image, source, frame.index)
+        read = reader.frames_read
+        if self.cancelled:
+            self._count_not_started(max(declared - read, 0))
+        elif read == 0:
+            self._add_total(1 - declared)
+            self._local(InferenceResult.local_failure(source, f"{source}: the video has no readable frames"))
+        elif read < reader.frame_count:
+            # The container promised more frames than the file holds: the missing part is a
+            # failure (one record), not a silent success.
+            missing = reader.frame_count - read
+            self._add_total(1 - missing)
+            self._local(
+                InferenceResult.local_failure(
+                    source,
+                    f"{source}: the video ended after {read} of its {reader.frame_count} frames "
+                    f"({missing} missing: the file is truncated or corrupt)",
+                )
+            )
+        elif read > declared:
+            self._add_total(read - declared)  # the container under-counted: the frames were sent
+
+    def _send(self, image: np.ndarray, source: str, frame: int | None) -> None:
+        try:
+            request_id = self.group.submit(image, self._deliver, source=source, frame=frame)
+        except SessionClosedError:
+            request_id = None
+        if request_id is None:  # cancelled (or the session closed) before it could be sent
+            self._count_not_started(1)
+
+    # -- results ------------------------------------------------------------------------------
+    def _deliver(self, result: InferenceResult) -> None:
+        # Handed on first, counted after: whoever waits for the count sees the result's
+        # hand-off done (the viewer's "finished" arrives after its last result).
+        try:
+            self._on_result(result)
+        finally:
+            with self._lock:
+                self._counts[result.status.value] += 1
+                self._lock.notify_all()
+
+    def _local(self, result: InferenceResult) -> None:
+        self._deliver(result)
+
+    def _add_total(self, n: int) -> None:
+        with self._lock:
+            self._total += n
+            self._lock.notify_all()
+
+    def _count_not_started(self, n: int) -> None:
+        with self._lock:
+            self._counts["not_started"] += n
+            self._lock.notify_all()
+
+    def _not_started(
+        self,
+        items: Sequence[InputItem],
+        queue: collections.deque[tuple[InputItem, concurrent.futures.Future[np.ndarray]]],
+    ) -> None:
+        left = sum(self._inputs_in(item) for item in items) + len(queue)
+        queue.clear()
+        self._count_not_started(left)
+
+    def _reader_pool(self) -> contextlib.AbstractContextManager[Any]:
+        if self.readers <= 0:
+            return contextlib.nullcontext(_InlineReader())
+        return concurrent.futures.ThreadPoolExecutor(self.readers, "image-reader")
+
+
+class _InlineReader:
+    """The reader pool's interface, reading at once in the calling thread."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as e:
+            future.set_exception(e)
+        return future

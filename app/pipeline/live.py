@@ -1,0 +1,236 @@
+"""Inference on a live stream: each frame of a source becomes at most one request, with a
+small in-flight window per stream so the picture never falls behind the source.
+
+- `LiveJob`: feeds frames to a session. Live mode drops the frames that arrive while the
+  stream's window (or the session's) is full, counted; it never blocks the capture thread.
+  Frame-by-frame mode (files) waits for a slot instead, so nothing is dropped; `stop()`
+  wakes that wait at once.
+- `LiveRun`: one play of a source: the capture thread (app.sources.live) feeding a LiveJob.
+Each result carries its own frame in `result.tag`: boxes are always drawn on the frame
+they were computed on.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.inference.errors import SessionClosedError
+from app.inference.result import InferenceResult
+from app.inference.session import TritonSession
+from app.sources.frame import Frame
+from app.sources.live import CaptureStats, LiveCapture, Opener
+from app.sources.rate import RateMeter
+
+ResultCallback = Callable[[InferenceResult], None]
+
+
+@dataclass(frozen=True)
+class StreamStats:
+    offered: int  # frames the source delivered
+    submitted: int
+    dropped: int  # frames skipped because the stream's window was full
+    completed: int
+    in_flight: int
+    inference_fps: float  # results per second over the last second
+
+
+class LiveJob:
+    """Feeds one source's frames to a session; `offer()` is cheap and safe on a capture thread."""
+
+    def __init__(
+        self,
+        session: TritonSession,
+        on_result: ResultCallback,
+        *,
+        max_in_flight: int = 2,
+        drop_when_busy: bool = True,
+    ) -> None:
+        self.session = session
+        self._on_result = on_result
+        self.drop_when_busy = drop_when_busy
+        self.group = session.group(max(1, max_in_flight), "live")
+        # offer() runs on the capture thread, results on session workers, stats on the GUI.
+        self._lock = threading.Lock()
+        self._offered = self._submitted = self._dropped = self._completed = 0
+        self._stopped = False
+        self._rate = RateMeter()
+
+    @property
+    def max_in_flight(self) -> int:
+        return self.group.limit
+
+    @max_in_flight.setter
+    def max_in_flight(self, value: int) -> None:
+        self.group.limit = max(1, int(value))  # applies at once
+
+    def offer(self, frame: Frame) -> bool:
+        """Submit the frame if there is room (live) or once there is (frame by frame).
+        Returns whether it was submitted."""
+        with self._lock:
+            if self._stopped:
+                return False
+            self._offered += 1
+        try:
+            request_id = self.group.submit(
+                frame.image,
+                self._done,
+                source=frame.source,
+                frame=frame.index,
+                tag=frame,
+                block=not self.drop_when_busy,
+            )
+        except SessionClosedError:
+            request_id = None
+        with self._lock:
+            if request_id is None:
+                if not self._stopped:
+                    self._dropped += 1
+                return False
+            self._submitted += 1
+            return True
+
+    def _done(self, result: InferenceResult) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._completed += 1
+        self._rate.tick(now)
+        self._on_result(result)
+
+    def stats(self) -> StreamStats:
+        with self._lock:
+            return StreamStats(
+                self._offered,
+                self._submitted,
+                self._dropped,
+                self._completed,
+                self.group.in_flight,
+                self._rate.rate(time.monotonic()),
+            )
+
+    def stop(self) -> None:
+        """No more frames; wake a waiting offer(); cancel this stream's requests in flight
+        (each still ends once, as cancelled). Returns at once."""
+        with self._lock:
+            self._stopped = True
+        self.group.cancel()
+
+
+@dataclass
+class LiveOptions:
+    max_in_flight: int = 2
+    frame_by_frame: bool = False  # files only: every frame inferred, nothing dropped (not real time)
+    loop: bool = False  # files only: start again at the end
+    resolution: tuple[int, int] | None = None  # cameras only; None = the driver's default
+
+
+class LiveEvent(enum.StrEnum):
+    ERROR = "error"
+    END = "end"
+
+
+@dataclass(frozen=True)
+class LiveStats:
+    capture: CaptureStats
+    stream: StreamStats | None
+
+
+class LiveRun:
+    """One play of a source: its capture thread offers every frame to the current LiveJob.
+
+    `on_result` is called on session worker threads, `on_event(event, message)` on the
+    capture thread (once: an error, or the end of a file); both must only hand off.
+    `stop()` blocks for at most about `timeout` s: call it off any GUI thread.
+    """
+
+    def __init__(
+        self,
+        source: int | str | Path,
+        session: TritonSession,
+        on_result: ResultCallback,
+        on_event: Callable[[LiveEvent, str], None],
+        options: LiveOptions | None = None,
+        opener: Opener | None = None,
+    ) -> None:
+        self.options = options or LiveOptions()
+        self._on_result = on_result
+        self._job: LiveJob | None = self._new_job(session)
+        self.capture = LiveCapture(
+            source,
+            on_frame=self._offer,
+            on_error=lambda message: on_event(LiveEvent.ERROR, message),
+            on_end=lambda: on_event(LiveEvent.END, ""),
+            resolution=self.options.resolution,
+            realtime=not self.options.frame_by_frame,
+            loop=self.options.loop,
+            opener=opener,
+        )
+
+    def _new_job(self, session: TritonSession) -> LiveJob:
+        return LiveJob(
+            session,
+            self._on_result,
+            max_in_flight=self.options.max_in_flight,
+            drop_when_busy=not self.options.frame_by_frame,
+        )
+
+    def _offer(self, frame: Frame) -> None:
+        # The capture thread. Reads the job once: it is replaced atomically by set_session().
+        job = self._job
+        if job is not None:
+            job.offer(frame)
+
+    def start(self) -> None:
+        """Returns at once: the source is opened on the capture thread."""
+        self.capture.start()
+
+    def pause(self) -> None:
+        self.capture.pause()
+
+    def resume(self) -> None:
+        self.capture.resume()
+
+    @property
+    def job(self) -> LiveJob | None:
+        return self._job
+
+    def set_max_in_flight(self, value: int) -> None:
+        self.options.max_in_flight = max(1, int(value))
+        if self._job is not None:
+            self._job.max_in_flight = self.options.max_in_flight
+
+    def set_session(self, session: TritonSession | None) -> LiveJob | None:
+        """Feed another session from the next frame on (None: drop frames until one comes).
+        Returns the old job, for the caller to stop (it cancels the old session's requests)."""
+        old, self._job = self._job, (self._new_job(session) if session is not None else None)
+        return old
+
+    def stats(self) -> LiveStats:
+        job = self._job
+        return LiveStats(self.capture.stats(), job.stats() if job is not None else None)
+
+    def in_flight(self) -> int:
+        job = self._job
+        return job.group.in_flight if job is not None else 0
+
+    def stop(self, timeout: float = 2.0) -> bool:
+        """Stop the job first (wakes a capture thread waiting in offer() in frame-by-frame mode),
+        then the capture, which releases the device on its own thread. True when it has."""
+        job, self._job = self._job, None
+        if job is not None:
+            job.stop()
+        return self.capture.stop(timeout)
+
+
+class LiveState(enum.StrEnum):
+    IDLE = "idle"  # no source chosen
+    WAITING = "waiting"  # a source is chosen; it starts once a server is connected
+    PLAYING = "playing"
+    PAUSED = "paused"
+    ENDED = "ended"  # a file played to its end
+    FAILED = "failed"  # the source could not be opened or stopped delivering
+    STOPPED = "stopped"
