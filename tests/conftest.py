@@ -4,10 +4,6 @@ face detector and the test-only models of tests/models/."""
 from __future__ import annotations
 
 import os
-
-# Before any Qt import anywhere in the test session: widgets render offscreen.
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +13,24 @@ from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 
 TESTS = Path(__file__).resolve().parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--headed",
+        action="store_true",
+        help="show the UI tests' windows on the current display (default: offscreen, no display needed)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before any QApplication exists: widgets render offscreen unless --headed.
+    if not config.getoption("--headed"):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    elif os.environ.get("QT_QPA_PLATFORM") == "offscreen":
+        del os.environ["QT_QPA_PLATFORM"]
+
+
 TEST_MODELS = TESTS / "models"
 
 

@@ -75,11 +75,6 @@ def result_json(result: InferenceResult, indent: int | None = 2) -> str:
     return json.dumps(result.to_record(), indent=indent, ensure_ascii=False)
 
 
-def write_json(path: PathLike, result: InferenceResult) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(result_json(result) + "\n")
-
-
 def write_jsonl(path: PathLike, results: Iterable[InferenceResult]) -> int:
     """One compact record per line; returns how many were written."""
     n = 0

@@ -85,47 +85,60 @@ class LivePlot(QWidget):
 
     # --- painting ------------------------------------------------------------------
 
+    def tick_labels(self, axis_top: float) -> list[str]:
+        return [format_tick(axis_top * i / self.TICKS) for i in range(self.TICKS + 1)]
+
+    def plot_rect(self, metrics: QFontMetricsF) -> QRectF:
+        """The data area: room on each side for the widest tick label of that axis (every
+        label, not just the top one: "0.25" is wider than "1")."""
+        lat_max, thr_max = self.y_ranges()
+        left = max(metrics.horizontalAdvance(t) for t in self.tick_labels(lat_max)) + 12
+        right = max(metrics.horizontalAdvance(t) for t in self.tick_labels(thr_max)) + 12
+        top = metrics.height() + 8
+        bottom = metrics.height() * 2 + 8
+        return QRectF(left, top, self.width() - left - right, self.height() - top - bottom)
+
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = self.palette()
         painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
-        text_color = pal.color(QPalette.ColorRole.Text)
         metrics = QFontMetricsF(self.font())
-        lat_max, thr_max = self.y_ranges()
+        plot = self.plot_rect(metrics)
+        if plot.width() >= 10 and plot.height() >= 10:
+            text_color = pal.color(QPalette.ColorRole.Text)
+            self._draw_y_axes(painter, plot, metrics, text_color)
+            self._draw_x_axis(painter, plot, metrics, text_color)
+            self._draw_titles(painter, metrics)
+            self._draw_points(painter, plot)
+        painter.end()
 
-        left = metrics.horizontalAdvance(format_tick(lat_max) + "0") + 8
-        right = metrics.horizontalAdvance(format_tick(thr_max) + "0") + 8
-        top = metrics.height() + 8
-        bottom = metrics.height() * 2 + 8
-        plot = QRectF(left, top, self.width() - left - right, self.height() - top - bottom)
-        if plot.width() < 10 or plot.height() < 10:
-            painter.end()
-            return
-
-        # Grid and y tick labels (left: latency, right: throughput).
-        grid = QColor(text_color)
+    def _draw_y_axes(self, painter: QPainter, plot: QRectF, metrics: QFontMetricsF, text: QColor) -> None:
+        """Grid lines and tick labels: latency on the left, throughput on the right."""
+        lat_labels, thr_labels = (self.tick_labels(top) for top in self.y_ranges())
+        grid = QColor(text)
         grid.setAlpha(50)
+        h = metrics.height()
         for i in range(self.TICKS + 1):
-            frac = i / self.TICKS
-            y = plot.bottom() - frac * plot.height()
+            y = plot.bottom() - i / self.TICKS * plot.height()
             painter.setPen(QPen(grid, 1))
             painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y))
             painter.setPen(LATENCY_COLOR)
             painter.drawText(
-                QRectF(0, y - metrics.height() / 2, left - 4, metrics.height()),
+                QRectF(0, y - h / 2, plot.left() - 4, h),
                 Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
-                format_tick(lat_max * frac),
+                lat_labels[i],
             )
             painter.setPen(THROUGHPUT_COLOR)
             painter.drawText(
-                QRectF(plot.right() + 4, y - metrics.height() / 2, right - 4, metrics.height()),
+                QRectF(plot.right() + 4, y - h / 2, self.width() - plot.right() - 4, h),
                 Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                format_tick(thr_max * frac),
+                thr_labels[i],
             )
 
-        # x axis: seconds ago, every 15 s.
-        painter.setPen(text_color)
+    def _draw_x_axis(self, painter: QPainter, plot: QRectF, metrics: QFontMetricsF, text: QColor) -> None:
+        """Seconds ago, every 15 s, and the plot's frame."""
+        painter.setPen(text)
         for ago in range(0, int(self._window_s) + 1, 15):
             x = plot.right() - ago / self._window_s * plot.width()
             painter.drawLine(QPointF(x, plot.bottom()), QPointF(x, plot.bottom() + 3))
@@ -142,7 +155,8 @@ class LivePlot(QWidget):
         )
         painter.drawRect(plot)
 
-        # Axis titles at the top, coloured like their series.
+    def _draw_titles(self, painter: QPainter, metrics: QFontMetricsF) -> None:
+        """Axis titles at the top, coloured like their series."""
         painter.setPen(LATENCY_COLOR)
         painter.drawText(
             QRectF(2, 2, self.width() / 2, metrics.height()),
@@ -156,26 +170,20 @@ class LivePlot(QWidget):
             "throughput (req/s) ●",
         )
 
-        if self._points:
-            now = self._points[-1].t
+    def _draw_points(self, painter: QPainter, plot: QRectF) -> None:
+        if not self._points:
+            return
+        lat_max, thr_max = self.y_ranges()
+        now = self._points[-1].t
 
-            def x_of(t: float) -> float:
-                return plot.right() - (now - t) / self._window_s * plot.width()
+        def x_of(t: float) -> float:
+            return plot.right() - (now - t) / self._window_s * plot.width()
 
-            painter.setClipRect(plot.adjusted(-1, -1, 1, 1))
-            self._draw_series(
-                painter,
-                [(x_of(p.t), p.throughput / thr_max) for p in self._points],
-                plot,
-                THROUGHPUT_COLOR,
-            )
-            self._draw_series(
-                painter,
-                [(x_of(p.t), p.latency_ms / lat_max) for p in self._points if p.latency_ms is not None],
-                plot,
-                LATENCY_COLOR,
-            )
-        painter.end()
+        painter.setClipRect(plot.adjusted(-1, -1, 1, 1))
+        throughput = [(x_of(p.t), p.throughput / thr_max) for p in self._points]
+        latency = [(x_of(p.t), p.latency_ms / lat_max) for p in self._points if p.latency_ms is not None]
+        self._draw_series(painter, throughput, plot, THROUGHPUT_COLOR)
+        self._draw_series(painter, latency, plot, LATENCY_COLOR)
 
     @staticmethod
     def _draw_series(painter: QPainter, xy: list[tuple[float, float]], plot: QRectF, color: QColor) -> None:

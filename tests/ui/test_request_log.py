@@ -100,4 +100,4 @@ def test_appending_many_batches_is_cheap(qtbot: QtBot) -> None:
     elapsed = time.perf_counter() - t0
     assert log.model.rowCount() == 10_000
     assert log.visible_row_count() == 10_000
-    assert elapsed < 2.0, f"{elapsed:.2f} s for 20,000 rows"
+    assert elapsed < 10.0, f"{elapsed:.2f} s for 20,000 rows"  # one at a time: minutes

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from PySide6.QtGui import QColor, QImage
+import pytest
+from PySide6.QtGui import QColor, QFontMetricsF, QImage
 from pytestqt.qtbot import QtBot
 
 from app.inference.stats import StatsSnapshot
@@ -98,3 +99,18 @@ def test_live_plot_paints_both_series(qtbot: QtBot) -> None:
     inner = img.copy(60, 40, 180, 80)
     assert _has_color(inner, LATENCY_COLOR)
     assert _has_color(inner, THROUGHPUT_COLOR)
+
+
+@pytest.mark.parametrize(("latency", "throughput"), [(0.9, 0.9), (1234.0, 0.3), (7.3, 18_000.0)])
+def test_live_plot_tick_labels_are_never_cut(qtbot: QtBot, latency: float, throughput: float) -> None:
+    plot = LivePlot()
+    qtbot.addWidget(plot)
+    plot.resize(320, 160)
+    plot.add_point(1.0, latency, throughput)
+    metrics = QFontMetricsF(plot.font())
+    area = plot.plot_rect(metrics)
+    lat_top, thr_top = plot.y_ranges()
+    for label in plot.tick_labels(lat_top):
+        assert metrics.horizontalAdvance(label) <= area.left() - 4, label
+    for label in plot.tick_labels(thr_top):
+        assert metrics.horizontalAdvance(label) <= plot.width() - area.right() - 4, label

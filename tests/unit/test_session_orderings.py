@@ -172,7 +172,7 @@ def test_a_live_offer_never_blocks_when_a_batch_holds_the_session(server: FakeSe
         live = LiveJob(session, shown.append, max_in_flight=2)
         started = time.monotonic()
         offered = [live.offer(Frame(i, IMAGE, "cam", time.monotonic())) for i in range(100)]
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 5.0
         assert not any(offered) and live.stats().dropped == 100
         live.stop()
         batch.cancel()

@@ -16,7 +16,7 @@ from app.sources.cameras import list_cameras, parse_source
 def test_no_camera_gives_an_empty_list_quickly() -> None:
     t0 = time.monotonic()
     assert list_cameras() == []
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 3.0
 
 
 @pytest.mark.parametrize(("text", "expected"), [("0", 0), (" 2 ", 2), ("10", 10)])

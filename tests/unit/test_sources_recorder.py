@@ -107,7 +107,7 @@ def test_full_queue_drops_without_blocking_and_counts(tmp_path: Path) -> None:
     recorder = SlowRecorder(video, jsonl, fps=30, queue_size=3)
     t0 = time.monotonic()
     accepted = [recorder.write(index_frame(i, SIZE)) for i in range(20)]
-    assert time.monotonic() - t0 < 0.5  # the caller never waited for the disk
+    assert time.monotonic() - t0 < 2.0  # the caller never waited for the disk (stuck 5 s)
     SlowRecorder.gate.set()
     assert recorder.close(timeout=5)
     assert recorder.close()  # idempotent
