@@ -177,6 +177,19 @@ class FakeChannel:
         behaviour(call)
         return call
 
+    def register_system_shm(self, name: str, key: str, byte_size: int, *, headers: Mapping[str, str]) -> None:
+        raise InferenceServerException(
+            msg="the fake server has no shared memory", status="StatusCode.UNAVAILABLE"
+        )
+
+    def unregister_system_shm(self, name: str, *, headers: Mapping[str, str]) -> None:
+        pass
+
+    def inference_statistics(
+        self, model: str, *, headers: Mapping[str, str], timeout_s: float
+    ) -> dict[str, Any]:
+        return {"model_stats": []}
+
     def close(self) -> None:
         self.closed = True
         # As tritonclient does: closing the channel ends every call still in flight.

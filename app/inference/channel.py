@@ -19,6 +19,8 @@ import tritonclient.grpc as grpcclient
 # limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
 MAX_MESSAGE_BYTES = 2**31 - 1
 
+Headers = Mapping[str, str]
+
 
 @dataclass(frozen=True)
 class ConnectionOptions:
@@ -71,12 +73,10 @@ class Channel(Protocol):
     url: str
     in_flight: int  # requests this channel carries now (counted by the pool)
 
-    def is_live(self, *, headers: Mapping[str, str], timeout_s: float) -> bool: ...
-    def repository_index(self, *, headers: Mapping[str, str], timeout_s: float) -> list[dict[str, Any]]: ...
-    def model_metadata(
-        self, name: str, *, headers: Mapping[str, str], timeout_s: float
-    ) -> dict[str, Any]: ...
-    def model_config(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]: ...
+    def is_live(self, *, headers: Headers, timeout_s: float) -> bool: ...
+    def repository_index(self, *, headers: Headers, timeout_s: float) -> list[dict[str, Any]]: ...
+    def model_metadata(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]: ...
+    def model_config(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]: ...
     def send(
         self,
         *,
@@ -85,9 +85,12 @@ class Channel(Protocol):
         outputs: list[Any],
         request_id: str,
         client_timeout: float,
-        headers: Mapping[str, str] | None,
+        headers: Headers | None,
         on_done: ReplyCallback,
     ) -> Call: ...
+    def register_system_shm(self, name: str, key: str, byte_size: int, *, headers: Headers) -> None: ...
+    def unregister_system_shm(self, name: str, *, headers: Headers) -> None: ...
+    def inference_statistics(self, model: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]: ...
     def close(self) -> None: ...
 
 
@@ -112,23 +115,23 @@ class GrpcChannel:
         # callback, so one client must issue async_infer from one thread at a time.
         self._send_lock = threading.Lock()
 
-    def is_live(self, *, headers: Mapping[str, str], timeout_s: float) -> bool:
+    def is_live(self, *, headers: Headers, timeout_s: float) -> bool:
         return bool(self.client.is_server_live(headers=dict(headers), client_timeout=timeout_s))
 
-    def repository_index(self, *, headers: Mapping[str, str], timeout_s: float) -> list[dict[str, Any]]:
+    def repository_index(self, *, headers: Headers, timeout_s: float) -> list[dict[str, Any]]:
         index = self.client.get_model_repository_index(
             headers=dict(headers), as_json=True, client_timeout=timeout_s
         )
         return list(index.get("models", []))
 
-    def model_metadata(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]:
+    def model_metadata(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]:
         return dict(
             self.client.get_model_metadata(
                 name, headers=dict(headers), as_json=True, client_timeout=timeout_s
             )
         )
 
-    def model_config(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]:
+    def model_config(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]:
         wrapped = self.client.get_model_config(
             name, headers=dict(headers), as_json=True, client_timeout=timeout_s
         )
@@ -142,7 +145,7 @@ class GrpcChannel:
         outputs: list[Any],
         request_id: str,
         client_timeout: float,
-        headers: Mapping[str, str] | None,
+        headers: Headers | None,
         on_done: ReplyCallback,
     ) -> Call:
         with self._send_lock:
@@ -155,6 +158,19 @@ class GrpcChannel:
                 headers=dict(headers) if headers else None,
                 callback=on_done,
             )
+
+    def register_system_shm(self, name: str, key: str, byte_size: int, *, headers: Headers) -> None:
+        self.client.register_system_shared_memory(name, key, byte_size, headers=dict(headers))
+
+    def unregister_system_shm(self, name: str, *, headers: Headers) -> None:
+        # By name, never "all": that would free other clients' regions too.
+        self.client.unregister_system_shared_memory(name, headers=dict(headers))
+
+    def inference_statistics(self, model: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]:
+        stats = self.client.get_inference_statistics(
+            model, headers=dict(headers), as_json=True, client_timeout=timeout_s
+        )
+        return dict(stats)
 
     def close(self) -> None:
         self.client.close()

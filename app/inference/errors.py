@@ -37,6 +37,8 @@ class Failure:
     kind: ErrorKind
     message: str
     transient: bool  # worth retrying (the server may answer the next attempt)
+    # The server does not know our shared-memory regions (it restarted): register them again.
+    regions_lost: bool = False
 
 
 def grpc_status(error: BaseException) -> str:
@@ -79,6 +81,9 @@ def classify_failure(error: BaseException, url: str, secrets: Iterable[str] = ()
             f"check --root-certificates ({text})",
             False,
         )
+    if "shared memory region" in lowered and ("unable to find" in lowered or "not found" in lowered):
+        message = f"{url} lost this client's shared-memory regions (restarted?): {text}"
+        return Failure(Status.FAILED, ErrorKind.SERVER, message, True, regions_lost=True)
     if "UNAVAILABLE" in code or "failed to connect" in lowered or "connection refused" in lowered:
         return Failure(Status.FAILED, ErrorKind.UNREACHABLE, unreachable_message(url, text), True)
     if "NOT_FOUND" in code or "unknown model" in lowered or "is not found" in lowered:

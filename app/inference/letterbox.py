@@ -140,6 +140,20 @@ def stretch_resize(image: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray
     return out, ResizeTransform(w_in / w, h_in / h, w, h, w_in, h_in)
 
 
+def fit_within(image: np.ndarray, max_side: int) -> tuple[np.ndarray, ResizeTransform | IdentityTransform]:
+    """Downscale (area averaging, aspect ratio kept) so the longest side is at most `max_side`;
+    smaller images are sent as they are."""
+    h, w = _check_image(image, (1, 1))
+    if max(h, w) <= max_side:
+        return identity(image)
+    r = max_side / max(h, w)
+    new_w, new_h = max(1, round(w * r)), max(1, round(h * r))
+    out = cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_AREA)
+    if out.ndim == 2 and image.ndim == 3:
+        out = out[:, :, None]
+    return out, ResizeTransform(new_w / w, new_h / h, w, h, new_w, new_h)
+
+
 def identity(image: np.ndarray) -> tuple[np.ndarray, IdentityTransform]:
     h, w = _check_image(image, (1, 1))
     return image, IdentityTransform(w, h)

@@ -23,7 +23,14 @@ from app.inference.decoders import (
     yolov8_rows,
 )
 from app.inference.labels import label_name, resolve_labels
-from app.inference.letterbox import BoxTransform, clip_boxes, identity, letterbox, stretch_resize
+from app.inference.letterbox import (
+    BoxTransform,
+    clip_boxes,
+    fit_within,
+    identity,
+    letterbox,
+    stretch_resize,
+)
 from app.inference.profile_detect import detect_profile
 from app.inference.profile_file import apply_overrides, load_profile_file
 from app.inference.profile_types import DEFAULT_SIZE, ModelProfile, ProfileError
@@ -56,6 +63,8 @@ def preprocess(image: np.ndarray, profile: ModelProfile) -> tuple[np.ndarray, Bo
         img, transform = letterbox(image, size, profile.pad_value)
     elif profile.preprocess == "resize":
         img, transform = stretch_resize(image, size)
+    elif profile.max_input_side is not None:
+        img, transform = fit_within(image, profile.max_input_side)
     else:
         img, transform = identity(image)
     if profile.channel_order == "BGR":
@@ -119,7 +128,10 @@ def postprocess(
     score = profile.score_threshold if score_threshold is None else score_threshold
     iou = profile.iou_threshold if iou_threshold is None else iou_threshold
     (boxes, scores, classes), n_classes = _decode(outputs, profile, transform, score, iou)
-    if profile.boxes_in == "original":
+    if profile.boxes_in == "original" and profile.preprocess == "raw":
+        # "The pixels of the image sent": the original, or the client's downscaled copy.
+        boxes = transform.to_original(boxes)
+    elif profile.boxes_in == "original":
         boxes = clip_boxes(boxes, transform.src_w, transform.src_h)
     else:
         if profile.boxes_in == "normalized" and profile.output_format != "tfod":  # tfod scales itself

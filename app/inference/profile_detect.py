@@ -187,11 +187,27 @@ def detect_profile(
     raw_classes = n_classes if fmt in ("yolov5", "yolov8") else None
     fields["labels"] = resolve_labels(None, labels_cfg, raw_classes)
     fields.update(_threshold_parameters(cfg))
+    if fields["preprocess"] == "raw":
+        fields["max_input_side"] = _int_parameter(cfg, "max_input_side", 16, 16384)
     # Overrides applied in one go: a detected value may only be valid alongside an override.
     try:
         return ModelProfile(**{**fields, **overrides})
     except ProfileError as exc:
         raise ProfileError(f"model {cfg.get('name') or metadata.get('name') or '?'}: {exc}") from None
+
+
+def _parameter(cfg: Mapping[str, Any], key: str) -> Any:
+    entry = (cfg.get("parameters") or {}).get(key)
+    return entry.get("string_value") if isinstance(entry, dict) else entry
+
+
+def _int_parameter(cfg: Mapping[str, Any], key: str, low: int, high: int) -> int | None:
+    """An integer hint in the config's `parameters`, or None when missing or out of range."""
+    try:
+        value = int(_parameter(cfg, key))
+    except (TypeError, ValueError):
+        return None  # a malformed hint is not worth failing the model over
+    return value if low <= value <= high else None
 
 
 def _threshold_parameters(cfg: Mapping[str, Any]) -> dict[str, float]:

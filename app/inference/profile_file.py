@@ -117,6 +117,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "max_detections": _int,
     "labels": _names,
     "num_classes": _int,
+    "max_input_side": _int,
 }
 assert set(_CONVERT) == {f.name for f in dataclasses.fields(ModelProfile)}
 
@@ -126,6 +127,7 @@ _TOML_KEYS: dict[str, dict[str, str]] = {
         "name": "input_name", "layout": "input_layout", "dtype": "input_dtype", "size": "input_size",
         "batch": "has_batch_dim", "preprocess": "preprocess", "pad_value": "pad_value",
         "scale": "scale", "mean": "mean", "std": "std", "channel_order": "channel_order",
+        "max_input_side": "max_input_side",
     },
     "output": {
         "format": "output_format", "names": "output_names", "boxes_in": "boxes_in",

@@ -51,6 +51,17 @@ class Detection:
         }
 
 
+@dataclass(frozen=True)
+class RequestTiming:
+    """Where one request's time went on the client, in milliseconds."""
+
+    preprocess_ms: float  # resize, normalise, copy into the tensor
+    wait_ms: float  # prepared -> sent: a client batch filling, a worker, a retry back-off
+    round_trip_ms: float  # sent -> answered: serialisation, network and the whole server side
+    postprocess_ms: float  # decode, NMS, mapping boxes back to the original image
+    batch: int = 1  # images in the same request (client-side batching)
+
+
 @dataclass
 class InferenceResult:
     """What the session hands back for one request, whatever happened to it."""
@@ -68,6 +79,7 @@ class InferenceResult:
     server: str | None = None
     retries: int = 0
     error_kind: ErrorKind | None = None
+    timing: RequestTiming | None = None  # None when it never got an answer
     # Opaque value given at submit time (e.g. the frame to display); never serialised.
     tag: Any = None
 

@@ -27,13 +27,13 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import numpy as np
-import tritonclient.grpc as grpcclient
 
+from app.inference.batcher import ClientBatcher
 from app.inference.channel import Call, Channel, ChannelFactory, ConnectionOptions, GrpcChannel, Reply
 from app.inference.discovery import ModelEntry, ModelInfo, check_live, choose_model, list_models, model_info
 from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify_failure, redact
@@ -41,15 +41,21 @@ from app.inference.group import RequestGroup
 from app.inference.letterbox import BoxTransform
 from app.inference.pool import ConnectionPool
 from app.inference.profile import ModelProfile, postprocess, preprocess
-from app.inference.result import ErrorKind, InferenceResult, Status
+from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
 from app.inference.scheduler import DelayedCalls
+from app.inference.server_stats import ServerCounters, parse_counters
 from app.inference.stats import RequestStats
+from app.inference.transport import Lease, Transport, TransportKind
+from app.inference.transport_choice import choose_transport
 from app.inference.window import Window
 
 log = logging.getLogger(__name__)
 
 ResultCallback = Callable[[InferenceResult], None]
 MAX_RETRY_BACKOFF_S = 0.5  # a server restarting is noticed within this long of being back
+# The most pixels one image may have once prepared: above, a clear refusal instead of a server
+# that allocates gigabytes (and keeps them). Raw-image models get a downscaled copy anyway.
+MAX_INPUT_PIXELS = 64_000_000
 
 
 class SessionState(enum.StrEnum):
@@ -72,12 +78,31 @@ class _Request:
     height: int
     started: float
     deadline: float
-    attempts: int = 0
     finished: bool = False
+    tensor: np.ndarray | None = None  # prepared, until it is sent
+    transform: BoxTransform | None = None
+    preprocess_ms: float = 0.0
+    prepared: float = 0.0  # monotonic time the tensor was ready
+    send: _Send | None = None  # the gRPC call carrying it (shared when batched)
+
+
+@dataclass(eq=False)
+class _Send:
+    """One gRPC call: one request, or several of the same shape batched by the client."""
+
+    members: list[_Request]
+    tensor: np.ndarray
+    deadline: float
+    attempts: int = 0
     channel: Channel | None = None
     call: Call | None = None  # the attempt in flight
-    inputs: list[Any] = field(default_factory=list)
-    transform: BoxTransform | None = None
+    lease: Lease | None = None
+    sent_at: float = 0.0
+    ended: bool = False  # answered or given up: its lease went back to the transport
+
+    @property
+    def id(self) -> str:
+        return ",".join(m.id for m in self.members)
 
 
 class TritonSession:
@@ -98,6 +123,9 @@ class TritonSession:
         decode_workers: int = 2,
         send_in_caller: bool = False,
         channel_factory: ChannelFactory = GrpcChannel,
+        transport: TransportKind = TransportKind.AUTO,
+        client_batch: int = 1,
+        batch_delay_ms: float = 2.0,
     ) -> None:
         self.urls = [urls] if isinstance(urls, str) else list(urls)
         if not self.urls:
@@ -119,6 +147,13 @@ class TritonSession:
         # GUI keeps the default so its thread never does numpy work or touches the network.
         self.send_in_caller = send_in_caller
         self.channel_factory = channel_factory
+        self.requested_transport = transport
+        # Client-side batching (models with max_batch_size > 0): up to `client_batch` prepared
+        # requests of one shape, or what arrived within `batch_delay_ms`, go as one call.
+        self.client_batch = max(1, int(client_batch))
+        self.batch_delay_ms = max(0.0, float(batch_delay_ms))
+        self.transport: Transport | None = None
+        self.transport_note = ""  # why the transport differs from the one asked for
         self.stats = RequestStats()
         self.info: ModelInfo | None = None
         self.models: list[ModelEntry] = []
@@ -135,6 +170,7 @@ class TritonSession:
         self._requested_outputs: list[Any] = []
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self._timer: DelayedCalls | None = None
+        self._batcher: ClientBatcher[_Request] | None = None
         self._groups: weakref.WeakSet[RequestGroup] = weakref.WeakSet()
 
     @property
@@ -182,18 +218,26 @@ class TritonSession:
             except SessionError as e:
                 raise SessionError(str(e), e.kind, e.models or names) from None
             self._check_model_everywhere(pool, live, name)
+            batch = self._batch_size()
+            channels = {url: pool.first_channel(url) for url in live}
+            self.transport, self.transport_note = choose_transport(
+                self.requested_transport, channels, self.info, self._headers, batch
+            )
             with self._lock:
                 if self._state is not SessionState.OPENING:
                     raise SessionClosedError("the session was closed while connecting")
-                self._requested_outputs = [
-                    grpcclient.InferRequestedOutput(n) for n in self.profile.output_names
-                ]
                 # Why threads here: decoding is numpy/OpenCV work that must stay off gRPC's threads.
                 self._workers = concurrent.futures.ThreadPoolExecutor(self.decode_workers, "triton-worker")
                 self._timer = DelayedCalls()
+                if batch > 1:
+                    self._batcher = ClientBatcher(
+                        batch, self.batch_delay_ms / 1000, self._dispatch_from_timer, self._timer.call_later
+                    )
                 self.stats.reset()
                 self._state = SessionState.OPEN
         except BaseException as e:
+            if self.transport is not None:
+                self.transport.close()
             pool.close()
             with self._lock:
                 closed_meanwhile = self._state is not SessionState.OPENING
@@ -222,6 +266,40 @@ class TritonSession:
     def _check_model_everywhere(self, pool: ConnectionPool, live: list[str], name: str) -> None:
         for url in live[1:]:
             choose_model(list_models(pool.first_channel(url), self._headers, self.timeout_s), name, url)
+
+    def _batch_size(self) -> int:
+        """Requests per call: 1 unless client batching is on and the model batches."""
+        assert self.info is not None
+        if self.client_batch <= 1 or self.info.max_batch_size <= 0 or not self.info.profile.has_batch_dim:
+            return 1
+        return min(self.client_batch, self.info.max_batch_size)
+
+    @property
+    def batching(self) -> int:
+        """Requests per call (1: client batching off or not possible with this model)."""
+        return self._batcher.size if self._batcher is not None else 1
+
+    def describe_transport(self) -> str:
+        """e.g. "shared memory (inputs and outputs), client batches of 8 (2 ms)"."""
+        text = self.transport.description if self.transport is not None else "not connected"
+        if self._batcher is not None:
+            text += f", client batches of {self._batcher.size} ({self.batch_delay_ms:g} ms)"
+        return text
+
+    def read_server_counters(self) -> ServerCounters:
+        """Triton's cumulative statistics of the model, summed over the servers (blocking)."""
+        if self._pool is None or self.info is None:
+            raise SessionError("the session is not open")
+        total: ServerCounters | None = None
+        for url in self._pool.urls:
+            channel = self._pool.first_channel(url)
+            raw = channel.inference_statistics(
+                self.info.name, headers=self._headers, timeout_s=self.timeout_s
+            )
+            counters = parse_counters(raw, self.info.name)
+            total = counters if total is None else _add(total, counters)
+        assert total is not None
+        return total
 
     @property
     def profile(self) -> ModelProfile:
@@ -262,11 +340,15 @@ class TritonSession:
                     break
                 self._drained.wait(remaining)
         self.cancel_all()
+        if self._batcher is not None:
+            self._batcher.close()  # what waits in a batch was just cancelled: nothing is sent
         if self._timer is not None:
             for call in self._timer.stop():
                 call()  # each ends its request (cancelled) now that we are closing
         if self._workers is not None:
             self._workers.shutdown(wait=True)
+        if self.transport is not None:
+            self.transport.close()  # unregister and unlink the shared-memory regions
         if self._pool is not None:
             self._pool.close()
         self._state = SessionState.CLOSED
@@ -385,10 +467,11 @@ class TritonSession:
             req = self._pending.get(request_id)
         if req is None:
             return False
-        call = req.call
         self._finish(req, Status.CANCELLED, "cancelled", kind=ErrorKind.CANCELLED)
-        if call is not None:
-            call.cancel()
+        send = req.send
+        # A batched call goes on for its other members; alone, the call is cancelled.
+        if send is not None and send.call is not None and all(m.finished for m in send.members):
+            send.call.cancel()
         return True
 
     def cancel_all(self) -> int:
@@ -400,103 +483,206 @@ class TritonSession:
     def _prepare_and_send(self, req: _Request, image: np.ndarray) -> None:
         if req.finished:
             return
+        t0 = time.monotonic()
         try:
-            profile = self.profile
-            tensor, req.transform = preprocess(image, profile)
-            inp = grpcclient.InferInput(profile.input_name, list(tensor.shape), profile.input_dtype)
-            inp.set_data_from_numpy(tensor)
-            req.inputs = [inp]
+            tensor, req.transform = preprocess(image, self.profile)
+            pixels = req.transform.dst_w * req.transform.dst_h
+            if pixels > MAX_INPUT_PIXELS:
+                message = (
+                    f"{req.source or 'image'}: too large to send ({req.transform.dst_w} x "
+                    f"{req.transform.dst_h} = {pixels / 1e6:.0f} MP; at most {MAX_INPUT_PIXELS / 1e6:.0f} MP)"
+                )
+                self._finish(req, Status.FAILED, message, kind=ErrorKind.TOO_LARGE)
+                return
         except Exception as e:
             message = f"{req.source or 'image'}: cannot prepare the input: {e}"
             self._finish(req, Status.FAILED, message, kind=ErrorKind.BAD_INPUT)
             return
-        self._send(req)
+        req.prepared = time.monotonic()
+        req.preprocess_ms = (req.prepared - t0) * 1000
+        req.tensor = tensor
+        if self._batcher is not None:
+            # Same shape and type only: one call carries one stacked tensor.
+            self._batcher.add((tensor.shape, tensor.dtype.str), req)
+        else:
+            self._dispatch([req])
 
-    def _send(self, req: _Request) -> None:
-        if req.finished:
+    def _dispatch_from_timer(self, members: list[_Request]) -> None:
+        # The timer thread: stacking and sending are a worker's job.
+        try:
+            assert self._workers is not None
+            self._workers.submit(self._dispatch, members)
+        except RuntimeError:  # closing: the pool is shut down
+            for m in members:
+                self._finish(m, Status.CANCELLED, "cancelled: the session closed", kind=ErrorKind.CANCELLED)
+
+    def _dispatch(self, members: list[_Request]) -> None:
+        # Read each tensor once: a member cancelled meanwhile drops its own.
+        pairs = [(m, m.tensor) for m in members if not m.finished]
+        ready = [(m, t) for m, t in pairs if t is not None]
+        if not ready:
             return
-        remaining = req.deadline - time.monotonic()
+        live = [m for m, _ in ready]
+        tensor = ready[0][1] if len(ready) == 1 else np.concatenate([t for _, t in ready])
+        send = _Send(live, tensor, deadline=min(m.deadline for m in live))
+        for m in live:
+            m.tensor, m.send = None, send  # the stacked copy is what travels now
+        self._send(send)
+
+    def _live_members(self, send: _Send) -> list[_Request]:
+        return [m for m in send.members if not m.finished]
+
+    def _end_send(self, send: _Send, reusable: bool) -> None:
+        """The send is over: its buffers go back to the transport (once)."""
+        with self._lock:
+            if send.ended:
+                return
+            send.ended = True
+        if send.lease is not None and self.transport is not None:
+            self.transport.release(send.lease, reusable)
+
+    def _fail_send(self, send: _Send, status: Status, message: str, kind: ErrorKind) -> None:
+        for m in self._live_members(send):
+            self._finish(m, status, message, kind=kind)
+
+    def _send(self, send: _Send) -> None:
+        if not self._live_members(send):
+            self._end_send(send, reusable=send.call is None)
+            return
+        remaining = send.deadline - time.monotonic()
         if remaining <= 0:
-            message = f"timed out after {self._elapsed_ms(req):.0f} ms before sending"
-            self._finish(req, Status.TIMEOUT, message, kind=ErrorKind.TIMEOUT)
+            elapsed = (time.monotonic() - send.members[0].started) * 1000
+            self._fail_send(
+                send, Status.TIMEOUT, f"timed out after {elapsed:.0f} ms before sending", ErrorKind.TIMEOUT
+            )
+            self._end_send(send, reusable=send.call is None)
             return
-        assert self._pool is not None and self.info is not None
+        assert self._pool is not None and self.info is not None and self.transport is not None
         channel, why = self._pool.acquire(give_up_after_s=self.timeout_s)
         if channel is None:
-            self._finish(req, Status.FAILED, why, kind=ErrorKind.UNREACHABLE)
+            self._fail_send(send, Status.FAILED, why, ErrorKind.UNREACHABLE)
+            self._end_send(send, reusable=True)
             return
-        req.channel, req.attempts = channel, req.attempts + 1
         try:
-            req.call = channel.send(
+            if send.lease is None:
+                send.lease = self.transport.prepare(send.tensor, len(send.members))
+        except Exception as e:
+            self._pool.release(channel)
+            self._fail_send(send, Status.FAILED, f"cannot attach the input: {e}", ErrorKind.BAD_INPUT)
+            self._end_send(send, reusable=True)
+            return
+        send.channel, send.attempts = channel, send.attempts + 1
+        send.sent_at = time.monotonic()
+        try:
+            send.call = channel.send(
                 model_name=self.info.name,
-                inputs=req.inputs,
-                outputs=self._requested_outputs,
-                request_id=req.id,
+                inputs=send.lease.inputs,
+                outputs=send.lease.outputs,
+                request_id=send.id,
                 client_timeout=remaining,
                 headers=self._headers or None,
-                on_done=functools.partial(self._on_reply, req, channel),
+                on_done=functools.partial(self._on_reply, send, channel),
             )
         except Exception as e:  # e.g. the channel was closed under us
             self._pool.release(channel)
             failure = classify_failure(e, channel.url, self._secrets)
-            self._finish(req, failure.status, failure.message, kind=failure.kind)
+            self._fail_send(send, failure.status, failure.message, failure.kind)
+            self._end_send(send, reusable=True)
 
     def _on_reply(
-        self, req: _Request, channel: Channel, result: Reply | None = None, error: Any = None
+        self, send: _Send, channel: Channel, result: Reply | None = None, error: Any = None
     ) -> None:
         # gRPC's thread: hand off only. Exceptions here would be swallowed by gRPC.
         try:
             assert self._pool is not None and self._workers is not None
             self._pool.release(channel)
-            self._workers.submit(self._complete, req, channel, result, error)
+            self._workers.submit(self._complete, send, channel, result, error, time.monotonic())
         except Exception as e:  # pool shut down while closing
-            self._finish(req, Status.CANCELLED, f"cancelled: {e}", kind=ErrorKind.CANCELLED)
+            self._fail_send(send, Status.CANCELLED, f"cancelled: {e}", ErrorKind.CANCELLED)
+            self._end_send(send, reusable=False)
 
-    def _complete(self, req: _Request, channel: Channel, result: Reply | None, error: Any) -> None:
-        if req.finished:
-            return
-        assert self._pool is not None
+    def _complete(
+        self, send: _Send, channel: Channel, result: Reply | None, error: Any, answered: float
+    ) -> None:
+        assert self._pool is not None and self.transport is not None
         if error is not None or result is None:
             failure = classify_failure(error, channel.url, self._secrets)
-            if failure.transient:
-                self._pool.mark_unreachable(channel.url, failure.message)
-                if self._retry(req):
+            if failure.regions_lost:
+                self._pool.mark_ok(channel.url)  # it answered
+                self.transport.server_restarted()
+                if self._live_members(send) and self._retry(send):
                     return
-            self._finish(req, failure.status, failure.message, kind=failure.kind)
+            elif failure.transient:
+                self._pool.mark_unreachable(channel.url, failure.message)
+                if self._live_members(send) and self._retry(send):
+                    return
+            elif failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
+                self._pool.mark_ok(channel.url)  # the server answered, with an error
+            self._fail_send(send, failure.status, failure.message, failure.kind)
+            # The server answered (an error), or never got it: its buffers are free again,
+            # unless the call was cancelled or timed out (the server may still use them).
+            self._end_send(send, reusable=failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT))
             return
         self._pool.mark_ok(channel.url)
         try:
-            profile = self.profile
-            outputs = {name: result.as_numpy(name) for name in profile.output_names}
+            assert send.lease is not None
+            outputs = self.transport.outputs_of(send.lease, result)
+        except Exception as e:
+            self._end_send(send, reusable=True)
+            self._fail_send(send, Status.FAILED, f"cannot read the model's output: {e}", ErrorKind.SERVER)
+            return
+        self._end_send(send, reusable=True)
+        round_trip_ms = (answered - send.sent_at) * 1000
+        batch = len(send.members)
+        for i, member in enumerate(send.members):
+            if member.finished:
+                continue
+            mine = outputs if batch == 1 else {k: v[i : i + 1] for k, v in outputs.items()}
+            self._decode(member, mine, send, round_trip_ms, batch)
+
+    def _decode(
+        self, req: _Request, outputs: dict[str, np.ndarray], send: _Send, round_trip_ms: float, batch: int
+    ) -> None:
+        t0 = time.monotonic()
+        try:
             assert req.transform is not None
-            detections = postprocess(outputs, profile, req.transform)
+            detections = postprocess(outputs, self.profile, req.transform)
         except Exception as e:
             message = f"{req.source or 'image'}: cannot decode the model's output: {e}"
             self._finish(req, Status.FAILED, message, kind=ErrorKind.SERVER)
             return
-        self._finish(req, Status.OK, None, detections)
+        timing = RequestTiming(
+            preprocess_ms=req.preprocess_ms,
+            wait_ms=max(0.0, (send.sent_at - req.prepared) * 1000),
+            round_trip_ms=round_trip_ms,
+            postprocess_ms=(time.monotonic() - t0) * 1000,
+            batch=batch,
+        )
+        self._finish(req, Status.OK, None, detections, timing=timing)
 
-    def _retry(self, req: _Request) -> bool:
-        """Transient failure: try again after a back-off, while the request's deadline allows."""
+    def _retry(self, send: _Send) -> bool:
+        """Transient failure: try again after a back-off, while the send's deadline allows."""
         if self._state is not SessionState.OPEN:
             return False
-        if self.retries is not None and req.attempts > self.retries:
+        if self.retries is not None and send.attempts > self.retries:
             return False
-        delay = min(self.retry_backoff_s * 2 ** (req.attempts - 1), MAX_RETRY_BACKOFF_S)
-        if time.monotonic() + delay >= req.deadline:
+        delay = min(self.retry_backoff_s * 2 ** (send.attempts - 1), MAX_RETRY_BACKOFF_S)
+        if time.monotonic() + delay >= send.deadline:
             return False
         assert self._timer is not None and self._workers is not None
         workers = self._workers
+        send.call = None
 
         def again() -> None:
             if self._state is SessionState.OPEN:
                 try:
-                    workers.submit(self._send, req)
+                    workers.submit(self._send, send)
                     return
                 except RuntimeError:
                     pass
             message = "cancelled: the session closed during a retry back-off"
-            self._finish(req, Status.CANCELLED, message, kind=ErrorKind.CANCELLED)
+            self._fail_send(send, Status.CANCELLED, message, ErrorKind.CANCELLED)
+            self._end_send(send, reusable=True)
 
         if not self._timer.call_later(delay, again):
             return False
@@ -515,6 +701,7 @@ class TritonSession:
         detections: list | None = None,
         *,
         kind: ErrorKind | None = None,
+        timing: RequestTiming | None = None,
     ) -> None:
         with self._lock:
             if req.finished:
@@ -529,7 +716,8 @@ class TritonSession:
         if req.group is not None:
             req.group.window.release()
         latency = self._elapsed_ms(req)
-        self.stats.record_done(status, latency)
+        self.stats.record_done(status, latency, timing)
+        send = req.send
         result = InferenceResult(
             request_id=req.id,
             status=status,
@@ -541,13 +729,25 @@ class TritonSession:
             height=req.height,
             detections=detections or [],
             model=self.info.name if self.info else None,
-            server=req.channel.url if req.channel else None,
-            retries=max(0, req.attempts - 1),
+            server=send.channel.url if send is not None and send.channel is not None else None,
+            retries=max(0, send.attempts - 1) if send is not None else 0,
             error_kind=kind,
+            timing=timing,
             tag=req.tag,
         )
-        req.inputs, req.call = [], None  # free the tensor now, not when the caller drops the result
+        req.tensor = None  # free the tensor now, not when the caller drops the result
         try:
             req.callback(result)
         except Exception:
             log.exception("result callback failed for request %s", req.id)
+
+
+def _add(a: ServerCounters, b: ServerCounters) -> ServerCounters:
+    phases = tuple(x + y for x, y in zip(a.phase_ns, b.phase_ns, strict=True))
+    return ServerCounters(
+        a.requests + b.requests,
+        a.executions + b.executions,
+        a.inferences + b.inferences,
+        a.success_ns + b.success_ns,
+        phases,  # type: ignore[arg-type]
+    )

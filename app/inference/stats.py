@@ -1,4 +1,4 @@
-"""Request statistics: counters, rolling latency percentiles, throughput.
+"""Request statistics: counters, rolling latency percentiles, throughput, client time split.
 
 Thread-safe: `record_*` are called from gRPC / worker threads, `snapshot()` from
 any thread (the GUI polls it a few times a second). One lock, O(1) updates; the
@@ -15,7 +15,37 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.inference.result import Status
+from app.inference.result import RequestTiming, Status
+
+
+@dataclass(frozen=True)
+class TimingMeans:
+    """Means per successful request over the window, in milliseconds."""
+
+    requests: int
+    preprocess_ms: float
+    wait_ms: float
+    round_trip_ms: float
+    postprocess_ms: float
+    batch: float  # images per request
+
+    def to_record(self) -> dict[str, float]:
+        return {
+            "client_preprocess_ms": round(self.preprocess_ms, 3),
+            "client_wait_ms": round(self.wait_ms, 3),
+            "round_trip_ms": round(self.round_trip_ms, 3),
+            "client_postprocess_ms": round(self.postprocess_ms, 3),
+        }
+
+
+def mean_timing(timings: list[RequestTiming]) -> TimingMeans | None:
+    if not timings:
+        return None
+    a = np.asarray(
+        [(t.preprocess_ms, t.wait_ms, t.round_trip_ms, t.postprocess_ms, t.batch) for t in timings],
+        np.float64,
+    ).mean(axis=0)
+    return TimingMeans(len(timings), *(float(v) for v in a))
 
 
 @dataclass(frozen=True)
@@ -32,6 +62,7 @@ class StatsSnapshot:
     p99_ms: float | None
     throughput: float  # completed requests per second over the rolling window
     elapsed_s: float
+    timing: TimingMeans | None = None  # client time split over the rolling window
 
     @property
     def completed(self) -> int:
@@ -39,12 +70,15 @@ class StatsSnapshot:
 
 
 class RequestStats:
-    """Counters plus a rolling window of (finish time, latency) for percentiles/throughput."""
+    """Counters plus a rolling window of (finish time, latency, timing) for percentiles,
+    throughput and the client time split."""
 
     def __init__(self, window_s: float = 10.0, max_samples: int = 4096) -> None:
         self._lock = threading.Lock()
         self._window_s = window_s
-        self._samples: collections.deque[tuple[float, float]] = collections.deque(maxlen=max_samples)
+        self._samples: collections.deque[tuple[float, float, RequestTiming | None]] = collections.deque(
+            maxlen=max_samples
+        )
         self._finishes: collections.deque[float] = collections.deque(maxlen=max_samples)
         self.reset()
 
@@ -65,14 +99,16 @@ class RequestStats:
         with self._lock:
             self._retried += 1
 
-    def record_done(self, status: Status, latency_ms: float | None) -> None:
+    def record_done(
+        self, status: Status, latency_ms: float | None, timing: RequestTiming | None = None
+    ) -> None:
         now = time.monotonic()
         with self._lock:
             self._in_flight -= 1
             if status is Status.OK:
                 self._ok += 1
                 if latency_ms is not None:
-                    self._samples.append((now, latency_ms))
+                    self._samples.append((now, latency_ms, timing))
             elif status is Status.TIMEOUT:
                 self._timed_out += 1
             elif status is Status.CANCELLED:
@@ -85,7 +121,7 @@ class RequestStats:
         now = time.monotonic()
         with self._lock:
             horizon = now - self._window_s
-            lat = [ms for t, ms in self._samples if t >= horizon]
+            recent_samples = [(ms, t) for at, ms, t in self._samples if at >= horizon]
             recent = sum(1 for t in self._finishes if t >= horizon)
             elapsed = now - self._started
             span = min(self._window_s, elapsed) or 1e-9
@@ -99,8 +135,16 @@ class RequestStats:
                 self._retried,
             )
         p50 = p95 = p99 = None
-        if lat:
-            p50, p95, p99 = (float(v) for v in np.percentile(np.asarray(lat), [50, 95, 99]))
+        if recent_samples:
+            lat = np.asarray([ms for ms, _ in recent_samples])
+            p50, p95, p99 = (float(v) for v in np.percentile(lat, [50, 95, 99]))
+        timing = mean_timing([t for _, t in recent_samples if t is not None])
         return StatsSnapshot(
-            *counts, p50_ms=p50, p95_ms=p95, p99_ms=p99, throughput=recent / span, elapsed_s=elapsed
+            *counts,
+            p50_ms=p50,
+            p95_ms=p95,
+            p99_ms=p99,
+            throughput=recent / span,
+            elapsed_s=elapsed,
+            timing=timing,
         )

@@ -34,10 +34,12 @@ def test_a_reply_before_submit_returns_is_delivered_once_with_its_id(server: Fak
     with open_session(server, send_in_caller=True) as session:
         group = session.group(4)
         request_id = group.submit(IMAGE, collect, source="early")
-        # The reply ran inside send(), i.e. before submit() returned the id.
-        (result,) = collect.results
+        # The call ended inside send(), i.e. before submit() returned the id.
+        (call,) = server.calls
+        assert call.ended
+        (result,) = collect.wait_for(1)
         assert result.request_id == request_id
-        assert group.in_flight == 0 and group.wait_idle(0)
+        assert group.wait_idle(5) and group.in_flight == 0
     assert result.ok and result.detections[0].box == BOX
     assert collect.deliveries[request_id] == 1
 
