@@ -41,6 +41,14 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float, settle_s: float = 
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
     proc.wait()
+    wait_until_gone(pgid, settle_s)
+
+
+def wait_until_gone(pgid: int, settle_s: float = 2.0) -> bool:
+    """Wait (at most `settle_s`) until no member of the group runs; True if none does."""
     deadline = time.monotonic() + settle_s
-    while live_members(pgid) and time.monotonic() < deadline:
+    while live_members(pgid):
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.02)
+    return True

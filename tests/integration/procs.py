@@ -3,11 +3,61 @@
 from __future__ import annotations
 
 import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from app.server.embedded import SHM_DIR, SHM_PREFIX, WORKDIR_PREFIX
 from app.server.process_group import live_members as group_members
 
-__all__ = ["group_members", "listening_addresses"]
+__all__ = ["OwnedByProcess", "eventually", "group_members", "listening_addresses", "owned_by"]
+
+
+def eventually(condition: Callable[[], bool], deadline_s: float = 60.0) -> bool:
+    """Poll `condition` until it holds or the (generous) deadline passes; its last value.
+    The caller asserts the condition, never the time it took."""
+    end = time.monotonic() + deadline_s
+    while not condition():
+        if time.monotonic() > end:
+            return condition()
+        time.sleep(0.05)
+    return True
+
+
+@dataclass(frozen=True)
+class OwnedByProcess:
+    """The embedded servers of one owner process: their process groups (found while the
+    owner runs: a server whose owner died has another parent), regions and work folders."""
+
+    owner: int
+    groups: tuple[int, ...]
+
+    def live_members(self) -> list[int]:
+        return [pid for pgid in self.groups for pid in group_members(pgid)]
+
+    def regions(self) -> list[Path]:
+        return sorted(SHM_DIR.glob(f"{SHM_PREFIX}{self.owner}-*"))
+
+    def workdirs(self) -> list[Path]:
+        return sorted(Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}{self.owner}-*"))
+
+
+def owned_by(owner: int) -> OwnedByProcess:
+    """What `owner` runs now: each child that leads its own process group is a server."""
+    groups = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ppid, pgid = int(fields[1]), int(fields[2])
+        if ppid == owner and pgid == int(entry.name):
+            groups.append(pgid)
+    return OwnedByProcess(owner, tuple(sorted(groups)))
 
 
 def listening_addresses(pid: int) -> list[tuple[str, int]]:

@@ -19,7 +19,7 @@ from app.server.health import repository_index
 from app.server.install import find_tritonserver
 from tests.conftest import TEST_MODELS
 from tests.integration.face_check import detect_faces
-from tests.integration.procs import group_members, listening_addresses
+from tests.integration.procs import group_members, listening_addresses, owned_by
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,7 +85,7 @@ def test_an_explicit_binary_that_is_not_there_says_how_to_get_one(tmp_path: Path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_serve_command_prints_the_addresses_and_stops_on_a_signal(sig: signal.Signals) -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "app", "serve"],
@@ -98,6 +98,8 @@ def test_serve_command_prints_the_addresses_and_stops_on_a_signal(sig: signal.Si
         try:
             line = proc.stdout.readline() if proc.stdout else ""
             assert line.startswith("grpc=127.0.0.1:") and " http=127.0.0.1:" in line, line
+            owned = owned_by(proc.pid)
+            assert owned.live_members() and owned.regions() and owned.workdirs()
             grpc_url = line.split()[0].removeprefix("grpc=")
             boxes, _ = detect_faces(grpc_url, skimage.data.astronaut())
             assert len(boxes) == 1
@@ -105,7 +107,11 @@ def test_serve_command_prints_the_addresses_and_stops_on_a_signal(sig: signal.Si
             proc.send_signal(sig)
             assert proc.wait(timeout=10) == 0
             assert time.monotonic() - started < 10
-            assert group_members(proc.pid) == [], "no tritonserver or stub left behind"
+            assert group_members(proc.pid) == []
+            # Its own clean-up: no tritonserver or stub, region or work folder left, no sweep needed.
+            assert owned.live_members() == []
+            assert owned.regions() == []
+            assert owned.workdirs() == []
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
