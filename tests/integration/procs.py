@@ -9,10 +9,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.server.embedded import SHM_DIR, SHM_PREFIX, WORKDIR_PREFIX
+import pytest
+
+from app.resources import model_repository
+from app.server.embedded import SHM_DIR, SHM_PREFIX, WORKDIR_PREFIX, EmbeddedServer
+from app.server.errors import TritonNotFoundError
 from app.server.process_group import live_members as group_members
 
-__all__ = ["OwnedByProcess", "eventually", "group_members", "listening_addresses", "owned_by"]
+__all__ = [
+    "OwnedByProcess",
+    "eventually",
+    "group_members",
+    "listening_addresses",
+    "owned_by",
+    "start_that_only_sweeps",
+]
 
 
 def eventually(condition: Callable[[], bool], deadline_s: float = 60.0) -> bool:
@@ -91,3 +102,10 @@ def _address(host_hex: str, v6: bool) -> str:
     if full[:12] == b"\x00" * 10 + b"\xff\xff":  # IPv4-mapped
         return ".".join(str(b) for b in full[12:])
     return ":".join(full[i : i + 2].hex() for i in range(0, 16, 2))
+
+
+def start_that_only_sweeps(tmp_path: Path) -> None:
+    """A start as any later viewer or command makes one: it removes dead owners' leftovers,
+    then fails (no binary at that path; no server is needed to sweep)."""
+    with pytest.raises(TritonNotFoundError):
+        EmbeddedServer(model_repository(), tritonserver=tmp_path / "no-tritonserver").start()

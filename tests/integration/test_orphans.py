@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from app.resources import model_repository
-from app.server.embedded import EmbeddedServer
-from app.server.errors import TritonNotFoundError
-from tests.integration.procs import OwnedByProcess, eventually, group_members, owned_by
+from tests.integration.procs import (
+    OwnedByProcess,
+    eventually,
+    group_members,
+    owned_by,
+    start_that_only_sweeps,
+)
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,13 +77,6 @@ def wait_until_serving(
     return owned
 
 
-def next_start_sweeps(tmp_path: Path) -> None:
-    """A start, as any later viewer or command makes one (it fails after its sweep: there is
-    no binary at that path, and no server is needed to sweep)."""
-    with pytest.raises(TritonNotFoundError):
-        EmbeddedServer(model_repository(), tritonserver=tmp_path / "no-tritonserver").start()
-
-
 @pytest.mark.parametrize(
     ("argv", "ready", "end"),
     [
@@ -110,6 +106,6 @@ def test_the_server_dies_with_its_owner_and_the_next_start_sweeps(
             expected_status = -end
         assert proc.wait(timeout=60) == expected_status
         assert eventually(lambda: owned.live_members() == []), f"left running: {owned.live_members()}"
-        next_start_sweeps(tmp_path)
+        start_that_only_sweeps(tmp_path)
         assert owned.regions() == []
         assert owned.workdirs() == []

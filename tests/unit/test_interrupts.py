@@ -1,0 +1,55 @@
+"""SIGTERM and SIGHUP take the Ctrl-C path (real signals to this process)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from app.commands.interrupts import Terminated, termination_as_interrupt
+
+
+def wait_for_a_signal() -> None:
+    for _ in range(1000):  # the handler runs between two bytecodes; never reached 10 s
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_the_signal_raises_a_keyboard_interrupt_naming_it(sig: signal.Signals) -> None:
+    before = signal.getsignal(sig)
+    with pytest.raises(KeyboardInterrupt) as caught, termination_as_interrupt():
+        os.kill(os.getpid(), sig)
+        wait_for_a_signal()
+    assert isinstance(caught.value, Terminated)
+    assert caught.value.signum == sig
+    assert str(caught.value) == sig.name
+    assert signal.getsignal(sig) == before  # put back after the block
+
+
+def test_a_signal_ignored_by_the_parent_stays_ignored() -> None:
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under `nohup`
+    try:
+        with termination_as_interrupt():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.05)  # nothing raised
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
+def test_outside_the_main_thread_it_changes_nothing() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    seen: list[object] = []
+
+    def in_thread() -> None:
+        with termination_as_interrupt():
+            seen.append(signal.getsignal(signal.SIGTERM))
+
+    worker = threading.Thread(target=in_thread)
+    worker.start()
+    worker.join()
+    assert seen == [before]
