@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from app import __version__
-from app.commands.interrupts import termination_as_interrupt
+from app.commands.interrupts import Terminated, termination_as_interrupt
 
 SUBCOMMANDS = {
     "serve": ("app.commands.serve", "run the embedded Triton server in the foreground"),
@@ -53,14 +53,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = _load(SMOKE_TEST)
         parser = argparse.ArgumentParser(prog="triton-viewer --smoke-test")
         module.add_arguments(parser)
-        with termination_as_interrupt():
-            return int(module.run(parser.parse_args([a for a in args_list if a != "--smoke-test"])))
+        return _run_headless(module, parser.parse_args([a for a in args_list if a != "--smoke-test"]))
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     parser = build_parser(command)
     args = parser.parse_args(args_list[1:] if command else args_list)
     module = _load(SUBCOMMANDS[command][0] if command else VIEWER)
     if command is None:
         return int(module.run(args))  # the viewer turns signals into a close of its window
-    # Headless commands: SIGTERM and SIGHUP stop them like Ctrl-C (clean-up and summary run).
-    with termination_as_interrupt():
-        return int(module.run(args))
+    return _run_headless(module, args)
+
+
+def _run_headless(module: ModuleType, args: argparse.Namespace) -> int:
+    """SIGTERM and SIGHUP stop a command like Ctrl-C: its clean-up and summary run. If its
+    run() lets the interrupt through, the exit status is the shell's for that signal."""
+    try:
+        with termination_as_interrupt():
+            return int(module.run(args))
+    except Terminated as e:
+        return 128 + e.signum

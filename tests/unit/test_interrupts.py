@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import threading
 import time
+import types
 
 import pytest
 
@@ -53,3 +55,37 @@ def test_outside_the_main_thread_it_changes_nothing() -> None:
     worker.start()
     worker.join()
     assert seen == [before]
+
+
+def test_a_command_that_lets_the_interrupt_through_exits_with_the_signals_status() -> None:
+    from app.cli import _run_headless
+
+    def run(_args: object) -> int:
+        os.kill(os.getpid(), signal.SIGTERM)
+        wait_for_a_signal()
+        return 0
+
+    command = types.ModuleType("command")
+    command.run = run  # type: ignore[attr-defined]
+    assert _run_headless(command, argparse.Namespace()) == 128 + signal.SIGTERM
+
+
+def test_a_command_that_catches_it_runs_its_clean_up_and_chooses_its_status() -> None:
+    from app.cli import _run_headless
+
+    cleaned: list[bool] = []
+
+    def run(_args: object) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGHUP)
+            wait_for_a_signal()
+            return 0
+        except KeyboardInterrupt:
+            return 130
+        finally:
+            cleaned.append(True)
+
+    command = types.ModuleType("command")
+    command.run = run  # type: ignore[attr-defined]
+    assert _run_headless(command, argparse.Namespace()) == 130
+    assert cleaned == [True]
