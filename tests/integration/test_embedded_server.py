@@ -19,7 +19,7 @@ from app.server.health import repository_index
 from app.server.install import find_tritonserver
 from tests.conftest import TEST_MODELS
 from tests.integration.face_check import detect_faces
-from tests.integration.procs import group_members, listening_addresses, owned_by
+from tests.integration.procs import eventually, group_members, listening_addresses, owned_by
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,8 +47,23 @@ def test_stop_leaves_no_process_and_no_shared_memory(tmp_path: Path) -> None:
     assert len(members) >= 3, "server plus one stub per face_detector instance"
     regions = list(SHM_DIR.glob(f"{server.shm_prefix}*"))
     assert regions, "the Python backend's regions carry this server's prefix"
+    workdir = server.workdir
+    assert workdir is not None and workdir.is_dir()
     server.stop()
     server.stop()  # idempotent
+    assert group_members(pgid) == [], "no tritonserver, stub or lifeline watcher left"
+    assert list(SHM_DIR.glob(f"{server.shm_prefix}*")) == []
+    assert not workdir.exists()
+
+
+@pytest.mark.slow
+def test_stop_after_the_server_died_alone_ends_the_rest_of_its_group() -> None:
+    server = EmbeddedServer(model_repository()).start()
+    pgid = server.pid or 0
+    os.kill(pgid, signal.SIGKILL)  # tritonserver alone, as a crash would end it
+    assert eventually(lambda: not server.running)  # reaped: its pid no longer names the group
+    assert group_members(pgid), "the watcher (and the stubs for a while) outlive it"
+    server.stop()
     assert group_members(pgid) == []
     assert list(SHM_DIR.glob(f"{server.shm_prefix}*")) == []
 
