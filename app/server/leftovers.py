@@ -16,6 +16,8 @@ import re
 import shutil
 from pathlib import Path
 
+from app.server.process_group import stat_fields
+
 _counter = itertools.count(1)
 
 
@@ -24,16 +26,10 @@ def start_time(pid: int) -> int | None:
 
     A zombie counts as not running: its descriptors and mappings are gone already.
     """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, ValueError):
+    fields = stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
         return None
-    # After the ")" that closes the command name (which may itself hold spaces or ")"):
-    # field 3 (state) is index 0, so field 22 (starttime) is index 19.
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
+    return int(fields[22 - 3])  # field 22: starttime
 
 
 def owner_tag() -> str:

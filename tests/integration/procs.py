@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,9 +19,11 @@ from app.resources import model_repository
 from app.server.embedded import SHM_DIR, SHM_PREFIX, WORKDIR_PREFIX, EmbeddedServer
 from app.server.errors import TritonNotFoundError
 from app.server.process_group import live_members as group_members
+from app.server.process_group import running_pids, stat_fields
 
 __all__ = [
     "OwnedByProcess",
+    "ended_at_exit",
     "eventually",
     "group_members",
     "listening_addresses",
@@ -58,17 +64,28 @@ class OwnedByProcess:
 def owned_by(owner: int) -> OwnedByProcess:
     """What `owner` runs now: each child that leads its own process group is a server."""
     groups = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ppid, pgid = int(fields[1]), int(fields[2])
-        if ppid == owner and pgid == int(entry.name):
-            groups.append(pgid)
+    for pid in running_pids():
+        fields = stat_fields(pid)
+        if fields is not None and int(fields[1]) == owner and int(fields[2]) == pid:
+            groups.append(pid)
     return OwnedByProcess(owner, tuple(sorted(groups)))
+
+
+@contextlib.contextmanager
+def ended_at_exit(proc: subprocess.Popen[Any]) -> Iterator[list[int]]:
+    """A list for the process groups of the servers `proc` owns; at the end of the block,
+    `proc` and whatever runs of those groups are killed (a test that failed half-way)."""
+    groups: list[int] = []
+    try:
+        yield groups
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pgid in groups:
+            if group_members(pgid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pgid, signal.SIGKILL)
 
 
 def listening_addresses(pid: int) -> list[tuple[str, int]]:

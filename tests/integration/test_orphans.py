@@ -5,7 +5,6 @@ regions and work folder a killed owner could not remove."""
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -16,8 +15,8 @@ import pytest
 
 from tests.integration.procs import (
     OwnedByProcess,
+    ended_at_exit,
     eventually,
-    group_members,
     owned_by,
     start_that_only_sweeps,
 )
@@ -43,18 +42,9 @@ def owner_process(argv: list[str], tmp_path: Path) -> Iterator[tuple[subprocess.
             text=True,
             start_new_session=True,
         ) as proc,
+        ended_at_exit(proc) as groups,
     ):
-        groups: list[int] = []
-        try:
-            yield proc, groups
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            for pgid in groups:
-                if group_members(pgid):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(pgid, signal.SIGKILL)
+        yield proc, groups
 
 
 def wait_until_serving(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ import pytest
 
 from app.resources import sample_image
 from app.server.embedded import EmbeddedServer
-from tests.integration.procs import eventually, group_members, owned_by, start_that_only_sweeps
+from tests.integration.procs import ended_at_exit, eventually, owned_by, start_that_only_sweeps
 from tests.packaging.helpers import ROOT, assert_astronaut_face, run, smoke_record
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -137,24 +136,16 @@ def test_frozen_serve_killed_leaves_no_server(frozen_app: Path, tmp_path: Path) 
         subprocess.Popen(
             [str(frozen_app), "serve"], stdout=subprocess.PIPE, stderr=err, text=True, env=env
         ) as proc,
+        ended_at_exit(proc) as groups,
     ):
-        groups: tuple[int, ...] = ()
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            assert line.startswith("grpc="), (tmp_path / "serve.err").read_text()[-3000:]
-            owned = owned_by(proc.pid)  # a folder build runs the app in this very process
-            groups = owned.groups
-            assert len(owned.live_members()) >= 4 and owned.regions() and owned.workdirs()
-            proc.kill()
-            proc.wait()
-            assert eventually(lambda: owned.live_members() == []), owned.live_members()
-            start_that_only_sweeps(tmp_path)
-            assert owned.regions() == [] and owned.workdirs() == []
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            for pgid in groups:
-                if group_members(pgid):
-                    os.killpg(pgid, signal.SIGKILL)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("grpc="), (tmp_path / "serve.err").read_text()[-3000:]
+        owned = owned_by(proc.pid)  # a folder build runs the app in this very process
+        groups.extend(owned.groups)
+        assert len(owned.live_members()) >= 4 and owned.regions() and owned.workdirs()
+        proc.kill()
+        proc.wait()
+        assert eventually(lambda: owned.live_members() == []), owned.live_members()
+        start_that_only_sweeps(tmp_path)
+        assert owned.regions() == [] and owned.workdirs() == []

@@ -15,7 +15,7 @@ from PySide6.QtGui import QImage
 
 from app.resources import sample_image
 from app.server.embedded import EmbeddedServer
-from tests.integration.procs import eventually, group_members, owned_by, start_that_only_sweeps
+from tests.integration.procs import ended_at_exit, eventually, owned_by, start_that_only_sweeps
 from tests.ui.viewer_fixtures import image_folder, slow_image
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
@@ -94,34 +94,26 @@ def test_the_local_server_ends_with_the_viewer(sig: signal.Signals, tmp_path: Pa
         subprocess.Popen(
             VIEWER, cwd=ROOT, env=viewer_env(tmp_path), stdout=log, stderr=log, start_new_session=True
         ) as proc,
+        ended_at_exit(proc) as groups,
     ):
-        groups: tuple[int, ...] = ()
-        try:
-            # Started on an executor thread: serving once the stubs of face_detector run.
-            assert eventually(
-                lambda: len(owned_by(proc.pid).live_members()) >= 4 and bool(owned_by(proc.pid).regions()),
-                deadline_s=180,
-            ), (tmp_path / "viewer.log").read_text()
-            owned = owned_by(proc.pid)
-            groups = owned.groups
-            proc.send_signal(sig)
-            status = proc.wait(timeout=60)
-            if sig == signal.SIGHUP:
-                assert status == 0, (tmp_path / "viewer.log").read_text()
-                assert owned.live_members() == []  # its own clean-up, no sweep needed
-            else:
-                assert status == -signal.SIGKILL
-                assert eventually(lambda: owned.live_members() == []), owned.live_members()
-                start_that_only_sweeps(tmp_path)
-            assert owned.regions() == []
-            assert owned.workdirs() == []
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            for pgid in groups:
-                if group_members(pgid):
-                    os.killpg(pgid, signal.SIGKILL)
+        # Started on an executor thread: serving once the stubs of face_detector run.
+        assert eventually(
+            lambda: len(owned_by(proc.pid).live_members()) >= 4 and bool(owned_by(proc.pid).regions()),
+            deadline_s=180,
+        ), (tmp_path / "viewer.log").read_text()
+        owned = owned_by(proc.pid)
+        groups.extend(owned.groups)
+        proc.send_signal(sig)
+        status = proc.wait(timeout=60)
+        if sig == signal.SIGHUP:
+            assert status == 0, (tmp_path / "viewer.log").read_text()
+            assert owned.live_members() == []  # its own clean-up, no sweep needed
+        else:
+            assert status == -signal.SIGKILL
+            assert eventually(lambda: owned.live_members() == []), owned.live_members()
+            start_that_only_sweeps(tmp_path)
+        assert owned.regions() == []
+        assert owned.workdirs() == []
 
 
 def test_settings_are_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
