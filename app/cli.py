@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -64,10 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_headless(module: ModuleType, args: argparse.Namespace) -> int:
-    """SIGTERM and SIGHUP stop a command like Ctrl-C: its clean-up and summary run. If its
-    run() lets the interrupt through, the exit status is the shell's for that signal."""
+    """SIGTERM and SIGHUP stop a command like Ctrl-C: its clean-up and summary run. An
+    interrupt its run() lets through (a second Ctrl-C during the clean-up) ends it without a
+    traceback, with the shell's status for that signal."""
     try:
         with termination_as_interrupt():
             return int(module.run(args))
     except Terminated as e:
         return 128 + e.signum
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT

@@ -89,3 +89,16 @@ def test_a_command_that_catches_it_runs_its_clean_up_and_chooses_its_status() ->
     command.run = run  # type: ignore[attr-defined]
     assert _run_headless(command, argparse.Namespace()) == 130
     assert cleaned == [True]
+
+
+def test_a_ctrl_c_let_through_ends_the_command_with_130_and_no_traceback() -> None:
+    from app.cli import _run_headless
+
+    def run(_args: object) -> int:
+        os.kill(os.getpid(), signal.SIGINT)
+        wait_for_a_signal()
+        return 0
+
+    command = types.ModuleType("command")
+    command.run = run  # type: ignore[attr-defined]
+    assert _run_headless(command, argparse.Namespace()) == 130
