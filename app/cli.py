@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
 from app import __version__
+from app.commands.interrupts import Terminated, termination_as_interrupt
 
 SUBCOMMANDS = {
     "serve": ("app.commands.serve", "run the embedded Triton server in the foreground"),
@@ -52,9 +54,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = _load(SMOKE_TEST)
         parser = argparse.ArgumentParser(prog="triton-viewer --smoke-test")
         module.add_arguments(parser)
-        return int(module.run(parser.parse_args([a for a in args_list if a != "--smoke-test"])))
+        return _run_headless(module, parser.parse_args([a for a in args_list if a != "--smoke-test"]))
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     parser = build_parser(command)
     args = parser.parse_args(args_list[1:] if command else args_list)
     module = _load(SUBCOMMANDS[command][0] if command else VIEWER)
-    return int(module.run(args))
+    if command is None:
+        return int(module.run(args))  # the viewer turns signals into a close of its window
+    return _run_headless(module, args)
+
+
+def _run_headless(module: ModuleType, args: argparse.Namespace) -> int:
+    """SIGTERM and SIGHUP stop a command like Ctrl-C: its clean-up and summary run. An
+    interrupt its run() lets through (a second Ctrl-C during the clean-up) ends it without a
+    traceback, with the shell's status for that signal."""
+    try:
+        with termination_as_interrupt():
+            return int(module.run(args))
+    except Terminated as e:
+        return 128 + e.signum
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT

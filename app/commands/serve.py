@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
-from types import FrameType
+import time
 
+from app.commands.interrupts import termination_as_interrupt
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from app.server.errors import ServerError
@@ -26,36 +25,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    # Handlers first: a SIGTERM during start-up must still stop the child cleanly.
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    server = EmbeddedServer(
-        args.model_repository,
-        tritonserver=args.tritonserver,
-        grpc_port=args.grpc_port,
-        http_port=args.http_port,
-        metrics_port=args.metrics_port,
-    )
-    try:
-        print("starting tritonserver ...", file=sys.stderr, flush=True)
-        server.start()
-        if stop.is_set():
+    # Installed before the server starts: SIGTERM or SIGHUP during start-up still stops the
+    # child cleanly, like Ctrl-C.
+    with termination_as_interrupt():
+        server: EmbeddedServer | None = None
+        try:
+            server = EmbeddedServer(
+                args.model_repository,
+                tritonserver=args.tritonserver,
+                grpc_port=args.grpc_port,
+                http_port=args.http_port,
+                metrics_port=args.metrics_port,
+            )
+            print("starting tritonserver ...", file=sys.stderr, flush=True)
+            server.start()
+            names = ", ".join(m.name for m in server.models) or "(none)"
+            print(f"models ready: {names}", file=sys.stderr, flush=True)
+            print(f"grpc={server.grpc_url} http={server.http_url}", flush=True)
+            while server.running:
+                time.sleep(0.5)
+            print("error: tritonserver exited unexpectedly", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP
             return 0
-        names = ", ".join(m.name for m in server.models) or "(none)"
-        print(f"models ready: {names}", file=sys.stderr, flush=True)
-        print(f"grpc={server.grpc_url} http={server.http_url}", flush=True)
-        while not stop.wait(0.5):
-            if not server.running:
-                print("error: tritonserver exited unexpectedly", file=sys.stderr)
-                return 1
-        return 0
-    except ServerError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    finally:
-        server.stop()
+        except ServerError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        finally:
+            if server is not None:
+                server.stop()

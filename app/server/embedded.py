@@ -9,19 +9,24 @@ import shutil
 import subprocess
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from types import TracebackType
 
 from app.server.errors import ModelLoadError, ServerError
 from app.server.health import ModelState, is_live, repository_index
 from app.server.install import TritonInstall, find_tritonserver
+from app.server.leftovers import owned_name, remove_dead_owners
+from app.server.lifeline import Lifeline
 from app.server.ports import free_ports
-from app.server.process_group import stop_group
+from app.server.process_group import stop_group, wait_until_gone
 from app.server.runtime import prepare_backend_dir, server_environment
 
 LOOPBACK = "127.0.0.1"
 SHM_DIR = Path("/dev/shm")
+# Names of a server's /dev/shm regions and work folder: `<prefix><owner pid>-<start>-<n>...`
+# (app.server.leftovers), so that a later start can remove what a killed owner left.
+SHM_PREFIX = "tviewer-s"
+WORKDIR_PREFIX = "triton-viewer-server-"
 _ERROR_LINE = re.compile(r"^E\d{4} .*|.*(error|failed).*", re.IGNORECASE)
 
 
@@ -55,10 +60,12 @@ class EmbeddedServer:
         self.log_verbose = log_verbose
         self.grpc_port = self.http_port = self.metrics_port = 0
         self._process: subprocess.Popen[bytes] | None = None
+        self._lifeline: Lifeline | None = None
         self._workdir: Path | None = None
         self._log_file: Path | None = None
-        # Unique per server: lets stop() find (and remove) this server's own /dev/shm regions.
-        self.shm_prefix = f"tviewer{uuid.uuid4().hex[:10]}_"
+        # Unique per server: lets stop() find (and remove) this server's own /dev/shm regions;
+        # carries this process's pid: a later start removes them if this process was killed.
+        self.shm_prefix = f"{owned_name(SHM_PREFIX)}_"
         self.models: list[ModelState] = []
 
     # -- addresses ---------------------------------------------------------
@@ -78,6 +85,10 @@ class EmbeddedServer:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def workdir(self) -> Path | None:
+        return self._workdir
+
     def log_text(self) -> str:
         if self._log_file and self._log_file.exists():
             return self._log_file.read_text(errors="replace")
@@ -95,8 +106,9 @@ class EmbeddedServer:
     def start(self) -> EmbeddedServer:
         if self._process is not None:
             raise ServerError("this server was already started")
+        remove_leftovers_of_dead_owners()
         install = find_tritonserver(self._tritonserver)
-        self._workdir = Path(tempfile.mkdtemp(prefix="triton-viewer-server-"))
+        self._workdir = Path(tempfile.mkdtemp(prefix=f"{owned_name(WORKDIR_PREFIX)}-"))
         try:
             self._spawn(install)
             self._wait_until_ready()
@@ -135,18 +147,26 @@ class EmbeddedServer:
         picked = iter(free_ports(sum(1 for p in wanted if not p)))
         self.grpc_port, self.http_port, self.metrics_port = (p or next(picked) for p in wanted)
         self._log_file = self._workdir / "tritonserver.log"
-        with open(self._log_file, "wb") as log:
-            # Own session = own process group: stop() signals the server and the
-            # Python-backend stubs it forked, all at once.
-            self._process = subprocess.Popen(
-                self._command(install, backends),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=server_environment(install),
-                cwd=self._workdir,
-                start_new_session=True,
-            )
+        # The group dies with this process however it ends (see app.server.lifeline).
+        lifeline = Lifeline()
+        try:
+            with open(self._log_file, "wb") as log:
+                # Own session = own process group: stop() signals the server and the
+                # Python-backend stubs it forked, all at once.
+                process = subprocess.Popen(
+                    lifeline.command(self._command(install, backends)),
+                    stdin=lifeline.child_stdin,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=server_environment(install),
+                    cwd=self._workdir,
+                    start_new_session=True,
+                )
+        except BaseException:
+            lifeline.cut()
+            raise
+        lifeline.child_started()
+        self._process, self._lifeline = process, lifeline
 
     def _wait_until_ready(self) -> None:
         assert self._process is not None
@@ -196,6 +216,13 @@ class EmbeddedServer:
         proc, self._process = self._process, None
         if proc is not None:
             stop_group(proc, grace_s=timeout)
+        lifeline, self._lifeline = self._lifeline, None
+        if lifeline is not None:
+            # After the graceful stop, never before: this SIGKILLs whatever is left of the
+            # group (the watcher; the stubs too if the server had died on its own).
+            lifeline.cut()
+            if proc is not None:
+                wait_until_gone(proc.pid)
         for region in SHM_DIR.glob(f"{self.shm_prefix}*"):
             with contextlib.suppress(OSError):
                 region.unlink()
@@ -203,3 +230,11 @@ class EmbeddedServer:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
             self._log_file = None
+
+
+def remove_leftovers_of_dead_owners() -> list[Path]:
+    """The /dev/shm regions and work folders of servers whose owner process was killed."""
+    return [
+        *remove_dead_owners(SHM_DIR, SHM_PREFIX),
+        *remove_dead_owners(Path(tempfile.gettempdir()), WORKDIR_PREFIX),
+    ]

@@ -10,19 +10,28 @@ import time
 from pathlib import Path
 
 
+def stat_fields(pid: int | str) -> list[str] | None:
+    """/proc/<pid>/stat from field 3 on (state, ppid, pgrp, ...; index i is field i + 3),
+    None if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    # Split after the ")" that closes the command name, which may hold spaces or ")".
+    return stat.rsplit(")", 1)[1].split()
+
+
+def running_pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
 def live_members(pgid: int) -> list[int]:
     """Processes of the group that still run (zombies waiting for a reaper do not count)."""
     members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # After the ")" that closes the command name: state, ppid, pgrp, ...
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            members.append(int(entry.name))
+    for pid in running_pids():
+        fields = stat_fields(pid)
+        if fields is not None and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(pid)
     return members
 
 
@@ -41,6 +50,14 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float, settle_s: float = 
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
     proc.wait()
+    wait_until_gone(pgid, settle_s)
+
+
+def wait_until_gone(pgid: int, settle_s: float = 2.0) -> bool:
+    """Wait (at most `settle_s`) until no member of the group runs; True if none does."""
     deadline = time.monotonic() + settle_s
-    while live_members(pgid) and time.monotonic() < deadline:
+    while live_members(pgid):
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.02)
+    return True

@@ -1,4 +1,4 @@
-"""Process level: the QApplication, the qasync loop, SIGINT/SIGTERM, and the run until closed."""
+"""Process level: the QApplication, the qasync loop, SIGINT/SIGTERM/SIGHUP, and the run until closed."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def qt_message(kind: QtMsgType, _context: QMessageLogContext, message: str) -> N
 
 @contextlib.contextmanager
 def close_on_signals(on_signal: Callable[[], None]) -> Iterator[None]:
-    """SIGINT/SIGTERM post a close on the GUI thread.
+    """SIGINT/SIGTERM/SIGHUP (its terminal closed) post a close on the GUI thread.
 
     Python runs signal handlers only when the interpreter gets control, which it does
     not while Qt waits in C++; the wakeup fd writes a byte to a socket that a
@@ -42,7 +42,7 @@ def close_on_signals(on_signal: Callable[[], None]) -> Iterator[None]:
     rsock.setblocking(False)
     wsock.setblocking(False)
     old_fd = signal.set_wakeup_fd(wsock.fileno())
-    old = {s: signal.signal(s, lambda *_: None) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, lambda *_: None) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     notifier = QSocketNotifier(rsock.fileno(), QSocketNotifier.Type.Read)
 
     def woke() -> None:

@@ -19,7 +19,7 @@ from app.server.health import repository_index
 from app.server.install import find_tritonserver
 from tests.conftest import TEST_MODELS
 from tests.integration.face_check import detect_faces
-from tests.integration.procs import group_members, listening_addresses
+from tests.integration.procs import eventually, group_members, listening_addresses, owned_by
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,8 +47,23 @@ def test_stop_leaves_no_process_and_no_shared_memory(tmp_path: Path) -> None:
     assert len(members) >= 3, "server plus one stub per face_detector instance"
     regions = list(SHM_DIR.glob(f"{server.shm_prefix}*"))
     assert regions, "the Python backend's regions carry this server's prefix"
+    workdir = server.workdir
+    assert workdir is not None and workdir.is_dir()
     server.stop()
     server.stop()  # idempotent
+    assert group_members(pgid) == [], "no tritonserver, stub or lifeline watcher left"
+    assert list(SHM_DIR.glob(f"{server.shm_prefix}*")) == []
+    assert not workdir.exists()
+
+
+@pytest.mark.slow
+def test_stop_after_the_server_died_alone_ends_the_rest_of_its_group() -> None:
+    server = EmbeddedServer(model_repository()).start()
+    pgid = server.pid or 0
+    os.kill(pgid, signal.SIGKILL)  # tritonserver alone, as a crash would end it
+    assert eventually(lambda: not server.running)  # reaped: its pid no longer names the group
+    assert group_members(pgid), "the watcher (and the stubs for a while) outlive it"
+    server.stop()
     assert group_members(pgid) == []
     assert list(SHM_DIR.glob(f"{server.shm_prefix}*")) == []
 
@@ -85,7 +100,7 @@ def test_an_explicit_binary_that_is_not_there_says_how_to_get_one(tmp_path: Path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_serve_command_prints_the_addresses_and_stops_on_a_signal(sig: signal.Signals) -> None:
     with subprocess.Popen(
         [sys.executable, "-m", "app", "serve"],
@@ -98,6 +113,8 @@ def test_serve_command_prints_the_addresses_and_stops_on_a_signal(sig: signal.Si
         try:
             line = proc.stdout.readline() if proc.stdout else ""
             assert line.startswith("grpc=127.0.0.1:") and " http=127.0.0.1:" in line, line
+            owned = owned_by(proc.pid)
+            assert owned.live_members() and owned.regions() and owned.workdirs()
             grpc_url = line.split()[0].removeprefix("grpc=")
             boxes, _ = detect_faces(grpc_url, skimage.data.astronaut())
             assert len(boxes) == 1
@@ -105,7 +122,11 @@ def test_serve_command_prints_the_addresses_and_stops_on_a_signal(sig: signal.Si
             proc.send_signal(sig)
             assert proc.wait(timeout=10) == 0
             assert time.monotonic() - started < 10
-            assert group_members(proc.pid) == [], "no tritonserver or stub left behind"
+            assert group_members(proc.pid) == []
+            # Its own clean-up: no tritonserver or stub, region or work folder left, no sweep needed.
+            assert owned.live_members() == []
+            assert owned.regions() == []
+            assert owned.workdirs() == []
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)

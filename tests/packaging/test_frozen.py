@@ -8,7 +8,9 @@ Reuses dist/triton-viewer/ when it is newer than every source file it is made of
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 
 from app.resources import sample_image
 from app.server.embedded import EmbeddedServer
+from tests.integration.procs import ended_at_exit, eventually, owned_by, start_that_only_sweeps
 from tests.packaging.helpers import ROOT, assert_astronaut_face, run, smoke_record
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -123,3 +126,26 @@ def test_frozen_viewer_screenshot_under_xvfb(
     window = cv2.imread(str(shot))
     assert window is not None and window.shape[0] > 200 and window.shape[1] > 200
     assert float(window.std()) > 10  # a drawn window, not a blank frame
+
+
+def test_frozen_serve_killed_leaves_no_server(frozen_app: Path, tmp_path: Path) -> None:
+    """The lifeline works in the frozen app too (its own /bin/sh watcher, the bundled server)."""
+    env = dict(os.environ, TRITON_VIEWER_PYTHON=sys.executable)
+    with (
+        open(tmp_path / "serve.err", "w") as err,
+        subprocess.Popen(
+            [str(frozen_app), "serve"], stdout=subprocess.PIPE, stderr=err, text=True, env=env
+        ) as proc,
+        ended_at_exit(proc) as groups,
+    ):
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("grpc="), (tmp_path / "serve.err").read_text()[-3000:]
+        owned = owned_by(proc.pid)  # a folder build runs the app in this very process
+        groups.extend(owned.groups)
+        assert len(owned.live_members()) >= 4 and owned.regions() and owned.workdirs()
+        proc.kill()
+        proc.wait()
+        assert eventually(lambda: owned.live_members() == []), owned.live_members()
+        start_that_only_sweeps(tmp_path)
+        assert owned.regions() == [] and owned.workdirs() == []

@@ -1,4 +1,5 @@
-"""The viewer as a process: --screenshot, and SIGTERM while requests are in flight."""
+"""The viewer as a process: --screenshot, SIGTERM while requests are in flight, SIGHUP and
+SIGKILL with its local server."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from PySide6.QtGui import QImage
 
 from app.resources import sample_image
 from app.server.embedded import EmbeddedServer
+from tests.integration.procs import ended_at_exit, eventually, owned_by, start_that_only_sweeps
 from tests.ui.viewer_fixtures import image_folder, slow_image
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
@@ -81,6 +83,37 @@ def test_sigterm_with_requests_in_flight_exits_cleanly(triton: EmbeddedServer, t
     assert proc.returncode == 0
     assert err == "", err
     assert "QThread" not in out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
+def test_the_local_server_ends_with_the_viewer(sig: signal.Signals, tmp_path: Path) -> None:
+    """SIGHUP (its terminal closed): the viewer closes and stops its server itself. SIGKILL:
+    the lifeline ends the server, and the next start removes its regions and work folder."""
+    with (
+        open(tmp_path / "viewer.log", "w") as log,
+        subprocess.Popen(
+            VIEWER, cwd=ROOT, env=viewer_env(tmp_path), stdout=log, stderr=log, start_new_session=True
+        ) as proc,
+        ended_at_exit(proc) as groups,
+    ):
+        # Started on an executor thread: serving once the stubs of face_detector run.
+        assert eventually(
+            lambda: len(owned_by(proc.pid).live_members()) >= 4 and bool(owned_by(proc.pid).regions()),
+            deadline_s=180,
+        ), (tmp_path / "viewer.log").read_text()
+        owned = owned_by(proc.pid)
+        groups.extend(owned.groups)
+        proc.send_signal(sig)
+        status = proc.wait(timeout=60)
+        if sig == signal.SIGHUP:
+            assert status == 0, (tmp_path / "viewer.log").read_text()
+            assert owned.live_members() == []  # its own clean-up, no sweep needed
+        else:
+            assert status == -signal.SIGKILL
+            assert eventually(lambda: owned.live_members() == []), owned.live_members()
+            start_that_only_sweeps(tmp_path)
+        assert owned.regions() == []
+        assert owned.workdirs() == []
 
 
 def test_settings_are_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
