@@ -36,7 +36,9 @@ class UsageError(Exception):
 
 
 def eprint(*parts: object) -> None:
-    print(*parts, file=sys.stderr, flush=True)
+    # A closed terminal (SIGHUP) makes stderr fail with EIO: a message is not worth dying for.
+    with contextlib.suppress(OSError, ValueError):
+        print(*parts, file=sys.stderr, flush=True)
 
 
 def concurrency_argument(text: str) -> int:

@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import itertools
 import mmap
 import os
-import re
 import threading
 from pathlib import Path
 
 import numpy as np
 
+from app.system.leftovers import owned_name, remove_dead_owners
+
 SHM_DIR = Path("/dev/shm")
 PREFIX = "tviewer-c"
-_NAME = re.compile(rf"^{re.escape(PREFIX)}(\d+)-(\d+)-\d+$")
-_counter = itertools.count(1)
-_counter_lock = threading.Lock()
+_lock = threading.Lock()
 # Regions of this process not closed yet: unlinked at exit whatever path the exit takes
 # (a session never closed, an interrupted run). A SIGKILL leaves them to the next start.
 _open_regions: set[Path] = set()
@@ -39,45 +37,17 @@ def _unlink_at_exit() -> None:
             path.unlink()
 
 
-def process_start_time(pid: int) -> int | None:
-    """Field 22 of /proc/<pid>/stat (clock ticks since boot), None when there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
-def new_region_name() -> str:
-    pid = os.getpid()
-    with _counter_lock:
-        n = next(_counter)
-    return f"{PREFIX}{pid}-{process_start_time(pid) or 0}-{n}"
-
-
-def owner_alive(pid: int, start: int) -> bool:
-    """The process that made a region still runs (same pid and same start: not a reused pid)."""
-    return process_start_time(pid) == start
-
-
-def remove_dead_owners_regions(folder: Path = SHM_DIR) -> list[str]:
-    """Unlink the regions whose owner process has ended (a crash, a SIGKILL); never a live one's."""
-    removed = []
-    with contextlib.suppress(OSError):
-        for path in folder.iterdir():
-            match = _NAME.match(path.name)
-            if match and not owner_alive(int(match[1]), int(match[2])):
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                    removed.append(path.name)
-    return removed
+def remove_dead_owners_regions(folder: Path = SHM_DIR) -> list[Path]:
+    """Unlink the client regions whose owner process has ended (a crash, a SIGKILL); never a
+    live one's."""
+    return remove_dead_owners(folder, PREFIX)
 
 
 class ShmRegion:
     """One region: `name` (also Triton's region name), `key` ("/name" for shm_open), a byte view."""
 
     def __init__(self, byte_size: int, name: str | None = None) -> None:
-        self.name = name or new_region_name()
+        self.name = name or owned_name(PREFIX)
         self.key = f"/{self.name}"
         self.byte_size = max(1, int(byte_size))
         self.path = SHM_DIR / self.name
@@ -90,7 +60,7 @@ class ShmRegion:
             self.path.unlink(missing_ok=True)
             raise
         os.close(fd)  # the mapping stays valid without the descriptor
-        with _counter_lock:
+        with _lock:
             _open_regions.add(self.path)
 
     def write(self, array: np.ndarray, offset: int = 0) -> int:
@@ -110,5 +80,5 @@ class ShmRegion:
         with contextlib.suppress(BufferError, ValueError):
             self._map.close()
         self.path.unlink(missing_ok=True)
-        with _counter_lock:
+        with _lock:
             _open_regions.discard(self.path)

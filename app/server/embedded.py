@@ -15,11 +15,11 @@ from types import TracebackType
 from app.server.errors import ModelLoadError, ServerError
 from app.server.health import ModelState, is_live, repository_index
 from app.server.install import TritonInstall, find_tritonserver
-from app.server.leftovers import owned_name, remove_dead_owners
 from app.server.lifeline import Lifeline
 from app.server.ports import free_ports
 from app.server.process_group import stop_group, wait_until_gone
 from app.server.runtime import prepare_backend_dir, server_environment
+from app.system.leftovers import owned_name, remove_dead_owners
 
 LOOPBACK = "127.0.0.1"
 SHM_DIR = Path("/dev/shm")

@@ -19,7 +19,7 @@ from app.resources import model_repository
 from app.server.embedded import SHM_DIR, SHM_PREFIX, WORKDIR_PREFIX, EmbeddedServer
 from app.server.errors import TritonNotFoundError
 from app.server.process_group import live_members as group_members
-from app.server.process_group import running_pids, stat_fields
+from app.system.proc import running_pids, stat_fields
 
 __all__ = [
     "OwnedByProcess",

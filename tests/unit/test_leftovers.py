@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.server.leftovers import owned_name, owner_tag, remove_dead_owners, start_time
+from app.system.leftovers import owned_name, owner_tag, remove_dead_owners, start_time
 from tests.integration.procs import eventually
 
 SHM_DIR = Path("/dev/shm")

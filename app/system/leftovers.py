@@ -16,7 +16,7 @@ import re
 import shutil
 from pathlib import Path
 
-from app.server.process_group import stat_fields
+from app.system.proc import stat_fields
 
 _counter = itertools.count(1)
 
