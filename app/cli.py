@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from app import __version__
+from app import __version__, desktop_entry
 
 SUBCOMMANDS = {
     "serve": ("app.commands.serve", "run the embedded Triton server in the foreground"),
@@ -39,6 +39,7 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         )
         parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
         _load(VIEWER).add_arguments(parser)
+        desktop_entry.add_arguments(parser)  # FILE arguments ("Open with"), --install-desktop-entry
         return parser
     module, help_text = SUBCOMMANDS[command]
     parser = argparse.ArgumentParser(prog=f"triton-viewer {command}", description=help_text)
@@ -56,5 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     parser = build_parser(command)
     args = parser.parse_args(args_list[1:] if command else args_list)
+    if command is None and (status := desktop_entry.handle(args)) is not None:
+        return status
     module = _load(SUBCOMMANDS[command][0] if command else VIEWER)
     return int(module.run(args))

@@ -11,6 +11,8 @@ from pathlib import Path
 from app.server.install import TritonInstall
 from app.server.stub_python import clean_environment
 
+_STANDARD_BIN = ("/usr/bin", "/bin")
+
 
 def prepare_backend_dir(install: TritonInstall, workdir: Path) -> Path:
     """A backends/ folder whose python/ holds the backend library and the stub for this Python.
@@ -47,7 +49,10 @@ def server_environment(install: TritonInstall, base: dict[str, str] | None = Non
     - PATH: this interpreter's folder first. The stub embeds an isolated Python
       that ignores PYTHONPATH and finds its prefix by looking up `python3` on
       PATH; finding the venv's, it reads its pyvenv.cfg and puts the venv's
-      site-packages (numpy, OpenCV for the models) on sys.path.
+      site-packages (numpy, OpenCV for the models) on sys.path. A frozen app
+      puts its bundled runtime's bin/ there instead.
+    - The Python backend starts each stub through `bash` found on PATH: when the
+      user's PATH has none (an empty or odd environment) the standard folders follow.
     """
     # A frozen app's bootloader changed LD_LIBRARY_PATH for itself only: undo that for the child.
     env = clean_environment(base)
@@ -60,6 +65,8 @@ def server_environment(install: TritonInstall, base: dict[str, str] | None = Non
     interpreter_dir = str(install.python.bindir) if install.python else _interpreter_dir()
     if interpreter_dir:
         env["PATH"] = os.pathsep.join([interpreter_dir, env.get("PATH", "")])
+    if shutil.which("bash", path=env.get("PATH", "")) is None:
+        env["PATH"] = os.pathsep.join(p for p in [env.get("PATH", ""), *_STANDARD_BIN] if p)
     # One OpenCV/BLAS thread per stub: several model instances each spawning a
     # thread per core slow a 2-core machine down by an order of magnitude.
     env.setdefault("OMP_NUM_THREADS", "1")
