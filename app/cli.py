@@ -56,8 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(module.run(parser.parse_args([a for a in args_list if a != "--smoke-test"])))
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     parser = build_parser(command)
-    args = parser.parse_args(args_list[1:] if command else args_list)
-    if command is None and (status := desktop_entry.handle(args)) is not None:
-        return status
+    if command is None:
+        # Intermixed: FILE arguments may come before, between or after the options.
+        args = parser.parse_intermixed_args(args_list)
+        if (status := desktop_entry.handle(args)) is not None:
+            return status
+    else:
+        args = parser.parse_args(args_list[1:])
     module = _load(SUBCOMMANDS[command][0] if command else VIEWER)
     return int(module.run(args))

@@ -123,7 +123,7 @@ def render(command: list[str], icon: Path) -> str:
     lines = [
         "[Desktop Entry]",
         "Type=Application",
-        "Version=1.5",
+        "Version=1.4",
         f"Name={NAME}",
         "GenericName=Object detection viewer",
         "Comment=Live detections and request statistics for NVIDIA Triton Inference Server",
@@ -131,7 +131,7 @@ def render(command: list[str], icon: Path) -> str:
         f"TryExec={desktop_value(command[0])}",
         f"Icon={desktop_value(str(icon))}",
         "Terminal=false",
-        "Categories=Graphics;Viewer;Science;",
+        "Categories=Graphics;Viewer;",
         f"MimeType={';'.join(MIME_TYPES)};",
         "Keywords=Triton;inference;detection;camera;",
         f"StartupWMClass={APP_ID}",

@@ -18,7 +18,7 @@ from app.server.health import ModelState, is_live, repository_index
 from app.server.install import TritonInstall, find_tritonserver
 from app.server.ports import free_ports
 from app.server.process_group import stop_group
-from app.server.runtime import prepare_backend_dir, server_environment
+from app.server.runtime import prepare_backend_dir, server_environment, shell_safe_repository
 
 LOOPBACK = "127.0.0.1"
 SHM_DIR = Path("/dev/shm")
@@ -108,7 +108,7 @@ class EmbeddedServer:
     def _command(self, install: TritonInstall, backends: Path) -> list[str]:
         return [
             str(install.binary),
-            f"--model-repository={self.model_repository}",
+            f"--model-repository={shell_safe_repository(self.model_repository, backends.parent)}",
             f"--backend-directory={backends}",
             f"--grpc-address={LOOPBACK}",
             f"--grpc-port={self.grpc_port}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import sysconfig
@@ -12,6 +13,24 @@ from app.server.install import TritonInstall
 from app.server.stub_python import clean_environment
 
 _STANDARD_BIN = ("/usr/bin", "/bin")
+# Characters a path may hold and still pass unquoted through a shell command line.
+_SHELL_SAFE = re.compile(r"^[A-Za-z0-9_./+,:=@%-]+$")
+
+
+def shell_safe_repository(repository: Path, workdir: Path) -> Path:
+    """The model repository under a path without spaces or shell characters.
+
+    The Python backend starts each stub with `bash -c "exec <stub> <model path> ..."`
+    without quoting: a repository under e.g. "~/My Apps/" makes every model's stub fail
+    (the server then never becomes live). Such a repository is reached through a
+    symbolic link in the server's own work folder instead.
+    """
+    if _SHELL_SAFE.match(str(repository)):
+        return repository
+    link = workdir / "model_repository"
+    if not link.is_symlink():
+        link.symlink_to(repository, target_is_directory=True)
+    return link
 
 
 def prepare_backend_dir(install: TritonInstall, workdir: Path) -> Path:
