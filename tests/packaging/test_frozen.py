@@ -185,6 +185,10 @@ def test_runtime_imports_numpy_and_opencv_the_way_the_stub_does(unpacked: Path, 
 # -- the program, as users run it -----------------------------------------------------------------
 def test_smoke_test_runs_the_embedded_server_without_any_python(unpacked: Path, tmp_path: Path) -> None:
     env = bare_env(tmp_path / "home", QT_QPA_PLATFORM="offscreen")
+    # A user's own `pip install --user` packages must not reach the models' Python either.
+    user_numpy = tmp_path / "home" / ".local" / "lib" / f"python{VERSION}" / "site-packages" / "numpy"
+    user_numpy.mkdir(parents=True)
+    (user_numpy / "__init__.py").write_text('raise ImportError("the user\'s numpy was imported")\n')
     done = run_clean([f"./{NAME}/{NAME}", "--smoke-test"], env=env, cwd=unpacked.parent, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "smoke: embedded server at 127.0.0.1:" in done.stderr
