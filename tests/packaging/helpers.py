@@ -13,22 +13,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(
-    cmd: Sequence[str], timeout: float = 180, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    return subprocess.run(
-        list(cmd),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def run_clean(
     cmd: Sequence[str], env: dict[str, str], cwd: Path, timeout: float = 180
 ) -> subprocess.CompletedProcess[str]:
@@ -42,6 +26,13 @@ def run_clean(
         env=env,
         stdin=subprocess.DEVNULL,
     )
+
+
+def run(
+    cmd: Sequence[str], timeout: float = 180, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run from the repository root with the test run's environment plus `env`."""
+    return run_clean(cmd, env={**os.environ, **(env or {})}, cwd=ROOT, timeout=timeout)
 
 
 def smoke_record(stdout: str) -> dict[str, Any]:
