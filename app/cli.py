@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from app import __version__
+from app import __version__, desktop_entry
 from app.commands.interrupts import Terminated, termination_as_interrupt
 
 SUBCOMMANDS = {
@@ -41,6 +41,7 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
         )
         parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
         _load(VIEWER).add_arguments(parser)
+        desktop_entry.add_arguments(parser)  # FILE arguments ("Open with"), --install-desktop-entry
         return parser
     module, help_text = SUBCOMMANDS[command]
     parser = argparse.ArgumentParser(prog=f"triton-viewer {command}", description=help_text)
@@ -57,7 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_headless(module, parser.parse_args([a for a in args_list if a != "--smoke-test"]))
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     parser = build_parser(command)
-    args = parser.parse_args(args_list[1:] if command else args_list)
+    if command is None:
+        # Intermixed: FILE arguments may come before, between or after the options.
+        args = parser.parse_intermixed_args(args_list)
+        if (status := desktop_entry.handle(args)) is not None:
+            return status
+    else:
+        args = parser.parse_args(args_list[1:])
     module = _load(SUBCOMMANDS[command][0] if command else VIEWER)
     if command is None:
         return int(module.run(args))  # the viewer turns signals into a close of its window

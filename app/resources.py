@@ -20,3 +20,11 @@ def model_repository() -> Path:
 
 def sample_image() -> Path:
     return resources_dir() / "samples" / "astronaut.jpg"
+
+
+def app_icon() -> Path:
+    """The 256x256 application icon (packaging/icons in a checkout; the spec copies it to
+    resources/icons in a frozen build)."""
+    if getattr(sys, "_MEIPASS", None):
+        return resources_dir() / "icons" / "triton-viewer.png"
+    return Path(__file__).resolve().parent.parent / "packaging" / "icons" / "triton-viewer.png"

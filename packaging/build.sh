@@ -4,7 +4,8 @@
 #   dist/triton-viewer-<version>-linux-<arch>.tar.gz    that folder, for distribution
 # Options (environment): TRITON_VIEWER_ONEFILE=1 (one file dist/triton-viewer-onefile instead),
 # TRITON_VIEWER_EMBED_SERVER=0 (no tritonserver inside), TRITON_VIEWER_NO_ARCHIVE=1 (skip the .tar.gz),
-# DIST=folder (default dist), PYTHON=interpreter (default .venv/bin/python).
+# DIST=folder (default dist), PYTHON=interpreter (default .venv/bin/python),
+# GLIBC_FLOOR=x.y (default 2.35: the build fails when any file in the package needs a newer glibc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,9 @@ PYTHON=${PYTHON:-.venv/bin/python}
 DIST=${DIST:-dist}
 WORK=${WORK:-build/pyinstaller}
 NAME=triton-viewer
+# The oldest glibc the package must run on: what the bundled tritonserver's own libraries need
+# (Ubuntu 22.04, Debian 12, Fedora 36 and newer).
+GLIBC_FLOOR=${GLIBC_FLOOR:-2.35}
 start=$(date +%s)
 
 # The `package` extra of pyproject.toml (pyinstaller>=6.10,<7). Skipped when already there:
@@ -33,8 +37,8 @@ if [ "${TRITON_VIEWER_ONEFILE:-0}" = "1" ]; then
   built="$DIST/$NAME-onefile"
 else
   built="$DIST/$NAME"
-  # For a desktop menu entry: the icon and a .desktop file beside the executable.
-  cp packaging/icons/triton-viewer.png packaging/triton-viewer.desktop "$built/"
+  # Every ELF file's highest GLIBC symbol version: fail above the floor (before archiving).
+  "$PYTHON" packaging/check_bundle.py "$built" --glibc-floor "$GLIBC_FLOOR"
   if [ "${TRITON_VIEWER_NO_ARCHIVE:-0}" != "1" ]; then
     archive="$DIST/$NAME-$version-linux-$arch.tar.gz"
     echo "package: archiving -> $archive" >&2

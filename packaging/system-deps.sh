@@ -10,6 +10,8 @@ packages=(
   libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0
   libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-xfixes0
   fonts-dejavu-core                # readable labels in screenshots
+  binutils                         # objdump: the package's glibc-floor check (packaging/check_bundle.py)
+  desktop-file-utils               # desktop-file-validate: the tests check the menu entry the app writes
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

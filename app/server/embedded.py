@@ -18,7 +18,7 @@ from app.server.install import TritonInstall, find_tritonserver
 from app.server.lifeline import Lifeline
 from app.server.ports import free_ports
 from app.server.process_group import stop_group, wait_until_gone
-from app.server.runtime import prepare_backend_dir, server_environment
+from app.server.runtime import prepare_backend_dir, server_environment, shell_safe_repository
 from app.system.leftovers import owned_name, remove_dead_owners
 
 LOOPBACK = "127.0.0.1"
@@ -120,7 +120,7 @@ class EmbeddedServer:
     def _command(self, install: TritonInstall, backends: Path) -> list[str]:
         return [
             str(install.binary),
-            f"--model-repository={self.model_repository}",
+            f"--model-repository={shell_safe_repository(self.model_repository, backends.parent)}",
             f"--backend-directory={backends}",
             f"--grpc-address={LOOPBACK}",
             f"--grpc-port={self.grpc_port}",

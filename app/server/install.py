@@ -79,15 +79,21 @@ def _from_binary(binary: Path) -> TritonInstall:
 
 
 NEEDS_PYTHON = (
-    "The local Triton server runs its models in Python: it needs a Python ({versions}) installation "
-    "with numpy<2 and opencv-python-headless (e.g. the project's .venv: `make run`), "
-    "given as {env}=/path/to/python or found as python3 on PATH. None usable: {reasons}. "
+    "The local Triton server runs its models in Python: {reason}. "
+    "{env} must name a Python {versions} with numpy<2 and opencv-python-headless "
+    "(e.g. the project's .venv/bin/python); unset it to use the Python bundled with this build. "
     "Or connect to a running Triton server with --url HOST:PORT (the gRPC port, usually 8001)."
+)
+BROKEN_BUNDLE = (
+    "The local Triton server cannot run: {reason}; unpack the package again, or name a Python "
+    "{versions} with numpy<2 and OpenCV as {env}=/path/to/python, "
+    "or connect to a running server with --url HOST:PORT (the gRPC port, usually 8001)."
 )
 
 
 def _from_bundle(meipass: Path) -> TritonInstall:
-    """A frozen build's copy of the wheel's server, with a Python installation found on the machine."""
+    """A frozen build's copy of the wheel's server, with the Python runtime bundled beside it
+    (or the one $TRITON_VIEWER_PYTHON names)."""
     root = meipass / "pytriton"
     server = root / "tritonserver"
     binary = server / "bin" / "tritonserver"
@@ -97,10 +103,11 @@ def _from_bundle(meipass: Path) -> TritonInstall:
             "Connect to a running server with --url HOST:PORT (the gRPC port, usually 8001)."
         )
     versions = tuple(sorted(_stub_versions(server), key=lambda v: tuple(map(int, v.split(".")))))
-    found = find_stub_python(versions)
+    found = find_stub_python(versions, meipass)
     if isinstance(found, str):
         span = f"{versions[0]} to {versions[-1]}"
-        raise TritonNotFoundError(NEEDS_PYTHON.format(versions=span, env=ENV_VAR, reasons=found))
+        template = NEEDS_PYTHON if os.environ.get(ENV_VAR) else BROKEN_BUNDLE
+        raise TritonNotFoundError(template.format(reason=found, versions=span, env=ENV_VAR))
     stub = server / "python_backend_stubs" / found.version / "triton_python_backend_stub"
     libs = meipass / "nvidia_pytriton.libs"
     extra_libs = (libs,) if libs.is_dir() else ()

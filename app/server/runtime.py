@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import sysconfig
@@ -10,6 +11,26 @@ from pathlib import Path
 
 from app.server.install import TritonInstall
 from app.server.stub_python import clean_environment
+
+_STANDARD_BIN = ("/usr/bin", "/bin")
+# Characters a path may hold and still pass unquoted through a shell command line.
+_SHELL_SAFE = re.compile(r"^[A-Za-z0-9_./+,:=@%-]+$")
+
+
+def shell_safe_repository(repository: Path, workdir: Path) -> Path:
+    """The model repository under a path without spaces or shell characters.
+
+    The Python backend starts each stub with `bash -c "exec <stub> <model path> ..."`
+    without quoting: a repository under e.g. "~/My Apps/" makes every model's stub fail
+    (the server then never becomes live). Such a repository is reached through a
+    symbolic link in the server's own work folder instead.
+    """
+    if _SHELL_SAFE.match(str(repository)):
+        return repository
+    link = workdir / "model_repository"
+    if not link.is_symlink():
+        link.symlink_to(repository, target_is_directory=True)
+    return link
 
 
 def prepare_backend_dir(install: TritonInstall, workdir: Path) -> Path:
@@ -47,7 +68,10 @@ def server_environment(install: TritonInstall, base: dict[str, str] | None = Non
     - PATH: this interpreter's folder first. The stub embeds an isolated Python
       that ignores PYTHONPATH and finds its prefix by looking up `python3` on
       PATH; finding the venv's, it reads its pyvenv.cfg and puts the venv's
-      site-packages (numpy, OpenCV for the models) on sys.path.
+      site-packages (numpy, OpenCV for the models) on sys.path. A frozen app
+      puts its bundled runtime's bin/ there instead.
+    - The Python backend starts each stub through `bash` found on PATH: when the
+      user's PATH has none (an empty or odd environment) the standard folders follow.
     """
     # A frozen app's bootloader changed LD_LIBRARY_PATH for itself only: undo that for the child.
     env = clean_environment(base)
@@ -60,6 +84,8 @@ def server_environment(install: TritonInstall, base: dict[str, str] | None = Non
     interpreter_dir = str(install.python.bindir) if install.python else _interpreter_dir()
     if interpreter_dir:
         env["PATH"] = os.pathsep.join([interpreter_dir, env.get("PATH", "")])
+    if shutil.which("bash", path=env.get("PATH", "")) is None:
+        env["PATH"] = os.pathsep.join(p for p in [env.get("PATH", ""), *_STANDARD_BIN] if p)
     # One OpenCV/BLAS thread per stub: several model instances each spawning a
     # thread per core slow a 2-core machine down by an order of magnitude.
     env.setdefault("OMP_NUM_THREADS", "1")

@@ -1,10 +1,11 @@
 """A Python installation for the Python-backend stub when the app itself is frozen.
 
 The stub (the process that runs the models) embeds CPython through
-`libpython3.X.so` and needs a real installation: the standard library as files
-and numpy<2 + OpenCV for the bundled models. A PyInstaller build has neither,
-so a frozen app borrows one found on the machine: $TRITON_VIEWER_PYTHON, else
-`python3`/`python3.X` on PATH. Each candidate is probed in a subprocess.
+`libpython3.X.so` and needs a real installation: the standard library and
+numpy<2 + OpenCV for the bundled models. The package carries one
+(packaging/python_runtime.py builds it): `python-runtime/` beside the app's own
+libpython, numpy and cv2, which it shares. The user may name another with
+$TRITON_VIEWER_PYTHON, probed in a subprocess; `python3` on PATH is never used.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ENV_VAR = "TRITON_VIEWER_PYTHON"
+BUNDLED_RUNTIME = "python-runtime"  # under sys._MEIPASS; packaging/python_runtime.py: RUNTIME_DIR
 _UNRUNNABLE = "exited with status"
 PROBE_TIMEOUT_S = 60.0  # first import of cv2 from a cold disk cache can take a while
 
@@ -69,21 +70,6 @@ def clean_environment(base: dict[str, str] | None = None) -> dict[str, str]:
         else:
             env.pop("LD_LIBRARY_PATH", None)
     return env
-
-
-def _candidates(versions: Sequence[str]) -> list[str]:
-    explicit = os.environ.get(ENV_VAR)
-    if explicit:
-        return [explicit]
-    names = ["python3", *(f"python{v}" for v in sorted(versions, key=_version_key, reverse=True))]
-    found: list[str] = []
-    seen: set[str] = set()
-    for name in names:
-        path = shutil.which(name)
-        if path and os.path.realpath(path) not in seen:
-            seen.add(os.path.realpath(path))
-            found.append(path)
-    return found
 
 
 def _version_key(v: str) -> tuple[int, ...]:
@@ -137,25 +123,33 @@ def _system_has(soname: str) -> bool:
     return False
 
 
-@functools.cache
-def find_stub_python(versions: tuple[str, ...]) -> StubPython | str:
-    """The first usable installation, or one message listing every candidate and its problem.
+def bundled_stub_python(root: Path) -> StubPython | str:
+    """The runtime inside a frozen build whose files are under root (sys._MEIPASS), or what is
+    missing from it. It is this very Python: same version, same libpython."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    runtime = root / BUNDLED_RUNTIME
+    required = [
+        runtime / "bin" / "python3",
+        runtime / "lib" / f"python{version.replace('.', '')}.zip",
+        runtime / "lib" / f"python{version}" / "lib-dynload",
+        root / f"libpython{version}.so.1.0",
+    ]
+    missing = [str(p) for p in required if not p.exists()]
+    if missing:
+        return f"this build's Python runtime for the server is incomplete (missing {', '.join(missing)})"
+    return StubPython(runtime / "bin" / "python3", version, runtime / "bin", root)
 
-    Cached: probing starts subprocesses that import numpy and OpenCV (about a second each).
-    """
-    reasons: list[str] = []
-    explicit = bool(os.environ.get(ENV_VAR))
-    for candidate in _candidates(versions):
-        found = probe(candidate, versions)
-        if isinstance(found, StubPython):
-            return found
-        # Shims (pyenv) for versions not installed just fail to run: not worth a word,
-        # unless the user named that interpreter; and one interpreter found under two names once.
-        if (explicit or _UNRUNNABLE not in found) and found.split(": ", 1)[1:] not in [
-            r.split(": ", 1)[1:] for r in reasons
-        ]:
-            reasons.append(found)
-    if not reasons:
-        where = f"${ENV_VAR}" if os.environ.get(ENV_VAR) else "no python3 on PATH"
-        reasons.append(where)
-    return "; ".join(reasons)
+
+@functools.cache
+def _probe_cached(executable: str, versions: tuple[str, ...]) -> StubPython | str:
+    return probe(executable, versions)
+
+
+def find_stub_python(versions: tuple[str, ...], bundle_root: Path) -> StubPython | str:
+    """$TRITON_VIEWER_PYTHON when set (probed once: it starts a subprocess that imports numpy
+    and OpenCV, about a second), else the runtime bundled under bundle_root."""
+    explicit = os.environ.get(ENV_VAR)
+    if explicit:
+        found = _probe_cached(explicit, versions)
+        return found if isinstance(found, StubPython) else f"${ENV_VAR}={found}"
+    return bundled_stub_python(bundle_root)
