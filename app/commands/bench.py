@@ -1,20 +1,22 @@
-"""`python -m app bench`: concurrency sweep, the app's pipeline vs a plain tritonclient async loop.
+"""`python -m app bench`: the load sweep (the progressive ramp) on your own images.
 
-For each level: (a) a `TritonSession` with `max_in_flight = level` gets the decoded image N
-times (pre-processing, sending, decoding, result objects: the whole pipeline); (b) a plain
-`tritonclient.grpc` loop sends the same pre-processed tensor to the same model with
-`async_infer`, a semaphore of `level` slots bounding what is in flight. Warm-up requests
-run before each measurement. Throughput, latency p50/p95/p99 and app/plain ratio.
+For each transport and client batch asked for, and each concurrency level: warm-up, then N
+requests through the app's whole pipeline (app.pipeline.sweep), with throughput, latency
+p50/p95/p99 and the server's queue and compute time per request. The knee is marked and one
+line recommends a setting. `--compare-plain` also runs a plain tritonclient async loop at
+each level (the same pre-processed tensors, a semaphore of `level` slots) and prints the
+app/plain throughput ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import functools
 import json
 import threading
 import time
-from dataclasses import asdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +37,30 @@ from app.commands.common import (
     profile_overrides,
     server_urls,
 )
-from app.commands.progress import Progress
 from app.inference.channel import ConnectionOptions
 from app.inference.errors import SessionError
 from app.inference.profile import ProfileError, preprocess
 from app.inference.session import TritonSession
-from app.pipeline.load import LoadFigures, LoadJob, figures_of
+from app.inference.transport import TransportKind
+from app.pipeline.load import LoadFigures, figures_of
+from app.pipeline.sweep import LevelResult, Sweep, SweepPlan, SweepProgress, find_knee, recommend, series
 from app.resources import sample_image
+from app.sources.files import expand_inputs
 from app.sources.images import read_image
+
+MAX_IMAGES = 64  # decoded images kept for the sweep (they are sent in turn)
+CSV_COLUMNS = (
+    "concurrency",
+    "transport",
+    "client_batch",
+    "throughput",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "server_queue_ms",
+    "server_compute_ms",
+    "failed",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,16 +70,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--concurrency",
         default="1,2,4,8,16",
         metavar="LEVELS",
-        help="comma-separated in-flight levels to measure (default 1,2,4,8,16)",
+        help="comma-separated in-flight levels, ascending (default 1,2,4,8,16)",
     )
-    p.add_argument("--requests", type=int, default=200, metavar="N", help="requests per level and pipeline")
+    p.add_argument(
+        "--transport",
+        default="auto",
+        metavar="LIST",
+        help="transports to sweep, comma-separated: auto, grpc, shm (default auto)",
+    )
+    p.add_argument(
+        "--client-batch",
+        default="1",
+        metavar="LIST",
+        help="client batch sizes to sweep, comma-separated (default 1: off)",
+    )
+    p.add_argument(
+        "--batch-delay-ms", type=float, default=2.0, metavar="T", help="client batch timer (default 2)"
+    )
+    p.add_argument("--requests", type=int, default=200, metavar="N", help="measured requests per level")
     p.add_argument(
         "--warmup", type=int, default=None, metavar="N", help="warm-up requests (default 2x level, >= 10)"
     )
     p.add_argument(
-        "--image", default=None, metavar="PATH", help="image to send (default: the bundled astronaut)"
+        "--image",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="image file or folder to send (repeatable; default: the bundled astronaut)",
     )
-    p.add_argument("--output", default=None, metavar="FILE", help="also write the figures as JSON")
+    p.add_argument("--output", default=None, metavar="FILE.json", help="also write the figures as JSON")
+    p.add_argument("--csv", default=None, metavar="FILE", help="also write the levels as CSV")
+    p.add_argument(
+        "--compare-plain",
+        action="store_true",
+        help="also run a plain tritonclient async loop at each level and print app/plain",
+    )
 
 
 def parse_levels(text: str) -> list[int]:
@@ -73,39 +116,77 @@ def parse_levels(text: str) -> list[int]:
         ) from None
     if not levels or min(levels) < 1:
         raise UsageError(f"--concurrency levels must be >= 1; got {text!r}")
-    return levels
+    if max(levels) > 1024:
+        raise UsageError(f"--concurrency levels must be <= 1024; got {text!r}")
+    return sorted(set(levels))
 
 
-def run_app(
-    session: TritonSession, image: np.ndarray, requests: int, progress: Progress | None
-) -> LoadFigures:
-    """N submissions of the decoded image through the session, at its window's concurrency."""
-    on_done = progress.done if progress is not None else None
-    return LoadJob(session, [image], requests, session.max_in_flight, on_done).run()
+def parse_transports(text: str) -> list[TransportKind]:
+    try:
+        kinds = [TransportKind(part.strip()) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"--transport expects auto, grpc or shm (comma-separated); got {text!r}") from None
+    if not kinds:
+        raise UsageError("--transport needs at least one transport")
+    return list(dict.fromkeys(kinds))
+
+
+def parse_batches(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"--client-batch expects comma-separated integers; got {text!r}") from None
+    if not sizes or min(sizes) < 1 or max(sizes) > 256:
+        raise UsageError(f"--client-batch sizes must be within 1..256; got {text!r}")
+    return list(dict.fromkeys(sizes))
+
+
+def load_images(paths: Sequence[str]) -> tuple[list[np.ndarray], list[str]]:
+    """Decoded images from files and folders (at most MAX_IMAGES), and their names."""
+    if not paths:
+        return [read_image(sample_image())], [str(sample_image())]
+    images, names = [], []
+    for item in expand_inputs(paths):
+        if item.kind != "image":
+            if item.kind == "failed":
+                raise UsageError(f"--image: {item.error}")
+            continue
+        try:
+            images.append(read_image(item.path))
+        except ValueError as e:
+            raise UsageError(f"--image: {e}") from None
+        names.append(str(item.path))
+        if len(images) >= MAX_IMAGES:
+            break
+    if not images:
+        raise UsageError(f"--image: no image found in {', '.join(paths)}")
+    return images, names
 
 
 class PlainLoop:
-    """The baseline: one tritonclient gRPC client, async_infer, a semaphore of `level` slots."""
+    """The baseline: one tritonclient gRPC client, async_infer, a semaphore of `level` slots,
+    the same pre-processed tensors sent in turn. It must not use the app's pipeline."""
 
     def __init__(
-        self, url: str, options: ConnectionOptions, model: str, tensor: np.ndarray, profile: Any
-    ) -> None:
+        self, url: str, options: ConnectionOptions, model: str, tensors: list[np.ndarray], profile: Any
+    ):
         self.client = grpcclient.InferenceServerClient(
             url, ssl=options.ssl, root_certificates=options.root_certificates
         )
         self.model = model
         self.headers = dict(options.headers) or None
-        inp = grpcclient.InferInput(profile.input_name, list(tensor.shape), profile.input_dtype)
-        inp.set_data_from_numpy(tensor)
-        self.inputs = [inp]
+        self.inputs = []
+        for tensor in tensors:
+            inp = grpcclient.InferInput(profile.input_name, list(tensor.shape), profile.input_dtype)
+            inp.set_data_from_numpy(tensor)
+            self.inputs.append([inp])
         self.output_names = list(profile.output_names)
         self.outputs = [grpcclient.InferRequestedOutput(n) for n in self.output_names]
 
     def close(self) -> None:
         self.client.close()
 
-    def run(self, level: int, requests: int, timeout_s: float, progress: Progress | None) -> LoadFigures:
-        # The baseline keeps its own plain bookkeeping: it must not use the app's pipeline.
+    def run(self, level: int, requests: int, timeout_s: float) -> LoadFigures:
         slots = threading.Semaphore(level)
         ended = threading.Semaphore(0)
         latencies: list[float] = []
@@ -119,20 +200,18 @@ class PlainLoop:
                     latencies.append((time.perf_counter() - started) * 1000)
                 else:
                     errors.append(str(error))
-                if progress is not None:
-                    progress.done(error is None)
             finally:
                 slots.release()
                 ended.release()
 
         t0 = time.perf_counter()
-        for _ in range(requests):
+        for i in range(requests):
             slots.acquire()
             started = time.perf_counter()
             try:
                 self.client.async_infer(
                     self.model,
-                    self.inputs,
+                    self.inputs[i % len(self.inputs)],
                     functools.partial(done, started),
                     outputs=self.outputs,
                     client_timeout=timeout_s,
@@ -148,117 +227,168 @@ class PlainLoop:
         return figures_of(latencies, requests, len(errors), seconds, errors[0] if errors else None)
 
 
-def _session(
-    args: argparse.Namespace, url: str, options: ConnectionOptions, overrides: Any, level: int
-) -> TritonSession:
-    return TritonSession(
-        [url],
-        args.model,
-        options=options,
-        profile_overrides=overrides,
-        timeout_s=args.timeout,
-        max_in_flight=level,
-        decode_workers=DECODE_WORKERS,
-        send_in_caller=True,  # this thread may block; one thread hop less per request
-    ).open()
+def plain_comparison(
+    url: str, options: ConnectionOptions, images: list[np.ndarray], plan: SweepPlan, timeout_s: float
+) -> Any:
+    """`extra_for_level` for the sweep: the plain loop at the same level, and the ratio."""
+    loops: dict[str, PlainLoop] = {}
 
-
-def sweep(args: argparse.Namespace, url: str, options: ConnectionOptions, overrides: Any) -> dict[str, Any]:
-    levels = parse_levels(args.concurrency)
-    image_path = Path(args.image) if args.image else sample_image()
-    try:
-        image = read_image(image_path)
-    except ValueError as e:
-        raise UsageError(f"--image: {e}") from None
-    report: dict[str, Any] = {
-        "url": url,
-        "image": str(image_path),
-        "width": int(image.shape[1]),
-        "height": int(image.shape[0]),
-        "requests": args.requests,
-        "levels": [],
-    }
-    for level in levels:
-        warmup = args.warmup if args.warmup is not None else max(10, 2 * level)
-        session = _session(args, url, options, overrides, level)
-        try:
-            assert session.info is not None
-            report["model"] = session.info.name
-            tensor, _ = preprocess(image, session.info.profile)
-            eprint(f"level {level}: app pipeline ({warmup} warm-up, {args.requests} measured)")
-            if warmup:
-                run_app(session, image, warmup, None)
-            app = run_app(session, image, args.requests, Progress(args.requests, what="requests"))
-            plain_loop = PlainLoop(url, options, session.info.name, tensor, session.info.profile)
-        finally:
-            session.close()
-        try:
-            eprint(f"level {level}: plain tritonclient loop ({warmup} warm-up, {args.requests} measured)")
-            if warmup:
-                plain_loop.run(level, warmup, args.timeout, None)
-            plain = plain_loop.run(
-                level, args.requests, args.timeout, Progress(args.requests, what="requests")
+    def at_level(session: TritonSession, level: int) -> dict[str, Any]:
+        assert session.info is not None
+        loop = loops.get(session.info.name)
+        if loop is None:
+            tensors = [preprocess(image, session.info.profile)[0] for image in images]
+            loop = loops[session.info.name] = PlainLoop(
+                url, options, session.info.name, tensors, session.info.profile
             )
-        finally:
-            plain_loop.close()
-        ratio = round(app.throughput / plain.throughput, 3) if plain.throughput > 0 else None
-        report["levels"].append(
-            {"concurrency": level, "app": asdict(app), "plain": asdict(plain), "ratio": ratio}
-        )
-    return report
+        loop.run(level, plan.warmup_for(level), timeout_s)
+        plain = loop.run(level, plan.requests, timeout_s)
+        return {
+            "plain_throughput": plain.throughput,
+            "plain_p95_ms": plain.p95_ms,
+            "plain_failed": plain.failed,
+        }
+
+    return at_level, loops
+
+
+def progress_printer() -> Any:
+    def show(p: SweepProgress) -> None:
+        eta = "" if p.eta_s is None else f", {p.eta_s:.0f} s left"
+        percent = 100.0 * p.done_requests / max(p.total_requests, 1)
+        eprint(f"[{percent:3.0f}%] {p.step}: {p.done_requests}/{p.total_requests} requests{eta}")
+
+    return show
 
 
 def format_table(report: dict[str, Any]) -> str:
-    head = (
-        f"model {report.get('model')} at {report['url']}, image {report['width']}x{report['height']}, "
-        f"{report['requests']} requests per level and pipeline"
-    )
     rows = [
-        head,
+        f"model {report.get('model')} at {report['url']}, {len(report['images'])} image(s), "
+        f"{report['requests']} requests per level",
         "",
-        f"{'level':>5}  {'pipeline':<8} {'req/s':>9} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'failed':>6}",
+        f"{'in flight':>9} {'transport':>9} {'batch':>5} {'req/s':>9} {'p50 ms':>8} {'p95 ms':>8} "
+        f"{'p99 ms':>8} {'srv queue':>9} {'srv comp':>9} {'failed':>6}",
     ]
+    knees = {(k["transport"], k["client_batch"], k["concurrency"]) for k in report.get("knees", [])}
 
     def ms(v: float | None) -> str:
         return "-" if v is None else f"{v:.2f}"
 
-    for entry in report["levels"]:
-        for name in ("app", "plain"):
-            f = entry[name]
-            rows.append(
-                f"{entry['concurrency']:>5}  {name:<8} {f['throughput']:>9.1f} {ms(f['p50_ms']):>9} "
-                f"{ms(f['p95_ms']):>9} {ms(f['p99_ms']):>9} {f['failed']:>6}"
-            )
-        ratio = "-" if entry["ratio"] is None else f"{entry['ratio']:.3f}"
-        rows.append(f"{entry['concurrency']:>5}  {'ratio':<8} {ratio:>9}  (app / plain throughput)")
+    for e in report["levels"]:
+        mark = "  <- knee" if (e["transport"], e["client_batch"], e["concurrency"]) in knees else ""
+        ratio = (
+            f"  (plain {e['plain_throughput']:.1f} req/s, app/plain {e['ratio']:.3f})" if "ratio" in e else ""
+        )
+        rows.append(
+            f"{e['concurrency']:>9} {e['transport']:>9} {e['client_batch']:>5} {e['throughput']:>9.1f} "
+            f"{ms(e['p50_ms']):>8} {ms(e['p95_ms']):>8} {ms(e['p99_ms']):>8} {ms(e['server_queue_ms']):>9} "
+            f"{ms(e['server_compute_ms']):>9} {e['failed']:>6}{mark}{ratio}"
+        )
+    rows += ["", f"recommendation: {report['recommendation']}"]
     return "\n".join(rows) + "\n"
+
+
+def build_report(sweep: Sweep, url: str, names: list[str], plan: SweepPlan) -> dict[str, Any]:
+    levels = []
+    for r in sweep.results:
+        record = r.to_record()
+        if record.get("plain_throughput"):
+            record["ratio"] = round(r.throughput / record["plain_throughput"], 3)
+        levels.append(record)
+    knees = [k.to_record() for k in (find_knee(s) for s in series(sweep.results).values()) if k is not None]
+    best, sentence = recommend(sweep.results)
+    return {
+        "url": url,
+        "model": sweep.model_name,
+        "images": names,
+        "requests": plan.requests,
+        "levels": levels,
+        "knee": knees[0]
+        if len(knees) == 1
+        else (max(knees, key=lambda k: k["throughput"]) if knees else None),
+        "knees": knees,
+        "recommendation": sentence,
+        "recommended": None if best is None else best.to_record(),
+        "notes": sweep.notes,
+    }
+
+
+def write_csv(path: str, results: list[LevelResult]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(CSV_COLUMNS)
+        for r in results:
+            record = r.to_record()
+            writer.writerow(["" if record.get(c) is None else record.get(c) for c in CSV_COLUMNS])
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         if args.requests < 1:
             raise UsageError("--requests must be >= 1")
-        parse_levels(args.concurrency)
+        plan = SweepPlan(
+            levels=tuple(parse_levels(args.concurrency)),
+            transports=tuple(parse_transports(args.transport)),
+            client_batches=tuple(parse_batches(args.client_batch)),
+            requests=args.requests,
+            warmup=args.warmup,
+            batch_delay_ms=args.batch_delay_ms,
+        )
         options = connection_options(args)
         overrides = profile_overrides(args)
+        images, names = load_images(args.image)
         with server_urls(args) as urls:
-            report = sweep(args, urls[0], options, overrides)
+            extra, loops = (None, {})
+            if args.compare_plain:
+                extra, loops = plain_comparison(urls[0], options, images, plan, args.timeout)
+            sweep = Sweep(
+                urls[:1],
+                args.model,
+                images,
+                plan,
+                options=options,
+                profile_overrides=overrides,
+                timeout_s=args.timeout,
+                decode_workers=DECODE_WORKERS,
+                on_progress=progress_printer(),
+                extra_for_level=extra,
+            )
+            eprint(f"sweep: {len(plan.steps())} level(s), {plan.total_requests()} requests in all")
+            try:
+                sweep.run()
+            except KeyboardInterrupt:
+                sweep.cancel()
+                eprint("interrupted")
+                return EXIT_INTERRUPTED
+            finally:
+                for loop in loops.values():
+                    loop.close()
+            report = build_report(sweep, urls[0], names, plan)
     except (UsageError, SessionError, ProfileError) as e:
         eprint(f"error: {e}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         eprint("interrupted")
         return EXIT_INTERRUPTED
+    for note in report["notes"]:
+        eprint(f"note: {note}")
     print(format_table(report), end="", flush=True)
-    if args.output:
+    for path, write in ((args.output, _write_json), (args.csv, None)):
+        if not path:
+            continue
         try:
-            Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+            if write is None:
+                write_csv(path, sweep.results)
+            else:
+                write(path, report)
         except OSError as e:
-            eprint(f"error: --output {args.output}: cannot write it ({e.strerror or e})")
+            eprint(f"error: {path}: cannot write it ({e.strerror or e})")
             return EXIT_USAGE
-    failed = any(entry[name]["failed"] for entry in report["levels"] for name in ("app", "plain"))
-    for entry in report["levels"]:
-        for name in ("app", "plain"):
-            if entry[name]["first_error"]:
-                eprint(f"level {entry['concurrency']} {name}: first failure: {entry[name]['first_error']}")
+    failed = [r for r in sweep.results if r.failed or r.extra.get("plain_failed")]
+    for r in failed:
+        eprint(f"{r.concurrency} in flight, {r.transport}: first failure: {r.first_error}")
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _write_json(path: str, report: dict[str, Any]) -> None:
+    Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -8,13 +8,14 @@ import contextlib
 import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from app.inference.channel import ConnectionOptions
 from app.inference.labels import read_labels_file
 from app.inference.profile import ProfileError, load_profile_file
+from app.inference.transport import TransportKind
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Each request in flight holds its input tensor (a full frame for raw-image models): beyond
@@ -100,6 +101,70 @@ def add_security_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="gRPC metadata sent with every call (repeatable; values are never printed)",
     )
+
+
+def add_speed_arguments(p: argparse.ArgumentParser) -> None:
+    """How requests travel: --transport, --client-batch, --batch-delay-ms (infer, bench, viewer)."""
+    p.add_argument(
+        "--transport",
+        choices=[k.value for k in TransportKind],
+        default=TransportKind.AUTO.value,
+        help="auto (default): Triton system shared memory when the server is on this machine, "
+        "else gRPC; grpc: tensors inside the messages; shm: shared memory (falls back to gRPC "
+        "with a message when the server cannot use it)",
+    )
+    p.add_argument(
+        "--client-batch",
+        type=int_range("--client-batch", 1, 256),
+        default=1,
+        metavar="N",
+        help="client-side batching: up to N images of the same size in one request, for models "
+        "with max_batch_size > 0 (default 1: off)",
+    )
+    p.add_argument(
+        "--batch-delay-ms",
+        type=float_range("--batch-delay-ms", 0.0, 1000.0),
+        default=2.0,
+        metavar="T",
+        help="with --client-batch: wait at most T ms for a batch to fill (default 2)",
+    )
+
+
+def int_range(name: str, low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range ({low} to {high})")
+        return value
+
+    parse.__name__ = name
+    return parse
+
+
+def float_range(name: str, low: float, high: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"{text} is out of range ({low:g} to {high:g})")
+        return value
+
+    parse.__name__ = name
+    return parse
+
+
+def speed_options(args: argparse.Namespace) -> dict[str, Any]:
+    """TritonSession keyword arguments from add_speed_arguments' options."""
+    return {
+        "transport": TransportKind(getattr(args, "transport", TransportKind.AUTO.value)),
+        "client_batch": getattr(args, "client_batch", 1),
+        "batch_delay_ms": getattr(args, "batch_delay_ms", 2.0),
+    }
 
 
 def add_model_arguments(p: argparse.ArgumentParser, *, profile: bool = True) -> None:

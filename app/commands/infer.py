@@ -28,17 +28,21 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     add_model_arguments,
+    add_speed_arguments,
     concurrency_argument,
     connection_options,
     eprint,
     profile_overrides,
     server_urls,
+    speed_options,
 )
 from app.commands.progress import Progress
 from app.inference.errors import SessionError
 from app.inference.profile import ProfileError
 from app.inference.result import InferenceResult, naming_input
+from app.inference.server_stats import ServerCounters, split
 from app.inference.session import TritonSession
+from app.inference.stats import TimingTotals
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 
 # Image-decoding threads (OpenCV releases the GIL while decoding); 0: the main thread reads.
@@ -49,6 +53,7 @@ MAX_FAILURE_LINES = 20  # failures echoed on stderr (all of them are in the reco
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p)
     add_model_arguments(p)
+    add_speed_arguments(p)
     p.add_argument(
         "--concurrency",
         type=concurrency_argument,
@@ -85,6 +90,7 @@ class RecordWriter:
         self._failure_lines = 0
         self._lock = threading.Lock()
         self._encoding = getattr(stream, "encoding", None)
+        self.timing = TimingTotals()  # the client time split of the records written
 
     def count(self, status: str) -> int:
         return self.counts.get(status, 0)
@@ -94,6 +100,7 @@ class RecordWriter:
         return sum(self.counts.values())
 
     def write_result(self, result: InferenceResult) -> None:
+        self.timing.add(result.timing)
         self.write(result.to_record())
 
     def write(self, record: dict[str, Any]) -> None:
@@ -163,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
                 max_in_flight=args.concurrency,
                 decode_workers=DECODE_WORKERS,
                 send_in_caller=True,  # this thread may block; one thread hop less per request
+                **speed_options(args),
             )
             session.open()
             try:
@@ -189,6 +197,9 @@ def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out
     def started(total: int) -> None:
         progress.total = total
         eprint(f"{total} input(s) -> model '{model}' at {', '.join(session.urls)}")
+        eprint(f"transport: {session.describe_transport()}")
+        if session.transport_note:
+            eprint(f"note: {session.transport_note}")
 
     job = BatchJob(
         session,
@@ -201,6 +212,7 @@ def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out
         source_name=lambda path: names.get(str(path), str(path)),
     )
     writer.on_broken.append(job.cancel)
+    counters_before = _server_counters(session)
     t0 = time.monotonic()
     interrupted = False
     try:
@@ -212,6 +224,8 @@ def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out
     seconds = time.monotonic() - t0
     progress.finish()
     summary = _summary(writer, counts, seconds, interrupted)
+    summary["timing"] = _timing(writer.timing, session, counters_before)
+    summary["transport"] = session.transport.kind.value if session.transport else None
     try:
         out.write(json.dumps({"summary": summary}) + "\n")
         out.flush()
@@ -224,6 +238,29 @@ def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out
         return EXIT_INTERRUPTED
     failed = summary["failed"] or summary.get("not_started", 0)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _server_counters(session: TritonSession) -> ServerCounters | None:
+    """Triton's cumulative statistics now (None when the server does not give them)."""
+    try:
+        return session.read_server_counters()
+    except Exception as e:  # statistics are a bonus: never fail a run for them
+        eprint(f"note: no server statistics ({str(e).splitlines()[0][:200]})")
+        return None
+
+
+def _timing(totals: TimingTotals, session: TritonSession, before: ServerCounters | None) -> dict[str, Any]:
+    """Means per request: the client's split of the records, the server's from its statistics
+    over the run (other clients of the same model would be counted too)."""
+    timing: dict[str, Any] = {}
+    client = totals.means()
+    if client is not None:
+        timing.update(client.to_record())
+    after = _server_counters(session) if before is not None else None
+    server = split(before, after) if before is not None and after is not None else None
+    if server is not None:
+        timing.update(server.to_record())
+    return timing
 
 
 def _summary(writer: RecordWriter, counts: BatchCounts, seconds: float, interrupted: bool) -> dict[str, Any]:

@@ -63,7 +63,7 @@ def preprocess(image: np.ndarray, profile: ModelProfile) -> tuple[np.ndarray, Bo
         img, transform = letterbox(image, size, profile.pad_value)
     elif profile.preprocess == "resize":
         img, transform = stretch_resize(image, size)
-    elif profile.max_input_side is not None:
+    elif profile.max_input_side:
         img, transform = fit_within(image, profile.max_input_side)
     else:
         img, transform = identity(image)

@@ -60,7 +60,7 @@ class ModelProfile:
     # Class count of a raw YOLO output when known (makes [N, 4 + C] vs [4 + C, N] unambiguous).
     num_classes: int | None = None
     # Raw-image models that resize the image themselves: the longest side worth sending.
-    # Bigger images are downscaled on the client (less to send, the same boxes).
+    # Bigger images are downscaled on the client (less to send, the same boxes). 0: never.
     max_input_side: int | None = None
 
     def __post_init__(self) -> None:
@@ -97,7 +97,9 @@ class ModelProfile:
             )
         if self.max_detections < 1:
             raise ProfileError(f"max_detections must be >= 1; got {self.max_detections}")
-        if self.max_input_side is not None and not 16 <= self.max_input_side <= 16384:
-            raise ProfileError(f"max_input_side must be within 16..16384 pixels; got {self.max_input_side}")
+        if self.max_input_side not in (None, 0) and not 16 <= self.max_input_side <= 16384:
+            raise ProfileError(
+                f"max_input_side must be within 16..16384 pixels (0: never downscale); got {self.max_input_side}"
+            )
         if self.num_classes is not None and self.num_classes < 1:
             raise ProfileError(f"num_classes must be >= 1; got {self.num_classes}")

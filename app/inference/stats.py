@@ -48,6 +48,35 @@ def mean_timing(timings: list[RequestTiming]) -> TimingMeans | None:
     return TimingMeans(len(timings), *(float(v) for v in a))
 
 
+class TimingTotals:
+    """Sums of the client time split over a whole run (the CLI's summary); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._n = 0
+        self._sums = np.zeros(5, np.float64)
+
+    def add(self, timing: RequestTiming | None) -> None:
+        if timing is None:
+            return
+        row = (
+            timing.preprocess_ms,
+            timing.wait_ms,
+            timing.round_trip_ms,
+            timing.postprocess_ms,
+            timing.batch,
+        )
+        with self._lock:
+            self._n += 1
+            self._sums += row
+
+    def means(self) -> TimingMeans | None:
+        with self._lock:
+            if not self._n:
+                return None
+            return TimingMeans(self._n, *(float(v) for v in self._sums / self._n))
+
+
 @dataclass(frozen=True)
 class StatsSnapshot:
     sent: int

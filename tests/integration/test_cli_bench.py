@@ -1,53 +1,81 @@
-"""`python -m app bench`: the concurrency sweep against the real test server (figures not judged)."""
+"""`python -m app bench`: the load sweep against the real test server (figures not judged)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import cv2
+import skimage.data
+
 from app.server.embedded import EmbeddedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_sweep_prints_both_pipelines_and_a_ratio_per_level(triton: EmbeddedServer, tmp_path: Path) -> None:
-    out = tmp_path / "bench.json"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "app", "bench", "--url", triton.grpc_url, "--requests", "20"),
-            *("--concurrency", "1,2", "--warmup", "4", "--output", str(out)),
-        ],
+def bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", "bench", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=timeout,
+    )
+
+
+def test_sweep_on_own_images_with_transports_batches_knee_json_and_csv(
+    triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "a.jpg"), cv2.cvtColor(skimage.data.astronaut(), cv2.COLOR_RGB2BGR))
+    cv2.imwrite(str(folder / "b.png"), cv2.cvtColor(skimage.data.coffee(), cv2.COLOR_RGB2BGR))
+    out, table = tmp_path / "sweep.json", tmp_path / "sweep.csv"
+    done = bench(
+        *("--url", triton.grpc_url, "--image", str(folder), "--requests", "16", "--warmup", "2"),
+        *("--concurrency", "1,2", "--transport", "grpc,shm", "--client-batch", "1,2"),
+        *("--output", str(out), "--csv", str(table)),
     )
     assert done.returncode == 0, done.stderr
-    for level in (1, 2):
-        for pipeline in ("app", "plain"):
-            assert re.search(rf"^\s*{level}\s+{pipeline}\s+\d+\.\d", done.stdout, re.M), done.stdout
-        assert re.search(rf"^\s*{level}\s+ratio\s+\d+\.\d{{3}}", done.stdout, re.M), done.stdout
+    assert re.search(r"\[\s*\d+%\] .*requests, \d+ s left", done.stderr), done.stderr  # progress, time left
     report = json.loads(out.read_text())
-    assert report["model"] == "face_detector" and report["requests"] == 20
-    assert [entry["concurrency"] for entry in report["levels"]] == [1, 2]
-    for entry in report["levels"]:
-        for pipeline in ("app", "plain"):
-            figures = entry[pipeline]
-            assert figures["ok"] == 20 and figures["failed"] == 0
-            assert figures["throughput"] > 0
-            assert 0 < figures["p50_ms"] <= figures["p95_ms"] <= figures["p99_ms"]
-        assert entry["ratio"] == round(entry["app"]["throughput"] / entry["plain"]["throughput"], 3)
+    assert report["model"] == "face_detector" and len(report["images"]) == 2
+    combos = {(e["transport"], e["client_batch"], e["concurrency"]) for e in report["levels"]}
+    assert combos == {(t, b, c) for t in ("grpc", "shm") for b in (1, 2) for c in (1, 2)}
+    for e in report["levels"]:
+        assert e["failed"] == 0 and e["throughput"] > 0
+        assert 0 < e["p50_ms"] <= e["p95_ms"] <= e["p99_ms"]
+        assert e["server_queue_ms"] is not None and e["server_compute_ms"] > 0
+    assert report["recommendation"].startswith("use ") and "recommendation: use " in done.stdout
+    for e in report["levels"]:  # one table row per level
+        assert re.search(
+            rf"^\s+{e['concurrency']}\s+{e['transport']}\s+{e['client_batch']}\s+\d", done.stdout, re.M
+        )
+    with table.open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 8 and float(rows[0]["throughput"]) > 0 and rows[0]["transport"] in ("grpc", "shm")
+
+
+def test_compare_plain_adds_the_ratio(triton: EmbeddedServer, tmp_path: Path) -> None:
+    out = tmp_path / "b.json"
+    done = bench(
+        *("--url", triton.grpc_url, "--requests", "12", "--warmup", "2", "--concurrency", "2"),
+        *("--compare-plain", "--output", str(out)),
+    )
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(out.read_text())["levels"]
+    assert entry["plain_throughput"] > 0 and entry["ratio"] == round(
+        entry["throughput"] / entry["plain_throughput"], 3
+    )
+    assert "app/plain" in done.stdout
 
 
 def test_bad_levels_are_a_usage_error() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "bench", "--url", "127.0.0.1:1", "--concurrency", "1,x"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = bench("--url", "127.0.0.1:1", "--concurrency", "1,x", timeout=60)
     assert done.returncode == 2 and "--concurrency" in done.stderr
+    done = bench("--url", "127.0.0.1:1", "--transport", "carrier-pigeon", timeout=60)
+    assert done.returncode == 2 and "--transport" in done.stderr

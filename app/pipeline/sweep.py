@@ -1,0 +1,263 @@
+"""The progressive load ramp: start at 1 request in flight, raise it, watch the curve, find
+the knee (the level after which throughput hardly grows while latency keeps rising).
+
+Used by `bench` and by the viewer's Load test window. For each combination of transport
+and client batch, one session; for each concurrency level, a LoadJob on the user's own
+images, with the server's time split from its statistics over that level.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from app.inference.channel import ConnectionOptions
+from app.inference.server_stats import split
+from app.inference.session import TritonSession
+from app.inference.transport import TransportKind
+from app.pipeline.load import LoadFigures, LoadJob
+
+KNEE_GAIN = 0.05  # "throughput grows less than 5%"
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    levels: tuple[int, ...]  # concurrency levels, ascending
+    transports: tuple[TransportKind, ...] = (TransportKind.AUTO,)
+    client_batches: tuple[int, ...] = (1,)
+    requests: int = 200  # measured requests per level
+    warmup: int | None = None  # per level; default max(10, 2 x level)
+    batch_delay_ms: float = 2.0
+
+    def steps(self) -> list[tuple[TransportKind, int, int]]:
+        return [
+            (t, b, c) for t, b in itertools.product(self.transports, self.client_batches) for c in self.levels
+        ]
+
+    def warmup_for(self, level: int) -> int:
+        return self.warmup if self.warmup is not None else max(10, 2 * level)
+
+    def total_requests(self) -> int:
+        return sum(self.requests + self.warmup_for(c) for _, _, c in self.steps())
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    concurrency: int
+    transport: str  # the transport used ("shm" or "grpc", also when "auto" was asked)
+    client_batch: int  # requests per call actually used
+    throughput: float
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    failed: int
+    server_queue_ms: float | None
+    server_compute_ms: float | None
+    first_error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the plain loop's figures
+
+    def to_record(self) -> dict[str, Any]:
+        record = asdict(self)
+        extra = record.pop("extra")
+        record.update(extra)
+        return record
+
+
+def find_knee(results: Sequence[LevelResult]) -> LevelResult | None:
+    """In one series (ascending concurrency): the first level after which throughput grows
+    less than 5% while p95 keeps rising. None when throughput still grows at the last level."""
+    for here, nxt in itertools.pairwise(results):
+        if here.p95_ms is None or nxt.p95_ms is None:
+            continue
+        if nxt.throughput < here.throughput * (1 + KNEE_GAIN) and nxt.p95_ms > here.p95_ms:
+            return here
+    return None
+
+
+def series(results: Sequence[LevelResult]) -> dict[tuple[str, int], list[LevelResult]]:
+    out: dict[tuple[str, int], list[LevelResult]] = {}
+    for r in results:
+        out.setdefault((r.transport, r.client_batch), []).append(r)
+    for levels in out.values():
+        levels.sort(key=lambda r: r.concurrency)
+    return out
+
+
+def recommend(results: Sequence[LevelResult]) -> tuple[LevelResult | None, str]:
+    """The setting to use (each series' knee, or its best level when it has none; the best of
+    those) and one sentence saying why."""
+    best: LevelResult | None = None
+    knee_found = False
+    for levels in series(results).values():
+        knee = find_knee(levels)
+        pick = knee or max(levels, key=lambda r: r.throughput)
+        if best is None or pick.throughput > best.throughput:
+            best, knee_found = pick, knee is not None
+    if best is None:
+        return None, "no level was measured"
+    where = f"{best.concurrency} in flight, transport {best.transport}, client batch {best.client_batch}"
+    figures = f"{best.throughput:.0f} req/s, p95 {best.p95_ms or 0:.1f} ms"
+    if knee_found:
+        return best, f"use {where} ({figures}): beyond it latency rises while throughput hardly grows"
+    return best, f"use {where} ({figures}); throughput still grew at the highest level: try higher ones"
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    done_requests: int
+    total_requests: int
+    elapsed_s: float
+    step: str  # e.g. "shm, batch 1, 8 in flight"
+
+    @property
+    def eta_s(self) -> float | None:
+        if self.done_requests <= 0:
+            return None
+        return self.elapsed_s / self.done_requests * (self.total_requests - self.done_requests)
+
+
+class Sweep:
+    """`run()` blocks (a thread of its own in the viewer); `cancel()` from any thread.
+    `on_level(result)` after each level, `on_progress(progress)` a few times a second at most."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        model: str | None,
+        images: Sequence[np.ndarray],
+        plan: SweepPlan,
+        *,
+        options: ConnectionOptions | None = None,
+        profile_overrides: dict[str, Any] | None = None,
+        timeout_s: float = 10.0,
+        decode_workers: int = 2,
+        on_level: Callable[[LevelResult], None] | None = None,
+        on_progress: Callable[[SweepProgress], None] | None = None,
+        extra_for_level: Callable[[TritonSession, int], dict[str, Any]] | None = None,
+    ) -> None:
+        if not images:
+            raise ValueError("a sweep needs at least one image")
+        self.urls = list(urls)
+        self.model = model
+        self.images = list(images)
+        self.plan = plan
+        self.options = options
+        self.profile_overrides = profile_overrides
+        self.timeout_s = timeout_s
+        self.decode_workers = decode_workers
+        self.on_level = on_level
+        self.on_progress = on_progress
+        self.extra_for_level = extra_for_level  # e.g. run the plain loop at this level
+        self.results: list[LevelResult] = []
+        self.model_name: str | None = None
+        self.notes: list[str] = []
+        self._cancelled = threading.Event()
+        self._job: LoadJob | None = None
+        self._done = 0
+        self._t0 = 0.0
+        self._last_progress = 0.0
+        self._lock = threading.Lock()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        job = self._job
+        if job is not None:
+            job.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def run(self) -> list[LevelResult]:
+        self._t0 = time.monotonic()
+        top = max(self.plan.levels)
+        for transport, batch in itertools.product(self.plan.transports, self.plan.client_batches):
+            if self.cancelled:
+                break
+            session = TritonSession(
+                self.urls,
+                self.model,
+                options=self.options,
+                profile_overrides=self.profile_overrides,
+                timeout_s=self.timeout_s,
+                max_in_flight=top,
+                decode_workers=self.decode_workers,
+                send_in_caller=True,  # the sweep's own thread feeds: one thread hop less
+                transport=transport,
+                client_batch=batch,
+                batch_delay_ms=self.plan.batch_delay_ms,
+            ).open()
+            try:
+                self.model_name = session.info.name if session.info else self.model
+                if session.transport_note and session.transport_note not in self.notes:
+                    self.notes.append(session.transport_note)
+                for level in self.plan.levels:
+                    if self.cancelled:
+                        break
+                    self._level(session, level)
+            finally:
+                session.close()
+        return self.results
+
+    def _level(self, session: TritonSession, level: int) -> None:
+        assert session.transport is not None
+        step = f"{session.transport.kind.value}, batch {session.batching}, {level} in flight"
+        warmup = self.plan.warmup_for(level)
+        if warmup:
+            self._run_job(session, warmup, level, step)
+        try:
+            before = session.read_server_counters()
+        except Exception:
+            before = None
+        figures = self._run_job(session, self.plan.requests, level, step)
+        if figures is None or self.cancelled:
+            return
+        server = None
+        if before is not None:
+            try:
+                server = split(before, session.read_server_counters())
+            except Exception:
+                server = None
+        extra = self.extra_for_level(session, level) if self.extra_for_level is not None else {}
+        result = LevelResult(
+            concurrency=level,
+            transport=session.transport.kind.value,
+            client_batch=session.batching,
+            throughput=figures.throughput,
+            p50_ms=figures.p50_ms,
+            p95_ms=figures.p95_ms,
+            p99_ms=figures.p99_ms,
+            failed=figures.failed,
+            server_queue_ms=None if server is None else round(server.queue_ms, 3),
+            server_compute_ms=None if server is None else round(server.compute_ms, 3),
+            first_error=figures.first_error,
+            extra=extra,
+        )
+        self.results.append(result)
+        if self.on_level is not None:
+            self.on_level(result)
+
+    def _run_job(self, session: TritonSession, requests: int, level: int, step: str) -> LoadFigures | None:
+        if self.cancelled:
+            return None
+        job = self._job = LoadJob(session, self.images, requests, level, lambda _ok: self._tick(step))
+        try:
+            return job.run()
+        finally:
+            self._job = None
+
+    def _tick(self, step: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._done += 1
+            if self.on_progress is None or now - self._last_progress < 0.2:
+                return
+            self._last_progress = now
+            progress = SweepProgress(self._done, self.plan.total_requests(), now - self._t0, step)
+        self.on_progress(progress)

@@ -1,0 +1,231 @@
+"""Shared memory, client-side batching and downscaling against the real server: the same
+results whatever way the tensors travel; exactly once under cancels and timeouts; the
+server's share of the time never exceeds the round trip."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import skimage.data
+
+from app.inference.result import InferenceResult, Status
+from app.inference.server_stats import split
+from app.inference.session import TritonSession
+from app.inference.shm import SHM_DIR
+from app.inference.stats import TimingTotals
+from app.inference.transport import TransportKind
+from app.server.embedded import EmbeddedServer
+from tests.fake_channel import FakeServer
+from tests.integration.session_helpers import Collector, delayed_image
+
+PHOTO = skimage.data.astronaut()
+
+
+def shapes() -> list[np.ndarray]:
+    """The astronaut on three aspect ratios (landscape, portrait, square)."""
+    out = []
+    for w, h in ((640, 360), (360, 640), (512, 512)):
+        canvas = np.full((h, w, 3), 80, np.uint8)
+        side = min(w, h)
+        face = cv2.resize(PHOTO, (side, side), interpolation=cv2.INTER_AREA)
+        y, x = (h - side) // 2, (w - side) // 2
+        canvas[y : y + side, x : x + side] = face
+        out.append(canvas)
+    return out
+
+
+def my_regions() -> list[str]:
+    return [p.name for p in SHM_DIR.glob(f"tviewer-c{os.getpid()}-*")]
+
+
+def run_all(session: TritonSession, images: list[np.ndarray], repeat: int = 3) -> list[InferenceResult]:
+    """Every image `repeat` times, submitted together (so client batches form)."""
+    futures = [
+        session.submit_future(img, source=str(i)) for _ in range(repeat) for i, img in enumerate(images)
+    ]
+    return [f.result(timeout=60) for f in futures]
+
+
+@pytest.mark.parametrize(
+    "model", ["face_detector", "fixed_yolov8", "fixed_efficientnms", "fixed_tfod", "fixed_yolov5"]
+)
+def test_same_detections_over_grpc_shm_and_client_batches(triton: EmbeddedServer, model: str) -> None:
+    images = shapes()
+    found: dict[tuple[str, int], list[InferenceResult]] = {}
+    for transport in (TransportKind.GRPC, TransportKind.SHM):
+        for batch in (1, 4):
+            with TritonSession(triton.grpc_url, model, transport=transport, client_batch=batch) as session:
+                assert session.transport is not None and session.transport.kind is transport
+                found[(transport.value, batch)] = run_all(session, images)
+    reference = found[("grpc", 1)]
+    assert all(r.ok for r in reference) and any(r.detections for r in reference)
+    for key, results in found.items():
+        for ref, got in zip(reference, results, strict=True):
+            assert got.ok, (key, got.error)
+            assert [(d.class_id, d.label) for d in got.detections] == [
+                (d.class_id, d.label) for d in ref.detections
+            ]
+            for a, b in zip(got.detections, ref.detections, strict=True):
+                assert a.box == pytest.approx(b.box, abs=1e-3), key
+                assert a.score == pytest.approx(b.score, abs=1e-6), key
+    assert my_regions() == [], "closing a session unregisters and unlinks its regions"
+
+
+def test_client_batches_really_form_and_each_member_keeps_its_own_id(triton: EmbeddedServer) -> None:
+    with TritonSession(triton.grpc_url, "fixed_yolov8", client_batch=4, batch_delay_ms=50) as session:
+        assert session.batching == 4
+        results = run_all(session, shapes(), repeat=4)  # 12 same-size... 3 shapes x 4
+    batches = [r.timing.batch for r in results if r.timing is not None]
+    assert max(batches) == 4, batches
+    assert len({r.request_id for r in results}) == 12
+    assert all(r.latency_ms is not None and r.latency_ms > 0 for r in results)
+
+
+def test_exactly_once_with_client_batching_under_cancels_and_timeouts(triton: EmbeddedServer) -> None:
+    rng = random.Random(11)
+    collect = Collector()
+    total = 300
+    with TritonSession(
+        triton.grpc_url, "slow_faces", max_in_flight=64, timeout_s=5, client_batch=8, batch_delay_ms=5
+    ) as session:
+        ids: list[str] = []
+
+        def canceller() -> None:
+            while len(collect.results) < total:
+                if ids:
+                    session.cancel(rng.choice(ids))
+                time.sleep(0.003)
+
+        thread = threading.Thread(target=canceller)
+        thread.start()
+        for _ in range(total):
+            request_id = session.submit(
+                delayed_image(rng.choice([0, 0, 100, 300])), collect, timeout_s=rng.choice([0.05, 0.2, 5.0])
+            )
+            assert request_id is not None
+            ids.append(request_id)
+        results = collect.wait_for(total, timeout=90)
+        thread.join()
+        time.sleep(0.3)  # a late duplicate would arrive here
+        snapshot = session.stats.snapshot()
+    assert len(collect.results) == total and max(collect.deliveries.values()) == 1
+    assert set(collect.deliveries) == set(ids)
+    statuses = {s: sum(r.status is s for r in results) for s in Status}
+    assert statuses[Status.OK] > 0 and statuses[Status.TIMEOUT] > 0 and statuses[Status.CANCELLED] > 0
+    assert statuses[Status.FAILED] == 0
+    assert snapshot.in_flight == 0
+    assert my_regions() == []
+
+
+def test_the_server_split_is_within_the_round_trip(triton: EmbeddedServer) -> None:
+    totals = TimingTotals()
+    with TritonSession(triton.grpc_url, "face_detector") as session:
+        before = session.read_server_counters()
+        for _ in range(30):
+            result = session.infer(PHOTO)
+            assert result.ok
+            totals.add(result.timing)
+        after = session.read_server_counters()
+    server = split(before, after)
+    client = totals.means()
+    assert server is not None and client is not None
+    assert server.requests == 30
+    assert server.queue_ms >= 0 and server.compute_infer_ms > 0
+    assert server.queue_ms + server.compute_ms <= server.total_ms + 1e-6
+    assert server.total_ms <= client.round_trip_ms, (server, client)
+
+
+def face_frame(w: int, h: int, face_share: float) -> np.ndarray:
+    """A w x h frame cut from the upscaled astronaut, her face (about 94 px of 512) about
+    `face_share` of the frame's height, centred on it."""
+    scale = face_share * h / 94
+    big = cv2.resize(PHOTO, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
+    cx, cy = int(227 * scale), int(129 * scale)
+    canvas = np.full((h, w, 3), 90, np.uint8)
+    x0, y0 = cx - w // 2, cy - h // 2
+    sx, sy = max(x0, 0), max(y0, 0)
+    ex, ey = min(x0 + w, big.shape[1]), min(y0 + h, big.shape[0])
+    canvas[sy - y0 : ey - y0, sx - x0 : ex - x0] = big[sy:ey, sx:ex]
+    return canvas
+
+
+@pytest.mark.parametrize(("w", "h"), [(1920, 1080), (1080, 1920), (4000, 3000)])
+def test_a_downscaled_frame_finds_the_same_face(triton: EmbeddedServer, w: int, h: int) -> None:
+    canvas = face_frame(w, h, 0.3)
+    with TritonSession(triton.grpc_url, "face_detector") as session:
+        assert session.profile.max_input_side == 512  # from the model's config
+        small = session.infer(canvas)
+    with TritonSession(triton.grpc_url, "face_detector", profile_overrides={"max_input_side": 0}) as full:
+        assert full.profile.max_input_side == 0
+        whole = full.infer(canvas)
+    assert small.ok and whole.ok and len(small.detections) == len(whole.detections) >= 1
+    assert (small.width, small.height) == (w, h)  # boxes are in the original's pixels
+    for a, b in zip(small.detections, whole.detections, strict=True):
+        assert np.abs(np.subtract(a.box, b.box)).max() <= 2.0, (a.box, b.box)
+
+
+def test_auto_uses_shm_on_this_machine_and_grpc_when_asked(triton: EmbeddedServer) -> None:
+    with (
+        TritonSession(triton.grpc_url) as auto,
+        TritonSession(triton.grpc_url, transport=TransportKind.GRPC) as grpc,
+    ):
+        assert auto.transport is not None and auto.transport.kind is TransportKind.SHM
+        assert "shared memory" in auto.describe_transport() and auto.transport_note == ""
+        assert grpc.transport is not None and grpc.transport.kind is TransportKind.GRPC
+        assert my_regions() != []  # the auto session's pool
+    assert my_regions() == []
+
+
+def test_shm_falls_back_to_grpc_with_a_message_when_the_server_refuses_regions() -> None:
+    # A local address served by a channel that refuses every registration (the fake).
+    server = FakeServer()
+    with TritonSession("127.0.0.1:9", channel_factory=server.factory, transport=TransportKind.SHM) as session:
+        assert session.transport is not None and session.transport.kind is TransportKind.GRPC
+        assert "shared memory not usable with 127.0.0.1:9" in session.transport_note
+        assert "using gRPC" in session.transport_note
+        assert session.infer(np.zeros((32, 32, 3), np.uint8)).ok
+    assert my_regions() == []
+
+
+def test_a_remote_server_gets_grpc_and_a_reason_when_shm_was_asked() -> None:
+    server = FakeServer()
+    with TritonSession(
+        "10.1.2.3:8001", channel_factory=server.factory, transport=TransportKind.SHM
+    ) as session:
+        assert session.transport is not None and session.transport.kind is TransportKind.GRPC
+        assert "needs the server on this machine (10.1.2.3:8001 is not)" in session.transport_note
+
+
+def test_regions_of_a_dead_client_are_removed_at_the_next_start(
+    triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, time\n"
+        "from app.inference.session import TritonSession\n"
+        f"s = TritonSession({triton.grpc_url!r}).open()\n"
+        "print('open', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    with proc:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
+        theirs = list(SHM_DIR.glob(f"tviewer-c{proc.pid}-*"))
+        assert theirs, "the client made regions"
+        proc.kill()
+        proc.wait()
+        assert all(p.exists() for p in theirs), "a SIGKILL runs no clean-up"
+        with TritonSession(triton.grpc_url):  # the next start sweeps
+            pass
+        assert not any(p.exists() for p in theirs)
+        if proc.poll() is None:
+            proc.kill()
