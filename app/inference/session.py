@@ -34,7 +34,7 @@ from app.inference.connection import Channel, ConnectionOptions, ConnectionPool
 from app.inference.discovery import ModelEntry, ModelInfo, check_live, choose_model, list_models, model_info
 from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify, redact
 from app.inference.letterbox import BoxTransform
-from app.inference.profile import ModelProfile, postprocess, preprocess
+from app.inference.profile import DecodedOutputs, ModelProfile, decode_outputs, preprocess
 from app.inference.result import InferenceResult, Status
 from app.inference.scheduler import DelayedCalls
 from app.inference.stats import RequestStats
@@ -385,11 +385,11 @@ class TritonSession:
             profile = self.profile
             outputs = {name: result.as_numpy(name) for name in profile.output_names}
             assert req.transform is not None
-            detections = postprocess(outputs, profile, req.transform)
+            decoded = decode_outputs(outputs, profile, req.transform)
         except Exception as e:
             self._finish(req, Status.ERROR, f"{req.source or 'image'}: cannot decode the model's output: {e}")
             return
-        self._finish(req, Status.OK, None, detections)
+        self._finish(req, Status.OK, None, decoded.detections, decoded)
 
     def _retry(self, req: _Request) -> bool:
         """Transient failure: try again after a back-off, if attempts and time remain."""
@@ -424,7 +424,12 @@ class TritonSession:
         return (time.monotonic() - req.started) * 1000
 
     def _finish(
-        self, req: _Request, status: Status, error: str | None, detections: list | None = None
+        self,
+        req: _Request,
+        status: Status,
+        error: str | None,
+        detections: list | None = None,
+        decoded: DecodedOutputs | None = None,
     ) -> None:
         with self._lock:
             if req.finished:
@@ -446,6 +451,8 @@ class TritonSession:
             width=req.width,
             height=req.height,
             detections=detections or [],
+            masks=decoded.masks if decoded else None,
+            classes=decoded.classes if decoded else None,
             model=self.info.name if self.info else None,
             server=req.channel.url if req.channel else None,
             retries=max(0, req.attempts - 1),
