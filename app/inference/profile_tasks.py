@@ -10,7 +10,7 @@ Config parameters read (string values, as `parameters { key: ... value { string_
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -52,30 +52,42 @@ def _param(cfg: Mapping[str, Any], key: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _task(text: str) -> str:
+    if text.strip().lower() not in TASKS:
+        raise ValueError(f"expected one of {', '.join(TASKS)}")
+    return text.strip().lower()
+
+
+def _flag(text: str) -> bool:
+    if text.strip().lower() not in ("true", "false", "1", "0"):
+        raise ValueError("expected true or false")
+    return text.strip().lower() in ("true", "1")
+
+
+_PARAMETERS: dict[str, Callable[[str], Any]] = {
+    "task": _task,
+    "kpt_shape": parse_kpt_shape,
+    "skeleton": parse_skeleton,
+    "keypoint_names": parse_labels_text,
+    "logits": _flag,
+    "top_k": int,
+}
+
+
 def task_parameters(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The task-related `parameters` of a model config, as ModelProfile fields.
     ProfileError naming the parameter when one is malformed (they decide the decoding)."""
     out: dict[str, Any] = {}
-    name = cfg.get("name") or "?"
-    try:
-        if (task := _param(cfg, "task")) is not None:
-            if task.strip().lower() not in TASKS:
-                raise ValueError(f"expected one of {', '.join(TASKS)}")
-            out["task"] = task.strip().lower()
-        if (text := _param(cfg, "kpt_shape")) is not None:
-            out["kpt_shape"] = parse_kpt_shape(text)
-        if (text := _param(cfg, "skeleton")) is not None:
-            out["skeleton"] = parse_skeleton(text)
-        if (text := _param(cfg, "keypoint_names")) is not None:
-            out["keypoint_names"] = parse_labels_text(text)
-        if (text := _param(cfg, "logits")) is not None:
-            if text.strip().lower() not in ("true", "false", "1", "0"):
-                raise ValueError("expected true or false")
-            out["logits"] = text.strip().lower() in ("true", "1")
-        if (text := _param(cfg, "top_k")) is not None:
-            out["top_k"] = int(text)
-    except ValueError as exc:
-        raise ProfileError(f"model {name}: config parameter: {exc}") from None
+    for key, parse in _PARAMETERS.items():
+        text = _param(cfg, key)
+        if text is None:
+            continue
+        try:
+            out[key] = parse(text)
+        except ValueError as exc:
+            raise ProfileError(
+                f"model {cfg.get('name') or '?'}: config parameter {key} = {text!r}: {exc}"
+            ) from None
     return out
 
 
