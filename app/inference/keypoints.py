@@ -22,6 +22,8 @@ COCO_SKELETON: tuple[tuple[int, int], ...] = (
     (7, 9), (8, 10), (1, 2), (0, 1), (0, 2), (1, 3), (2, 4), (3, 5), (4, 6),
 )  # fmt: skip
 SKELETON_PRESETS = {"coco17": COCO_SKELETON, "coco": COCO_SKELETON, "none": ()}
+# A keypoint scoring at least this is drawn and exported as visible (Ultralytics' default).
+VISIBLE_SCORE = 0.5
 
 
 def parse_kpt_shape(value: Any) -> tuple[int, int]:

@@ -22,7 +22,7 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("package", ["inference", "sources", "server"])
+@pytest.mark.parametrize("package", ["inference", "sources", "server", "annotations"])
 def test_no_qt_imports_below_the_ui(package: str) -> None:
     offenders = [
         f"{path.relative_to(APP.parent)} imports {name}"
