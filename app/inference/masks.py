@@ -66,7 +66,11 @@ class BinaryMask:
     def rle(self) -> dict[str, Any]:
         """COCO compressed RLE as pycocotools writes it: {"size": [h, w], "counts": str}."""
         if self._rle is None:
-            full = np.asfortranarray(self.full().astype(np.uint8))  # pycocotools wants Fortran order
+            # pycocotools reads a column-major uint8 image: build it so directly (4x faster
+            # at 1080p than converting a C-order bool image).
+            full = np.zeros(self.size, np.uint8, order="F")
+            h, w = self.crop_shape
+            full[self.top : self.top + h, self.left : self.left + w] = self.crop()
             encoded = coco_mask.encode(full)
             counts = encoded["counts"]
             self._rle = {
