@@ -20,7 +20,6 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -31,19 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from app.inference.letterbox import IdentityTransform, LetterboxTransform
 from app.inference.postprocess import decode_outputs
 from app.inference.profile import ModelProfile
+from tests.bench.bench_pure import RUNS, median_ms
 
-RUNS = 50
 N_INSTANCES = 50
-
-
-def median_ms(fn: Callable[[], object], runs: int = RUNS) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
 
 
 def _clusters(rng: np.random.Generator, out: np.ndarray, n: int, per: int = 8) -> list[np.ndarray]:
