@@ -16,6 +16,7 @@ from app.inference.result import ClassScore, Detection, SemanticMask
 from app.ui.colors import class_rgb
 from app.ui.export import save_annotated_png, to_coco_results
 from app.ui.image_view import ImageView
+from app.ui.live_recording import annotate_rgb
 from app.ui.main_window import MainWindow
 from app.ui.overlay_items import OverlayStyle
 
@@ -143,3 +144,15 @@ def test_coco_results_carry_segmentation_and_keypoints() -> None:
     assert first["keypoints"] == [60.0, 50.0, 2, 0, 0, 0]
     rle = {"size": first["segmentation"]["size"], "counts": first["segmentation"]["counts"].encode()}
     assert np.array_equal(coco_mask.decode(rle).astype(bool), mask.full())
+
+
+def test_recorded_frames_show_masks_and_keypoints() -> None:
+    det = Detection(
+        (20, 10, 120, 90), 0.9, 3, "thing", ((60.0, 50.0, 0.9), (70.0, 50.0, 0.1)), _mask(40, 20, 100, 80)
+    )
+    out = annotate_rgb(_gray(), [det])
+    color = class_rgb(3)
+    assert tuple(out[70, 90]) == tuple((100 + c) // 2 for c in color)  # half-opaque mask
+    assert tuple(out[50, 60]) == color  # a visible keypoint
+    assert tuple(out[50, 70]) == tuple((100 + c) // 2 for c in color)  # a hidden one: only the mask
+    assert tuple(out[100, 150]) == (100, 100, 100)
