@@ -163,15 +163,14 @@ def _detect_output(
         return seg
     if wanted in (None, "detect", "pose"):
         for t in outputs:
-            found = _raw_yolo(t, size, n_labels if wanted is None or kpt_shape is None else 0)
+            # With keypoints in the channels the labels count cannot be 4 + C: not a hint then.
+            found = _raw_yolo(t, size, 0 if kpt_shape else n_labels)
             if found is None:
                 continue
             fmt, n_classes = found
-            pose = (
-                None
-                if fmt != "yolov8" or wanted == "detect"
-                else raw_pose(n_classes, n_labels, kpt_shape, wanted)
-            )
+            pose = None
+            if fmt == "yolov8" and wanted != "detect":
+                pose = raw_pose(n_classes, n_labels, kpt_shape, wanted)
             if pose is not None:
                 return Found(fmt, (t.name,), pose.num_classes, pose.fields)
             if wanted != "pose":
