@@ -23,6 +23,7 @@ from app.inference.discovery import ModelEntry, check_live, list_models
 from app.inference.errors import SessionError, classify_failure, first_paragraph
 from app.inference.profile import ModelProfile, ProfileError, detect_profile
 from app.inference.result import ErrorKind
+from app.inference.task_summary import task_summary
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -159,12 +160,15 @@ def describe_profile(profile: ModelProfile) -> list[str]:
         if profile.mean is not None or profile.std is not None:
             norm += f", mean {profile.mean}, std {profile.std}"
     labels = ", ".join(profile.labels[:10]) + (" ..." if len(profile.labels) > 10 else "")
+    boxes = ""
+    if profile.task not in ("semantic", "classify"):
+        boxes = f", boxes in {_BOXES_IN.get(profile.boxes_in, profile.boxes_in)}"
     return [
         f"input: {profile.input_name} {profile.input_dtype} {profile.input_layout} {profile.channel_order}, "
         f"size {size}, {'with' if profile.has_batch_dim else 'no'} batch dim, "
         f"preprocess {profile.preprocess}{norm}",
-        f"output: {profile.output_format} ({', '.join(profile.output_names)}), "
-        f"boxes in {_BOXES_IN.get(profile.boxes_in, profile.boxes_in)}",
+        f"output: {profile.output_format} ({', '.join(profile.output_names)}){boxes}",
+        task_summary(profile),
         f"thresholds: score {profile.score_threshold:g}, iou {profile.iou_threshold:g}, "
         f"max {profile.max_detections} detections",
         f"labels: {labels or '(class N; COCO names for 80-class raw YOLO outputs)'}",

@@ -58,13 +58,34 @@ def decode_efficientnms(
 ) -> Decoded:
     """TensorRT EfficientNMS style: num_dets [B,1]|[1], det_boxes [B,K,4] x1,y1,x2,y2,
     det_scores [B,K], det_classes [B,K]; only the first num_dets rows count."""
+    return select_efficientnms(num_dets, det_boxes, det_scores, det_classes, score_threshold, max_detections)[
+        0
+    ]
+
+
+def select_efficientnms(
+    num_dets: np.ndarray,
+    det_boxes: np.ndarray,
+    det_scores: np.ndarray,
+    det_classes: np.ndarray,
+    score_threshold: float,
+    max_detections: int = 300,
+) -> tuple[Decoded, np.ndarray]:
+    """`decode_efficientnms` and the rows kept, in the same order (to pick each detection's
+    row of an extra output such as keypoints)."""
     boxes = _drop_batch("det_boxes", det_boxes, 2)
     scores = _drop_batch("det_scores", det_scores, 1)
     classes = _drop_batch("det_classes", det_classes, 1)
     n = _count("num_dets", num_dets, min(len(boxes), len(scores), len(classes)))
-    boxes, scores, classes = boxes[:n], scores[:n].astype(np.float32), classes[:n]
-    keep = scores >= score_threshold
-    return _sorted(boxes[keep], scores[keep], np.rint(classes[keep]), max_detections)
+    scores = scores[:n].astype(np.float32)
+    rows = np.flatnonzero(scores >= score_threshold)
+    rows = rows[np.argsort(-scores[rows], kind="stable")[: max(max_detections, 0)]]
+    decoded = (
+        np.ascontiguousarray(boxes[rows], dtype=np.float32),
+        np.ascontiguousarray(scores[rows], dtype=np.float32),
+        np.rint(classes[rows]).astype(np.int64),
+    )
+    return decoded, rows
 
 
 def decode_tfod(
@@ -168,13 +189,32 @@ def decode_yolov8(
 ) -> Decoded:
     """Raw YOLOv8/YOLO11 [4 + C, N] (cx, cy, w, h, class scores), see `yolov8_rows`."""
     a = yolov8_rows(output, num_classes)
-    cls = a[4:]
+    return select_yolov8(a, a.shape[0] - 4, score_threshold, iou_threshold, max_detections)[0]
+
+
+def select_yolov8(
+    rows: np.ndarray,
+    num_classes: int,
+    score_threshold: float,
+    iou_threshold: float,
+    max_detections: int = 300,
+) -> tuple[Decoded, np.ndarray]:
+    """Channels-first [4 + C + E, N] (box, C class scores, E extra values per candidate such
+    as keypoints or mask coefficients) -> the decoded boxes and the candidate columns kept
+    (to pick the extras of each detection)."""
+    cls = rows[4 : 4 + num_classes]
     # Pre-filter before anything else: max over classes then one comparison, ~1 ms for 84x8400.
     best = cls.max(axis=0)
     idx = np.flatnonzero(best >= score_threshold)
     if not idx.size:
-        return empty()
-    cand = cls[:, idx]
-    classes = cand.argmax(axis=0)
+        return empty(), np.zeros(0, np.int64)
+    classes = cls[:, idx].argmax(axis=0)
     scores = best[idx].astype(np.float32)
-    return _nms_candidates(a[:4, idx].T, scores, classes, iou_threshold, max_detections)
+    boxes = _xywh_to_xyxy(rows[:4, idx].T.astype(np.float32))
+    keep = batched_nms(boxes, scores, classes, iou_threshold, max_detections)
+    decoded = (
+        np.ascontiguousarray(boxes[keep], dtype=np.float32),
+        scores[keep].astype(np.float32),
+        classes[keep].astype(np.int64),
+    )
+    return decoded, idx[keep]

@@ -31,6 +31,20 @@ class BoxTransform(Protocol):
         """(N, 4) x1, y1, x2, y2 in model-input pixels -> original pixels, clipped to the image."""
         ...
 
+    def affine(self) -> tuple[float, float, float, float]:
+        """(sx, sy, tx, ty) with x_in = x * sx + tx, y_in = y * sy + ty (original -> input);
+        what maps and masks need to sample the model's output at original pixels."""
+        ...
+
+
+def input_to_original(points: np.ndarray, transform: BoxTransform) -> np.ndarray:
+    """(N, 2) x, y in model-input pixels -> original pixels (not clipped)."""
+    sx, sy, tx, ty = transform.affine()
+    p = np.array(points, dtype=np.float32).reshape(-1, 2)
+    p[:, 0] = (p[:, 0] - tx) / sx
+    p[:, 1] = (p[:, 1] - ty) / sy
+    return p
+
 
 def clip_boxes(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
     """(N, 4) float32 boxes clipped to [0, width] x [0, height] (a new array)."""
@@ -58,6 +72,9 @@ class LetterboxTransform:
         b[:, 1::2] = (b[:, 1::2] - self.pad_top) / self.scale
         return clip_boxes(b, self.src_w, self.src_h)
 
+    def affine(self) -> tuple[float, float, float, float]:
+        return self.scale, self.scale, float(self.pad_left), float(self.pad_top)
+
 
 @dataclass(frozen=True)
 class ResizeTransform:
@@ -75,6 +92,9 @@ class ResizeTransform:
         b[:, 0::2] /= self.scale_x
         b[:, 1::2] /= self.scale_y
         return clip_boxes(b, self.src_w, self.src_h)
+
+    def affine(self) -> tuple[float, float, float, float]:
+        return self.scale_x, self.scale_y, 0.0, 0.0
 
 
 @dataclass(frozen=True)
@@ -94,6 +114,9 @@ class IdentityTransform:
 
     def to_original(self, boxes: np.ndarray) -> np.ndarray:
         return clip_boxes(boxes, self.src_w, self.src_h)
+
+    def affine(self) -> tuple[float, float, float, float]:
+        return 1.0, 1.0, 0.0, 0.0
 
 
 def _check_image(image: np.ndarray, size: tuple[int, int]) -> tuple[int, int]:

@@ -13,6 +13,16 @@ from typing import Any
 
 from app.inference.labels import config_labels, resolve_labels
 from app.inference.profile_file import normalise_overrides
+from app.inference.profile_tasks import (
+    Found,
+    classify_output,
+    keypoint_defaults,
+    keypoints_output,
+    raw_pose,
+    segment_outputs,
+    semantic_output,
+    task_parameters,
+)
 from app.inference.profile_types import DEFAULT_SIZE, OUTPUT_ROLES, ModelProfile, ProfileError
 
 _DTYPES = {"FP32": "FP32", "FP16": "FP16", "UINT8": "UINT8"}
@@ -129,21 +139,53 @@ def _raw_yolo(t: _Tensor, size: tuple[int, int] | None, n_labels: int) -> tuple[
 
 
 def _detect_output(
-    outputs: list[_Tensor], size: tuple[int, int] | None, n_labels: int
-) -> tuple[str, tuple[str, ...], int | None]:
+    outputs: list[_Tensor],
+    batched: bool,
+    size: tuple[int, int] | None,
+    n_labels: int,
+    hints: Mapping[str, Any],
+) -> Found:
+    """The output layout, trying each task unless `hints` (config parameters / overrides)
+    name one: boxes (+ keypoints), instance masks, raw YOLO (+ pose), classes, maps."""
+    wanted, kpt_shape = hints.get("task"), hints.get("kpt_shape")
     names = {t.name for t in outputs}
-    for fmt in ("efficientnms", "tfod"):
-        roles = OUTPUT_ROLES[fmt]
-        if set(roles) <= names:
-            return fmt, roles, None
-    for t in outputs:
-        found = _raw_yolo(t, size, n_labels)
-        if found is not None:
-            return found[0], (t.name,), found[1]
+    if wanted in (None, "detect", "pose"):
+        for fmt in ("efficientnms", "tfod"):
+            roles = OUTPUT_ROLES[fmt]
+            if set(roles) <= names:
+                kpts = keypoints_output(outputs, roles, kpt_shape) if fmt == "efficientnms" else None
+                if kpts is not None and wanted != "detect":
+                    return kpts
+                if wanted == "pose":
+                    raise ProfileError(f"a pose model, but no keypoints output next to {', '.join(roles)}")
+                return Found(fmt, roles)
+    if wanted in (None, "segment") and (seg := segment_outputs(outputs, batched, n_labels)) is not None:
+        return seg
+    if wanted in (None, "detect", "pose"):
+        for t in outputs:
+            # With keypoints in the channels the labels count cannot be 4 + C: not a hint then.
+            found = _raw_yolo(t, size, 0 if kpt_shape else n_labels)
+            if found is None:
+                continue
+            fmt, n_classes = found
+            pose = None
+            if fmt == "yolov8" and wanted != "detect":
+                pose = raw_pose(n_classes, n_labels, kpt_shape, wanted)
+            if pose is not None:
+                return Found(fmt, (t.name,), pose.num_classes, pose.fields)
+            if wanted != "pose":
+                return Found(fmt, (t.name,), n_classes)
+    if wanted in (None, "classify") and (cls := classify_output(outputs, batched)) is not None:
+        return cls
+    if wanted in (None, "semantic") and (sem := semantic_output(outputs, batched, size)) is not None:
+        return sem
+    task = f"a {wanted} model, but its " if wanted else ""
     raise ProfileError(
-        f"output layout not recognised (outputs: {_describe(outputs)}). Known: num_dets/det_boxes/"
-        "det_scores/det_classes, num_detections/detection_boxes/detection_scores/detection_classes, "
-        "raw YOLOv5 [N, 5+C], raw YOLOv8 [4+C, N]. Pass --profile FILE to describe the model."
+        f"{task}output layout not recognised (outputs: {_describe(outputs)}). Known: num_dets/det_boxes/"
+        "det_scores/det_classes (+ a keypoints output), num_detections/detection_boxes/detection_scores/"
+        "detection_classes, raw YOLOv5 [N, 5+C], raw YOLOv8 [4+C, N] (pose [4+C+K*3, N], segment "
+        "[4+C+32, N] + prototypes [32, H, W]), a score vector [C], a map [C, H, W] / [H, W, C]. "
+        "Pass --profile FILE to describe the model."
     )
 
 
@@ -175,20 +217,32 @@ def detect_profile(
     labels_cfg = config_labels(cfg)
     n_labels = len(overrides.get("labels") or labels_cfg)
     size = overrides.get("input_size", inp["input_size"])
+    hints = {**task_parameters(cfg), **overrides}
+    batched = int(cfg.get("max_batch_size", 0) or 0) > 0
     try:
-        fmt, names, n_classes = _detect_output(_tensors(metadata, cfg, "output"), size, n_labels)
+        found = _detect_output(_tensors(metadata, cfg, "output"), batched, size, n_labels, hints)
     except ProfileError:
         if "output_format" not in overrides or "output_names" not in overrides:
             raise
-        fmt, names, n_classes = overrides["output_format"], tuple(overrides["output_names"]), None
-    fmt = overrides.get("output_format", fmt)
-    fields = {**inp, "output_format": fmt, "output_names": names, "num_classes": n_classes}
+        found = Found(overrides["output_format"], tuple(overrides["output_names"]))
+    fmt = overrides.get("output_format", found.output_format)
+    fields = {
+        **inp,
+        "output_format": fmt,
+        "output_names": found.output_names,
+        "num_classes": found.num_classes,
+    }
     fields.update(_defaults(inp["input_dtype"], size, fmt))
-    raw_classes = n_classes if fmt in ("yolov5", "yolov8") else None
+    raw_classes = found.num_classes if fmt in ("yolov5", "yolov8") else None
     fields["labels"] = resolve_labels(None, labels_cfg, raw_classes)
     fields.update(_threshold_parameters(cfg))
     if fields["preprocess"] == "raw":
         fields["max_input_side"] = _int_parameter(cfg, "max_input_side", 16, 16384)
+    fields.update(task_parameters(cfg))
+    fields.update(found.fields)
+    fields.update(keypoint_defaults({**fields, **overrides}))
+    if fields.get("kpt_shape") == (17, 3) and found.num_classes == 1 and not fields["labels"]:
+        fields["labels"] = ("person",)  # Ultralytics' pose models: one class, COCO's person
     # Overrides applied in one go: a detected value may only be valid alongside an override.
     try:
         return ModelProfile(**{**fields, **overrides})

@@ -6,6 +6,12 @@ it detected. Every key is optional; keys given win over the detected values::
     # my_model.toml
     labels = ["cat", "dog"]          # or: labels_file = "labels.txt" (one name per line,
                                      # blank lines ignored; path relative to this file)
+    task = "detect"                  # detect | pose | segment | semantic | classify
+    kpt_shape = [17, 3]              # pose: keypoints per detection, values each (x, y[, vis])
+    skeleton = "coco17"              # pose: lines to draw: a preset (coco17, none) or
+                                     # 0-based pairs [[0, 1], [1, 2]]
+    keypoint_names = ["nose", ...]   # pose: one name per keypoint
+    logits = false                   # classify/semantic: scores are logits (softmax/sigmoid)
     [input]
     name = "images"                  # the image input tensor
     layout = "NCHW"                  # NCHW | NHWC (order of the image axes)
@@ -24,11 +30,17 @@ it detected. Every key is optional; keys given win over the detected values::
     names = ["output0"]              # efficientnms/tfod: 4 names (count, boxes, scores, classes)
     boxes_in = "input"               # input (model-input pixels) | original | normalized
     num_classes = 80                 # raw YOLO: class count, when the shape leaves it ambiguous
+                                     # pose: ["output0"]; segment: ["output0", "output1"]
+                                     # (detections, mask prototypes); efficientnms pose: 5
+                                     # names (the 4 + keypoints); semantic/classify: 1 name
+    map_layout = "CHW"               # semantic: CHW | HWC | HW (class ids), else from the shape
 
     [postprocess]
     score_threshold = 0.25
     iou_threshold = 0.45
     max_detections = 300
+    top_k = 5                        # classify: how many classes to report
+    mask_threshold = 0.5             # segment/semantic: probability a mask pixel needs
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from app.inference.keypoints import parse_kpt_shape, parse_skeleton
 from app.inference.labels import read_labels_file
 from app.inference.profile_types import ModelProfile, ProfileError
 
@@ -97,6 +110,26 @@ def _names(v: Any) -> tuple[str, ...]:
     return tuple(_str(x) for x in v)
 
 
+def _kpt_shape(v: Any) -> tuple[int, int] | None:
+    if v is None:
+        return None
+    try:
+        return parse_kpt_shape(v)
+    except ValueError as exc:
+        raise TypeError(str(exc)) from None
+
+
+def _skeleton(v: Any) -> tuple[tuple[int, int], ...]:
+    try:
+        return parse_skeleton(v)
+    except ValueError as exc:
+        raise TypeError(str(exc)) from None
+
+
+def _upper_or_none(v: Any) -> str | None:
+    return None if v is None else _upper(v)
+
+
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "input_name": _str,
     "input_layout": _upper,
@@ -118,6 +151,14 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "labels": _names,
     "num_classes": _int,
     "max_input_side": _int,
+    "task": _lower,
+    "kpt_shape": _kpt_shape,
+    "skeleton": _skeleton,
+    "keypoint_names": _names,
+    "logits": _bool,
+    "top_k": _int,
+    "mask_threshold": _number,
+    "map_layout": _upper_or_none,
 }
 assert set(_CONVERT) == {f.name for f in dataclasses.fields(ModelProfile)}
 
@@ -131,12 +172,17 @@ _TOML_KEYS: dict[str, dict[str, str]] = {
     },
     "output": {
         "format": "output_format", "names": "output_names", "boxes_in": "boxes_in",
-        "num_classes": "num_classes",
+        "num_classes": "num_classes", "map_layout": "map_layout",
     },
     "postprocess": {
         "score_threshold": "score_threshold", "iou_threshold": "iou_threshold",
-        "max_detections": "max_detections",
+        "max_detections": "max_detections", "top_k": "top_k", "mask_threshold": "mask_threshold",
     },
+}  # fmt: skip
+# Top-level keys (besides labels / labels_file) -> ModelProfile field.
+_TOP_KEYS = {
+    "task": "task", "kpt_shape": "kpt_shape", "skeleton": "skeleton",
+    "keypoint_names": "keypoint_names", "logits": "logits",
 }  # fmt: skip
 
 
@@ -190,6 +236,8 @@ def load_profile_file(path: str | Path) -> dict[str, Any]:
                 flat[field] = sub_value
         elif key == "labels":
             flat["labels"] = value
+        elif key in _TOP_KEYS:
+            flat[_TOP_KEYS[key]] = value
         elif key == "labels_file":
             if "labels" in data:
                 raise ProfileError(f"profile file {p}: give either labels or labels_file, not both")
@@ -198,6 +246,6 @@ def load_profile_file(path: str | Path) -> dict[str, Any]:
             except (TypeError, ValueError) as exc:
                 raise ProfileError(f"profile file {p}: labels_file: {exc}") from None
         else:
-            known = ", ".join(["labels", "labels_file", *(f"[{s}]" for s in _TOML_KEYS)])
+            known = ", ".join(["labels", "labels_file", *_TOP_KEYS, *(f"[{s}]" for s in _TOML_KEYS)])
             raise ProfileError(f"profile file {p}: unknown key {key!r} (known: {known})")
     return normalise_overrides(flat, f"profile file {p}")

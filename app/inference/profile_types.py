@@ -8,15 +8,39 @@ LAYOUTS = ("NCHW", "NHWC")
 DTYPES = ("FP32", "FP16", "UINT8")
 PREPROCESS = ("letterbox", "resize", "raw")
 CHANNEL_ORDERS = ("RGB", "BGR")
-OUTPUT_FORMATS = ("efficientnms", "tfod", "yolov5", "yolov8")
+OUTPUT_FORMATS = ("efficientnms", "tfod", "yolov5", "yolov8", "semantic", "classify")
 BOXES_IN = ("input", "original", "normalized")
-# Number of output tensors each format reads, in this order.
+TASKS = ("detect", "pose", "segment", "semantic", "classify")
+MAP_LAYOUTS = ("CHW", "HWC", "HW")
+# The output tensors each format reads, in this order (for the detection task).
 OUTPUT_ROLES = {
     "efficientnms": ("num_dets", "det_boxes", "det_scores", "det_classes"),
     "tfod": ("num_detections", "detection_boxes", "detection_scores", "detection_classes"),
     "yolov5": ("output",),
     "yolov8": ("output",),
+    "semantic": ("map",),
+    "classify": ("scores",),
 }
+# Which output formats each task can be read from.
+TASK_FORMATS = {
+    "detect": ("efficientnms", "tfod", "yolov5", "yolov8"),
+    "pose": ("efficientnms", "yolov8"),  # efficientnms + a keypoints output; raw YOLOv8-pose
+    "segment": ("yolov8",),  # raw YOLOv8-seg: detections + mask prototypes
+    "semantic": ("semantic",),
+    "classify": ("classify",),
+}
+
+
+def output_roles(output_format: str, task: str) -> tuple[str, ...]:
+    """The outputs read for `output_format` doing `task`, in order."""
+    roles = OUTPUT_ROLES[output_format]
+    if task == "pose" and output_format == "efficientnms":
+        return (*roles, "keypoints")
+    if task == "segment":
+        return (*roles, "protos")
+    return roles
+
+
 # Size used for letterbox/resize when the model's spatial dims are dynamic (-1).
 DEFAULT_SIZE = (640, 640)
 
@@ -62,6 +86,20 @@ class ModelProfile:
     # Raw-image models that resize the image themselves: the longest side worth sending.
     # Bigger images are downscaled on the client (less to send, the same boxes). 0: never.
     max_input_side: int | None = None
+    # What the model does; decides which outputs are read and what a result carries.
+    task: str = "detect"
+    # pose: keypoints per detection and values per keypoint (2: x, y; 3: x, y, visibility),
+    # the lines to draw between them (0-based index pairs) and their names.
+    kpt_shape: tuple[int, int] | None = None
+    skeleton: tuple[tuple[int, int], ...] = ()
+    keypoint_names: tuple[str, ...] = ()
+    # classify / semantic: the scores are logits (softmax / sigmoid applied by the app).
+    logits: bool = False
+    top_k: int = 5
+    # segment / semantic (one-class probability maps): the probability a pixel needs.
+    mask_threshold: float = 0.5
+    # semantic: axes of the map (after the batch dim); None: told from the shape.
+    map_layout: str | None = None
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -78,7 +116,21 @@ class ModelProfile:
             raise ProfileError(f"input size must be [H, W] with positive values; got {self.input_size}")
         if self.preprocess != "raw" and self.input_size is None:
             raise ProfileError(f"preprocess {self.preprocess!r} needs an input size [H, W]")
-        roles = OUTPUT_ROLES[self.output_format]
+        if self.task not in TASKS:
+            raise ProfileError(f"task must be one of {', '.join(TASKS)}; got {self.task!r}")
+        if self.output_format not in TASK_FORMATS[self.task]:
+            raise ProfileError(
+                f"task {self.task!r} reads output format(s) {', '.join(TASK_FORMATS[self.task])}; "
+                f"got {self.output_format!r}"
+            )
+        if self.map_layout is not None and self.map_layout not in MAP_LAYOUTS:
+            raise ProfileError(f"map_layout must be one of {', '.join(MAP_LAYOUTS)}; got {self.map_layout!r}")
+        self._check_keypoints()
+        if self.top_k < 1:
+            raise ProfileError(f"top_k must be >= 1; got {self.top_k}")
+        if not 0 < self.mask_threshold < 1:
+            raise ProfileError(f"mask_threshold must be between 0 and 1; got {self.mask_threshold}")
+        roles = output_roles(self.output_format, self.task)
         if len(self.output_names) != len(roles):
             raise ProfileError(
                 f"output format {self.output_format!r} reads {len(roles)} output(s) "
@@ -99,7 +151,24 @@ class ModelProfile:
             raise ProfileError(f"max_detections must be >= 1; got {self.max_detections}")
         if self.max_input_side not in (None, 0) and not 16 <= self.max_input_side <= 16384:
             raise ProfileError(
-                f"max_input_side must be within 16..16384 pixels (0: never downscale); got {self.max_input_side}"
+                "max_input_side must be within 16..16384 pixels (0: never downscale); "
+                f"got {self.max_input_side}"
             )
         if self.num_classes is not None and self.num_classes < 1:
             raise ProfileError(f"num_classes must be >= 1; got {self.num_classes}")
+
+    def _check_keypoints(self) -> None:
+        if self.kpt_shape is not None:
+            k, d = self.kpt_shape
+            if k < 1 or d not in (2, 3):
+                raise ProfileError(f"kpt_shape must be [K >= 1, 2 or 3]; got {list(self.kpt_shape)}")
+        if self.task == "pose" and self.output_format == "yolov8" and self.kpt_shape is None:
+            raise ProfileError("a raw YOLOv8 pose output needs kpt_shape [K, 2 or 3]")
+        count = self.kpt_shape[0] if self.kpt_shape else None
+        for a, b in self.skeleton:
+            if min(a, b) < 0 or (count is not None and max(a, b) >= count):
+                raise ProfileError(
+                    f"skeleton pair [{a}, {b}] does not name two of the {count or '?'} keypoints (0-based)"
+                )
+        if self.keypoint_names and count is not None and len(self.keypoint_names) != count:
+            raise ProfileError(f"{len(self.keypoint_names)} keypoint names for {count} keypoints")

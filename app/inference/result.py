@@ -6,6 +6,10 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.inference.masks import BinaryMask
+
+Keypoint = tuple[float, float, float]  # x, y in original pixels; score (visibility) 0..1
+
 
 class Status(enum.StrEnum):
     """How an input ended. Every request ends exactly once with one of OK, FAILED, TIMEOUT,
@@ -35,20 +39,58 @@ class ErrorKind(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Detection:
-    """One box in pixels of the original image (x right, y down; x2/y2 exclusive)."""
+    """One box in pixels of the original image (x right, y down; x2/y2 exclusive), with,
+    depending on the model, its keypoints (pose) and its pixels (instance segmentation)."""
 
     box: tuple[float, float, float, float]
     score: float
     class_id: int
     label: str
+    keypoints: tuple[Keypoint, ...] | None = None
+    mask: BinaryMask | None = None
 
     def to_record(self) -> dict[str, Any]:
-        return {
+        record: dict[str, Any] = {
             "box": [round(v, 2) for v in self.box],
             "score": round(self.score, 4),
             "class_id": self.class_id,
             "label": self.label,
         }
+        # Only when the model gives them: box-only records stay exactly as they were.
+        if self.keypoints is not None:
+            record["keypoints"] = [[round(x, 2), round(y, 2), round(s, 4)] for x, y, s in self.keypoints]
+        if self.mask is not None:
+            record["mask"] = self.mask.rle()
+            record["area"] = self.mask.area
+        return record
+
+
+@dataclass(frozen=True)
+class SemanticMask:
+    """The pixels of one class in a semantic segmentation (original-image pixels)."""
+
+    class_id: int
+    label: str
+    mask: BinaryMask
+
+    @property
+    def area(self) -> int:
+        return self.mask.area
+
+    def to_record(self) -> dict[str, Any]:
+        return {"class_id": self.class_id, "label": self.label, "mask": self.mask.rle(), "area": self.area}
+
+
+@dataclass(frozen=True)
+class ClassScore:
+    """One entry of a classifier's top-k."""
+
+    class_id: int
+    label: str
+    score: float
+
+    def to_record(self) -> dict[str, Any]:
+        return {"class_id": self.class_id, "label": self.label, "score": round(self.score, 4)}
 
 
 @dataclass(frozen=True)
@@ -75,6 +117,10 @@ class InferenceResult:
     width: int | None = None
     height: int | None = None
     detections: list[Detection] = field(default_factory=list)
+    # Semantic segmentation (one entry per class present) and classification (top-k, best
+    # first); None for the models that do not give them (then left out of the record).
+    masks: list[SemanticMask] | None = None
+    classes: list[ClassScore] | None = None
     model: str | None = None
     server: str | None = None
     retries: int = 0
@@ -114,7 +160,7 @@ class InferenceResult:
 
     def to_record(self) -> dict[str, Any]:
         """The JSONL record of ../DESIGN.md (one input)."""
-        return {
+        record: dict[str, Any] = {
             "source": self.source,
             "frame": self.frame,
             "request_id": self.request_id,
@@ -126,6 +172,12 @@ class InferenceResult:
             "height": self.height,
             "detections": [d.to_record() for d in self.detections] if self.ok else [],
         }
+        # Only for the model kinds that give them, so detection records stay as they were.
+        if self.masks is not None:
+            record["masks"] = [m.to_record() for m in self.masks] if self.ok else []
+        if self.classes is not None:
+            record["classes"] = [c.to_record() for c in self.classes] if self.ok else []
+        return record
 
 
 def naming_input(source: str | None, error: str, frame: int | None = None) -> str:

@@ -40,7 +40,7 @@ from app.inference.errors import SessionClosedError, SessionError, WindowFullErr
 from app.inference.group import RequestGroup
 from app.inference.letterbox import BoxTransform
 from app.inference.pool import ConnectionPool
-from app.inference.profile import ModelProfile, postprocess, preprocess
+from app.inference.profile import DecodedOutputs, ModelProfile, decode_outputs, preprocess
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
 from app.inference.scheduler import DelayedCalls
 from app.inference.server_stats import ServerCounters, parse_counters
@@ -646,7 +646,7 @@ class TritonSession:
         t0 = time.monotonic()
         try:
             assert req.transform is not None
-            detections = postprocess(outputs, self.profile, req.transform)
+            decoded = decode_outputs(outputs, self.profile, req.transform)
         except Exception as e:
             message = f"{req.source or 'image'}: cannot decode the model's output: {e}"
             self._finish(req, Status.FAILED, message, kind=ErrorKind.SERVER)
@@ -658,7 +658,7 @@ class TritonSession:
             postprocess_ms=(time.monotonic() - t0) * 1000,
             batch=batch,
         )
-        self._finish(req, Status.OK, None, detections, timing=timing)
+        self._finish(req, Status.OK, None, decoded.detections, timing=timing, decoded=decoded)
 
     def _retry(self, send: _Send) -> bool:
         """Transient failure: try again after a back-off, while the send's deadline allows."""
@@ -702,6 +702,7 @@ class TritonSession:
         *,
         kind: ErrorKind | None = None,
         timing: RequestTiming | None = None,
+        decoded: DecodedOutputs | None = None,
     ) -> None:
         with self._lock:
             if req.finished:
@@ -728,6 +729,8 @@ class TritonSession:
             width=req.width,
             height=req.height,
             detections=detections or [],
+            masks=decoded.masks if decoded else None,
+            classes=decoded.classes if decoded else None,
             model=self.info.name if self.info else None,
             server=send.channel.url if send is not None and send.channel is not None else None,
             retries=max(0, send.attempts - 1) if send is not None else 0,

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
+from app.inference.keypoints import VISIBLE_SCORE
 from app.inference.result import Detection
 
 # 20 distinct colours (Tableau 20, darker/lighter interleaved so neighbouring
@@ -48,8 +49,15 @@ def detection_label(label: str, score: float) -> str:
 
 
 def annotate_rgb(image: np.ndarray, detections: Sequence[Detection]) -> np.ndarray:
-    """A copy of `image` with the boxes and labels drawn in (what a recording shows)."""
+    """A copy of `image` with the masks (half opaque), boxes, labels and keypoints drawn in
+    (what a recording shows)."""
     out = np.array(image, copy=True)
+    for det in detections:
+        if det.mask is not None and det.mask.area:
+            x1, y1, x2, y2 = det.mask.bbox()
+            region, pixels = out[y1:y2, x1:x2], det.mask.crop()
+            fill = np.array(class_rgb(det.class_id), np.uint16)
+            region[pixels] = ((region[pixels].astype(np.uint16) + fill) // 2).astype(np.uint8)
     for det in detections:
         x1, y1, x2, y2 = (round(float(v)) for v in det.box)
         color = class_rgb(det.class_id)
@@ -61,4 +69,7 @@ def annotate_rgb(image: np.ndarray, detections: Sequence[Detection]) -> np.ndarr
         cv2.putText(
             out, text, (x1 + 3, top + th + 2), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 0, 0), 1, cv2.LINE_AA
         )
+        for x, y, score in det.keypoints or ():
+            if score >= VISIBLE_SCORE:
+                cv2.circle(out, (round(x), round(y)), 3, color, -1, cv2.LINE_AA)
     return out

@@ -1,4 +1,5 @@
-"""Graphics items for one detection: a cosmetic-pen box and a zoom-independent label."""
+"""Graphics items for one detection: a cosmetic-pen box, a zoom-independent label, and its
+mask fill and keypoints when the model gives them (app/ui/overlay_items.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem, QStyleOptionGrap
 
 from app.inference.result import Detection
 from app.ui.colors import class_color, detection_label, text_color_on
+from app.ui.overlay_items import KeypointsItem, MaskItem, OverlayStyle
 
 BOX_PEN_WIDTH = 2.0  # screen pixels, whatever the zoom (cosmetic pen)
 LABEL_PADDING = 3.0
@@ -70,9 +72,10 @@ class LabelItem(QGraphicsItem):
 
 
 class DetectionItem(QGraphicsRectItem):
-    """A detection box in scene (= image pixel) coordinates, with its label as a child."""
+    """A detection box in scene (= image pixel) coordinates, with its label as a child (and
+    its mask behind the box, its keypoints over it)."""
 
-    def __init__(self, detection: Detection) -> None:
+    def __init__(self, detection: Detection, style: OverlayStyle | None = None) -> None:
         x1, y1, x2, y2 = (float(v) for v in detection.box)
         super().__init__(QRectF(x1, y1, x2 - x1, y2 - y1))
         self.detection = detection
@@ -86,3 +89,14 @@ class DetectionItem(QGraphicsRectItem):
         self.label_item.setPos(x1, y1)
         self.label_item.set_inside(y1 < 1.0)
         self.setToolTip(f"{detection.label} (class {detection.class_id})  score {detection.score:.3f}")
+        style = style or OverlayStyle()
+        self.mask_item: MaskItem | None = None
+        self.keypoints_item: KeypointsItem | None = None
+        if detection.mask is not None:
+            self.mask_item = MaskItem(detection.mask, color, self)
+            self.mask_item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemStacksBehindParent, True)
+            self.mask_item.setOpacity(style.mask_opacity)
+        if detection.keypoints:
+            self.keypoints_item = KeypointsItem(
+                detection.keypoints, style.skeleton, color, style.keypoint_names, self
+            )

@@ -1,4 +1,5 @@
-"""Exports: annotated PNG (same colours as the view), JSON / JSON Lines records, COCO results."""
+"""Exports: annotated PNG (same colours as the view: boxes, masks, keypoints, top-k classes),
+JSON / JSON Lines records, COCO results (with segmentation and keypoints when present)."""
 
 from __future__ import annotations
 
@@ -9,22 +10,80 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QFont, QFontMetricsF, QImage, QImageWriter, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QImageWriter, QPainter, QPen
 
-from app.inference.result import Detection, InferenceResult
+from app.annotations.shapes import coco_keypoints, coco_segmentation
+from app.inference.keypoints import VISIBLE_SCORE
+from app.inference.masks import BinaryMask
+from app.inference.result import ClassScore, Detection, InferenceResult, SemanticMask
 from app.ui.colors import class_color, detection_label, text_color_on
+from app.ui.overlay_items import OverlayStyle
 from app.ui.qimage import rgb_to_qimage
 
 PathLike = str | os.PathLike[str]
 
 
-def annotate(image_rgb: np.ndarray, detections: Sequence[Detection]) -> QImage:
-    """A copy of the image with boxes and "label score" tags drawn on it.
+def _draw_mask(painter: QPainter, mask: BinaryMask, color: QColor, opacity: float) -> None:
+    crop = np.ascontiguousarray(mask.crop(), dtype=np.uint8)
+    if not crop.any():
+        return
+    h, w = crop.shape
+    # Indexed8 over the 0/1 bytes: the colour table paints them (QImage does not copy `crop`).
+    image = QImage(crop.data, w, h, crop.strides[0], QImage.Format.Format_Indexed8)
+    image.setColorTable([QColor(0, 0, 0, 0).rgba(), color.rgba()])
+    painter.save()
+    painter.setOpacity(opacity)
+    painter.drawImage(QPointF(mask.left, mask.top), image)
+    painter.restore()
+
+
+def _draw_keypoints(
+    painter: QPainter, det: Detection, skeleton: Sequence[tuple[int, int]], size: float
+) -> None:
+    points = det.keypoints or ()
+    shown = [s >= VISIBLE_SCORE for _, _, s in points]
+    color = class_color(det.class_id)
+    painter.save()
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+    painter.setPen(QPen(color, max(1.0, size / 2)))
+    for a, b in skeleton:
+        if a < len(points) and b < len(points) and shown[a] and shown[b]:
+            painter.drawLine(QPointF(*points[a][:2]), QPointF(*points[b][:2]))
+    painter.setPen(QPen(QColor(255, 255, 255), max(1.0, size / 3)))
+    painter.setBrush(color)
+    for (x, y, _), visible in zip(points, shown, strict=True):
+        if visible:
+            painter.drawEllipse(QPointF(x, y), size, size)
+    painter.restore()
+
+
+def _draw_classes(
+    painter: QPainter, classes: Sequence[ClassScore], metrics: QFontMetricsF, pad: float
+) -> None:
+    lines = [f"{c.label}  {c.score:.2f}" for c in classes]
+    width = max(metrics.horizontalAdvance(t) for t in lines) + 2 * pad
+    painter.fillRect(QRectF(0, 0, width, metrics.height() * len(lines) + 2 * pad), QColor(0, 0, 0, 170))
+    painter.setPen(QColor(255, 255, 255))
+    for i, text in enumerate(lines):
+        painter.drawText(QPointF(pad, pad + i * metrics.height() + metrics.ascent()), text)
+
+
+def annotate(
+    image_rgb: np.ndarray,
+    detections: Sequence[Detection],
+    masks: Sequence[SemanticMask] | None = None,
+    classes: Sequence[ClassScore] | None = None,
+    style: OverlayStyle | None = None,
+) -> QImage:
+    """A copy of the image with what the view shows: semantic and instance masks (fills at
+    the style's opacity), boxes with "label score" tags, keypoints and their skeleton, and
+    the top-k classes in the top-left corner.
 
     Line width and font grow with the image so they stay legible on large
     photos. The stroke lies inside the box, so the box's edge pixels carry the
     class colour.
     """
+    style = style or OverlayStyle()
     img = rgb_to_qimage(image_rgb).convertToFormat(QImage.Format.Format_RGB32)
     w, h = img.width(), img.height()
     pen_width = max(2, round(min(w, h) / 250))
@@ -37,6 +96,11 @@ def annotate(image_rgb: np.ndarray, detections: Sequence[Detection]) -> QImage:
     painter = QPainter(img)
     painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
     painter.setFont(font)
+    for semantic in masks or ():
+        _draw_mask(painter, semantic.mask, class_color(semantic.class_id), style.mask_opacity)
+    for det in detections:
+        if det.mask is not None:
+            _draw_mask(painter, det.mask, class_color(det.class_id), style.mask_opacity)
     for det in detections:
         color = class_color(det.class_id)
         x1, y1, x2, y2 = (float(v) for v in det.box)
@@ -58,15 +122,26 @@ def annotate(image_rgb: np.ndarray, detections: Sequence[Detection]) -> QImage:
         painter.fillRect(tag, color)
         painter.setPen(text_color_on(color))
         painter.drawText(QPointF(tag.left() + pad, tag.top() + pad + metrics.ascent()), text)
+        if det.keypoints:
+            _draw_keypoints(painter, det, style.skeleton, pen_width * 1.5)
+    if classes:
+        _draw_classes(painter, classes, metrics, pad)
     painter.end()
     return img
 
 
-def save_annotated_png(path: PathLike, image_rgb: np.ndarray, detections: Sequence[Detection]) -> None:
+def save_annotated_png(
+    path: PathLike,
+    image_rgb: np.ndarray,
+    detections: Sequence[Detection],
+    masks: Sequence[SemanticMask] | None = None,
+    classes: Sequence[ClassScore] | None = None,
+    style: OverlayStyle | None = None,
+) -> None:
     # QImageWriter: PNG whatever the file name's suffix (QImage.save(path, b"PNG")
     # is rejected by PySide6 6.12 at runtime although its stub declares bytes).
     writer = QImageWriter(os.fspath(path), b"png")
-    if not writer.write(annotate(image_rgb, detections)):
+    if not writer.write(annotate(image_rgb, detections, masks, classes, style)):
         raise OSError(f"could not write PNG {os.fspath(path)!r}: {writer.errorString()}")
 
 
@@ -90,7 +165,10 @@ def to_coco_results(
     image_ids: Mapping[str, int],
     category_ids: Mapping[int, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """COCO detection results: [{"image_id", "category_id", "bbox": [x, y, w, h], "score"}].
+    """COCO detection results: [{"image_id", "category_id", "bbox": [x, y, w, h], "score"}],
+    plus "segmentation" (RLE) and "area" for a detection with a mask, and "keypoints"
+    ([x, y, v] * K, v = 2 visible / 0 not labelled) and "num_keypoints" for one with
+    keypoints (the COCO keypoint results format).
 
     Failed results contribute nothing. `category_ids` maps the model's class id to
     the dataset's category id (COCO's 80 classes use ids 1..90 with gaps); default:
@@ -107,14 +185,18 @@ def to_coco_results(
         for det in result.detections:
             x1, y1, x2, y2 = (float(v) for v in det.box)
             category = det.class_id if category_ids is None else category_ids[det.class_id]
-            out.append(
-                {
-                    "image_id": image_id,
-                    "category_id": int(category),
-                    "bbox": [round(x1, 2), round(y1, 2), round(x2 - x1, 2), round(y2 - y1, 2)],
-                    "score": round(float(det.score), 5),
-                }
-            )
+            entry: dict[str, Any] = {
+                "image_id": image_id,
+                "category_id": int(category),
+                "bbox": [round(x1, 2), round(y1, 2), round(x2 - x1, 2), round(y2 - y1, 2)],
+                "score": round(float(det.score), 5),
+            }
+            if det.mask is not None:
+                entry["segmentation"] = coco_segmentation(det.mask)
+                entry["area"] = det.mask.area
+            if det.keypoints is not None:
+                entry["keypoints"], entry["num_keypoints"] = coco_keypoints(det.keypoints)
+            out.append(entry)
     return out
 
 

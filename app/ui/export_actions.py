@@ -47,7 +47,11 @@ class Exporter:
         path = path or self._ask("Export annotated image", "PNG image (*.png)", ".png")
         if path:
             dets = self._gallery.visible_detections(result)
-            self._run(save_annotated_png, path, image, dets)
+            ok = result is not None and result.ok
+            masks = result.masks if ok and result is not None else None
+            classes = result.classes if ok and result is not None else None
+            style = self._gallery.view.overlay_style()
+            self._run(save_annotated_png, path, image, dets, masks, classes, style)
 
     def export_jsonl(self, whole_batch: bool, path: str | None = None) -> None:
         results = self.current_results(whole_batch)

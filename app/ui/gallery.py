@@ -15,7 +15,7 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from app.inference.filtering import refilter
-from app.inference.result import Detection, InferenceResult
+from app.inference.result import ClassScore, Detection, InferenceResult, SemanticMask
 from app.sources.images import read_image
 from app.ui.image_view import ImageView
 from app.ui.tasks import TaskSet
@@ -62,6 +62,8 @@ class Gallery(QObject):
         self.strip.set_status(key, result.ok)
         if key == self.current_key:
             self._refilter()
+            if self.current_image is not None:
+                self.view.set_overlays(*self._overlays())
         elif self._auto_show and result.ok:
             self._auto_show = False
             self.select(key)
@@ -106,7 +108,7 @@ class Gallery(QObject):
         if key != self.current_key:
             return
         self.current_image = image
-        self.view.set_image(image, self.visible_detections())
+        self.view.set_image(image, self.visible_detections(), *self._overlays())
         self.shown.emit(key)
 
     def current_result(self) -> InferenceResult | None:
@@ -118,6 +120,13 @@ class Gallery(QObject):
         if result is None or not result.ok:
             return []
         return refilter(result.detections, self.thresholds.score(), self.thresholds.iou())
+
+    def _overlays(self) -> tuple[list[SemanticMask] | None, list[ClassScore] | None]:
+        """Semantic masks and top-k classes of the shown result (None: the model gives none)."""
+        result = self.current_result()
+        if result is None or not result.ok:
+            return None, None
+        return result.masks, result.classes
 
     def _refilter(self, *_args: object) -> None:
         # No new request: the detections already received are filtered again.

@@ -1,7 +1,9 @@
-"""ImageView: an RGB image with detection boxes; wheel zoom, drag pan, fit and 1:1."""
+"""ImageView: an RGB image with detection boxes (and their masks and keypoints), semantic
+masks and a classifier's top-k over it; wheel zoom, drag pan, fit and 1:1."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -9,8 +11,11 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPixmap, QResizeEvent, QShowEvent, QTransform, QWheelEvent
 from PySide6.QtWidgets import QFrame, QGraphicsPixmapItem, QGraphicsScene, QGraphicsView, QWidget
 
-from app.inference.result import Detection
+from app.inference.result import ClassScore, Detection, SemanticMask
+from app.ui.classes_item import ClassesItem
+from app.ui.colors import class_color
 from app.ui.detection_items import DetectionItem
+from app.ui.overlay_items import KeypointsItem, MaskItem, OverlayStyle
 from app.ui.qimage import rgb_to_qpixmap
 
 ZOOM_STEP = 1.25  # per wheel notch (120 eighths of a degree)
@@ -27,6 +32,7 @@ class ImageView(QGraphicsView):
     """
 
     zoom_changed = Signal(float)  # current scale (1.0 = one image pixel per screen pixel)
+    classes_changed = Signal(list)  # the top-k ClassScore list now shown ([] when none)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -37,6 +43,10 @@ class ImageView(QGraphicsView):
         self._pixmap_item.setZValue(0)
         self._scene.addItem(self._pixmap_item)
         self._boxes: list[DetectionItem] = []
+        self._detections: list[Detection] = []
+        self._semantic: list[MaskItem] = []
+        self._classes_item: ClassesItem | None = None
+        self._style = OverlayStyle()
         self._image_size: tuple[int, int] | None = None  # (width, height)
         self._fit_mode = True
 
@@ -56,11 +66,19 @@ class ImageView(QGraphicsView):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setMinimumSize(64, 64)
+        self.zoom_changed.connect(self._on_zoom)
 
     # --- content -------------------------------------------------------------
 
-    def set_image(self, image: np.ndarray, detections: Sequence[Detection] = ()) -> None:
-        """Show `image` (H, W, 3 RGB uint8) and replace the boxes with `detections`."""
+    def set_image(
+        self,
+        image: np.ndarray,
+        detections: Sequence[Detection] = (),
+        masks: Sequence[SemanticMask] | None = None,
+        classes: Sequence[ClassScore] | None = None,
+    ) -> None:
+        """Show `image` (H, W, 3 RGB uint8) and replace the boxes with `detections` and the
+        semantic masks / top-k classes with `masks` / `classes` (None: none)."""
         h, w = image.shape[:2]
         self._pixmap_item.setPixmap(rgb_to_qpixmap(image))
         new_size = (int(w), int(h))
@@ -68,6 +86,7 @@ class ImageView(QGraphicsView):
         self._image_size = new_size
         self._scene.setSceneRect(QRectF(0, 0, w, h))
         self.set_detections(detections)
+        self.set_overlays(masks, classes)
         if size_changed:
             self._fit_mode = True  # a different picture starts fitted
         if self._fit_mode:
@@ -78,15 +97,77 @@ class ImageView(QGraphicsView):
         for item in self._boxes:
             self._scene.removeItem(item)
         self._boxes = []
-        for det in detections:
-            item = DetectionItem(det)
+        self._detections = list(detections)
+        scale = self.zoom_factor()
+        for det in self._detections:
+            item = DetectionItem(det, self._style)
             item.setZValue(1)
+            if item.keypoints_item is not None:
+                item.keypoints_item.set_view_scale(scale)
             self._scene.addItem(item)
             self._boxes.append(item)
 
+    def set_overlays(
+        self, masks: Sequence[SemanticMask] | None, classes: Sequence[ClassScore] | None
+    ) -> None:
+        """Replace the semantic masks (class-coloured fills under the boxes) and the top-k
+        classes (a table in the top-left corner); emits `classes_changed`."""
+        for item in self._semantic:
+            self._scene.removeItem(item)
+        self._semantic = []
+        for semantic in masks or ():
+            item = MaskItem(semantic.mask, class_color(semantic.class_id))
+            item.setZValue(0.5)
+            item.setOpacity(self._style.mask_opacity)
+            item.setToolTip(f"{semantic.label} (class {semantic.class_id}): {semantic.area} px")
+            self._scene.addItem(item)
+            self._semantic.append(item)
+        if self._classes_item is not None:
+            self._scene.removeItem(self._classes_item)
+            self._classes_item = None
+        if classes:
+            self._classes_item = ClassesItem(classes)
+            self._classes_item.setZValue(2)
+            self._scene.addItem(self._classes_item)
+        self.classes_changed.emit(list(classes or ()))
+
+    def set_mask_opacity(self, opacity: float) -> None:
+        """Opacity (0..1) of every mask fill, now and for the masks drawn later."""
+        self._style = dataclasses.replace(self._style, mask_opacity=min(max(opacity, 0.0), 1.0))
+        for item in self.mask_items():
+            item.setOpacity(self._style.mask_opacity)
+
+    def set_keypoint_style(self, skeleton: Sequence[tuple[int, int]], names: Sequence[str] = ()) -> None:
+        """The model's skeleton (0-based keypoint pairs) and keypoint names; redraws."""
+        self._style = dataclasses.replace(self._style, skeleton=tuple(skeleton), keypoint_names=tuple(names))
+        self.set_detections(self._detections)
+
+    def mask_opacity(self) -> float:
+        return self._style.mask_opacity
+
+    def overlay_style(self) -> OverlayStyle:
+        """The skeleton, keypoint names and mask opacity the view draws with (for exports)."""
+        return self._style
+
+    def mask_items(self) -> list[MaskItem]:
+        """Every mask fill drawn: the detections' then the semantic ones."""
+        own = [b.mask_item for b in self._boxes if b.mask_item is not None]
+        return own + list(self._semantic)
+
+    def keypoint_items(self) -> list[KeypointsItem]:
+        return [b.keypoints_item for b in self._boxes if b.keypoints_item is not None]
+
+    def classes_item(self) -> ClassesItem | None:
+        return self._classes_item
+
+    def _on_zoom(self, scale: float) -> None:
+        for item in self.keypoint_items():
+            item.set_view_scale(scale)
+
     def clear(self) -> None:
-        """Remove the image and every box."""
+        """Remove the image, every box and every overlay."""
         self.set_detections(())
+        self.set_overlays(None, None)
         self._pixmap_item.setPixmap(QPixmap())
         self._image_size = None
         self._scene.setSceneRect(QRectF())

@@ -195,7 +195,7 @@ class LiveController(QObject):
             self._owns_view = True
             if self._on_take_view is not None:
                 self._on_take_view()
-        self.view.set_image(frame.image, self._visible(result))
+        self.view.set_image(frame.image, self._visible(result), result.masks, result.classes)
         self._shown = result
         self._shown_index = frame.index
         age_ms = self.meter.drawn(frame.timestamp)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from app.ui.banner import ErrorBanner
 from app.ui.batch_panel import BatchPanel
+from app.ui.classes_panel import ClassesPanel
 from app.ui.image_view import ImageView
 from app.ui.live_plot import LivePlot
 from app.ui.request_log import RequestLog
@@ -72,6 +73,11 @@ class MainWindow(QMainWindow):
         self.thresholds = ThresholdsWidget(0.5, 0.3)
         for slider in (self.thresholds.score_slider(), self.thresholds.iou_slider()):
             slider.setToolTip(slider.toolTip() + SERVER_THRESHOLD_NOTE)
+        self.classes_panel = ClassesPanel()
+        # Display settings: the view follows the opacity slider and feeds the classes table.
+        self.view.set_mask_opacity(self.thresholds.mask_opacity())
+        self.thresholds.opacity_changed.connect(self.view.set_mask_opacity)
+        self.view.classes_changed.connect(self.classes_panel.set_classes)
         self.stats_panel = StatsPanel()
         self.live_plot = LivePlot()
         self.request_log = RequestLog()
@@ -115,6 +121,7 @@ class MainWindow(QMainWindow):
         layout = QVBoxLayout(column)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(_group("Thresholds (re-filter received boxes)", self.thresholds))
+        layout.addWidget(self.classes_panel)
         layout.addWidget(_group("Requests", self.stats_panel))
         layout.addWidget(_group("Latency p50 (ms) and requests/s, last minute", self.live_plot), 1)
         return column

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.inference.discovery import ModelEntry, ModelInfo
+from app.inference.task_summary import task_summary
 from app.ui.connection_state import ConnectionState
 
 LOCAL_SERVER = "(local server)"
@@ -50,6 +51,7 @@ def describe_model(info: ModelInfo) -> str:
         f"profile: {p.output_format}, {p.preprocess} {size}, {p.input_dtype} {p.input_layout} "
         f"{p.channel_order}, boxes in {p.boxes_in} pixels"
     )
+    lines.append(task_summary(p))
     labels = ", ".join(p.labels[:8]) + (" …" if len(p.labels) > 8 else "")
     lines.append(f"labels: {labels or '(class N)'}")
     lines.append(f"thresholds: score {p.score_threshold:.2f}, IoU {p.iou_threshold:.2f}")

@@ -1,4 +1,4 @@
-"""Score and IoU threshold sliders (0..1, two decimals)."""
+"""Score and IoU threshold sliders (0..1, two decimals), and the mask opacity slider."""
 
 from __future__ import annotations
 
@@ -40,22 +40,29 @@ class _ThresholdRow(QWidget):
 
 
 class ThresholdsWidget(QWidget):
-    """Emits `changed(score, iou)` whenever either slider moves."""
+    """Emits `changed(score, iou)` whenever either threshold slider moves, and
+    `opacity_changed(opacity)` when the mask opacity slider does (a display setting only)."""
 
     changed = Signal(float, float)
+    opacity_changed = Signal(float)
 
-    def __init__(self, score: float = 0.25, iou: float = 0.45, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, score: float = 0.25, iou: float = 0.45, mask_opacity: float = 0.5, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self._score = _ThresholdRow(score, "Hide detections scoring below this value")
         self._iou = _ThresholdRow(
             iou, "Suppress a box overlapping a better box of the same class by more than this IoU"
         )
+        self._opacity = _ThresholdRow(mask_opacity, "How opaque mask fills are (0: hidden, 1: solid)")
         layout = QFormLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addRow("Score ≥", self._score)
         layout.addRow("IoU (NMS)", self._iou)
+        layout.addRow("Mask opacity", self._opacity)
         self._score.slider.valueChanged.connect(self._emit)
         self._iou.slider.valueChanged.connect(self._emit)
+        self._opacity.slider.valueChanged.connect(lambda _v: self.opacity_changed.emit(self.mask_opacity()))
 
     def score(self) -> float:
         return self._score.value()
@@ -78,6 +85,16 @@ class ThresholdsWidget(QWidget):
         self._iou._show(0)
         if (self.score(), self.iou()) != before:
             self._emit()
+
+    def mask_opacity(self) -> float:
+        return self._opacity.value()
+
+    def set_mask_opacity(self, opacity: float) -> None:
+        """Emits `opacity_changed` if the value changes."""
+        self._opacity.set_value(opacity)
+
+    def opacity_slider(self) -> QSlider:
+        return self._opacity.slider
 
     def score_slider(self) -> QSlider:
         return self._score.slider

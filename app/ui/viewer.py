@@ -194,6 +194,7 @@ class Viewer(QObject):
         panel = self.window.server_panel
         panel.set_models(session.models, info.name)
         panel.set_info(info)
+        self.window.view.set_keypoint_style(info.profile.skeleton, info.profile.keypoint_names)
         self.settings.set_model(info.name)
         remembered = self.settings.thresholds(info.name)
         score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)

@@ -25,10 +25,10 @@ from app.inference.profile import ModelProfile, preprocess
 RUNS = 50
 
 
-def median_ms(fn: Callable[[], object]) -> float:
+def median_ms(fn: Callable[[], object], runs: int = RUNS) -> float:
     fn()  # warm-up
     times = []
-    for _ in range(RUNS):
+    for _ in range(runs):
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1000)

@@ -3,7 +3,11 @@
 Takes a raw RGB image of any size, does the letterbox to 128x128, anchor
 decoding, score threshold and NMS itself, and answers in the EfficientNMS
 layout (num_dets, det_boxes in the input image's pixels, det_scores,
-det_classes) so any client gets finished boxes.
+det_classes) so any client gets finished boxes. A fifth output,
+det_keypoints [100, 6, 3], gives each face's six landmarks (x, y in the input
+image's pixels, then the face's score): right eye, left eye, nose tip, mouth
+centre, right ear tragion, left ear tragion. Clients that do not ask for it
+are unaffected.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import triton_python_backend_utils as pb_utils
 
 INPUT_SIZE = 128
 MAX_DETS = 100
+NUM_KEYPOINTS = 6
 MODEL_FILE = "face_detection_short_range.tflite"
 
 
@@ -61,20 +66,24 @@ def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float) -> list[int
 
 
 def decode(regressors: np.ndarray, logits: np.ndarray, anchors: np.ndarray, score_threshold: float,
-           iou_threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """Boxes (x1, y1, x2, y2 in 128x128 input pixels) and scores of one image."""
+           iou_threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boxes (x1, y1, x2, y2), scores and keypoints ([n, 6, 2] x, y) of one image, in
+    128x128 input pixels."""
     raw = np.clip(logits.reshape(-1).astype(np.float64), -100, 100)
     scores = (1.0 / (1.0 + np.exp(-raw))).astype(np.float32)
     mask = scores >= score_threshold
     if not mask.any():
-        return np.zeros((0, 4), np.float32), np.zeros((0,), np.float32)
+        return np.zeros((0, 4), np.float32), np.zeros((0,), np.float32), np.zeros((0, NUM_KEYPOINTS, 2), np.float32)
     reg, sc, anc = regressors[mask], scores[mask], anchors[mask]
-    cx = anc[:, 0] * INPUT_SIZE + reg[:, 0]
-    cy = anc[:, 1] * INPUT_SIZE + reg[:, 1]
+    centres = anc * INPUT_SIZE  # anchor centres in input pixels
+    cx = centres[:, 0] + reg[:, 0]
+    cy = centres[:, 1] + reg[:, 1]
     w, h = reg[:, 2], reg[:, 3]
     boxes = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
+    # Columns 4..15: six (x, y) offsets from the anchor centre, in input pixels (as the box centre).
+    keypoints = reg[:, 4 : 4 + 2 * NUM_KEYPOINTS].reshape(-1, NUM_KEYPOINTS, 2) + centres[:, None, :]
     keep = nms(boxes, sc, iou_threshold)[:MAX_DETS]
-    return boxes[keep].astype(np.float32), sc[keep].astype(np.float32)
+    return boxes[keep].astype(np.float32), sc[keep].astype(np.float32), keypoints[keep].astype(np.float32)
 
 
 class TritonPythonModel:
@@ -114,21 +123,29 @@ class TritonPythonModel:
                 pb_utils.Tensor("det_boxes", np.stack([c[1] for c in chunk])),
                 pb_utils.Tensor("det_scores", np.stack([c[2] for c in chunk])),
                 pb_utils.Tensor("det_classes", np.stack([c[3] for c in chunk])),
+                pb_utils.Tensor("det_keypoints", np.stack([c[4] for c in chunk])),
             ]))
         return responses
 
     def _image_result(self, regressors: np.ndarray, logits: np.ndarray,
                       meta: tuple[float, int, int, int, int]) -> tuple[np.ndarray, ...]:
         scale, left, top, w, h = meta
-        boxes, scores = decode(regressors, logits, self.anchors, self.score_threshold, self.iou_threshold)
+        boxes, scores, keypoints = decode(
+            regressors, logits, self.anchors, self.score_threshold, self.iou_threshold
+        )
         # From 128x128 letterbox pixels back to the input image's pixels, clipped to it.
         boxes = (boxes - np.array([left, top, left, top], np.float32)) / scale
         boxes = np.clip(boxes, 0, np.array([w, h, w, h], np.float32))
+        keypoints = (keypoints - np.array([left, top], np.float32)) / scale
+        keypoints = np.clip(keypoints, 0, np.array([w, h], np.float32))
         n = len(boxes)
         out_boxes = np.zeros((MAX_DETS, 4), np.float32)
         out_scores = np.zeros((MAX_DETS,), np.float32)
+        out_keypoints = np.zeros((MAX_DETS, NUM_KEYPOINTS, 3), np.float32)
         out_boxes[:n], out_scores[:n] = boxes, scores
-        return (np.array([n], np.int32), out_boxes, out_scores, np.zeros((MAX_DETS,), np.int32))
+        # BlazeFace gives no per-landmark confidence: each landmark carries its face's score.
+        out_keypoints[:n, :, :2], out_keypoints[:n, :, 2] = keypoints, scores[:, None]
+        return (np.array([n], np.int32), out_boxes, out_scores, np.zeros((MAX_DETS,), np.int32), out_keypoints)
 
     def finalize(self) -> None:
         self.net = None
