@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pycocotools.mask as coco_mask
-from app.ui.live_recording import annotate_rgb
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
 from pytestqt.qtbot import QtBot
 
 from app.inference.masks import BinaryMask
 from app.inference.result import ClassScore, Detection, SemanticMask
+from app.pipeline.annotate import annotate_rgb
 from app.ui.colors import class_rgb
 from app.ui.export import save_annotated_png, to_coco_results
 from app.ui.image_view import ImageView
