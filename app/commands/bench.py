@@ -43,12 +43,17 @@ from app.inference.profile import ProfileError, preprocess
 from app.inference.session import TritonSession
 from app.inference.transport import TransportKind
 from app.pipeline.load import LoadFigures, figures_of
-from app.pipeline.sweep import LevelResult, Sweep, SweepPlan, SweepProgress, find_knee, recommend, series
-from app.resources import sample_image
-from app.sources.files import expand_inputs
-from app.sources.images import read_image
+from app.pipeline.sweep import (
+    LevelResult,
+    Sweep,
+    SweepPlan,
+    SweepProgress,
+    find_knee,
+    load_sweep_images,
+    recommend,
+    series,
+)
 
-MAX_IMAGES = 64  # decoded images kept for the sweep (they are sent in turn)
 CSV_COLUMNS = (
     "concurrency",
     "transport",
@@ -142,25 +147,10 @@ def parse_batches(text: str) -> list[int]:
 
 
 def load_images(paths: Sequence[str]) -> tuple[list[np.ndarray], list[str]]:
-    """Decoded images from files and folders (at most MAX_IMAGES), and their names."""
-    if not paths:
-        return [read_image(sample_image())], [str(sample_image())]
-    images, names = [], []
-    for item in expand_inputs(paths):
-        if item.kind != "image":
-            if item.kind == "failed":
-                raise UsageError(f"--image: {item.error}")
-            continue
-        try:
-            images.append(read_image(item.path))
-        except ValueError as e:
-            raise UsageError(f"--image: {e}") from None
-        names.append(str(item.path))
-        if len(images) >= MAX_IMAGES:
-            break
-    if not images:
-        raise UsageError(f"--image: no image found in {', '.join(paths)}")
-    return images, names
+    try:
+        return load_sweep_images(paths)
+    except ValueError as e:
+        raise UsageError(f"--image: {e}") from None
 
 
 class PlainLoop:

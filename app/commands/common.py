@@ -103,12 +103,13 @@ def add_security_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_speed_arguments(p: argparse.ArgumentParser) -> None:
-    """How requests travel: --transport, --client-batch, --batch-delay-ms (infer, bench, viewer)."""
+def add_speed_arguments(p: argparse.ArgumentParser, *, remembered: bool = False) -> None:
+    """How requests travel: --transport, --client-batch, --batch-delay-ms (infer, viewer).
+    `remembered`: the defaults are None, meaning "what the viewer's settings say"."""
     p.add_argument(
         "--transport",
         choices=[k.value for k in TransportKind],
-        default=TransportKind.AUTO.value,
+        default=None if remembered else TransportKind.AUTO.value,
         help="auto (default): Triton system shared memory when the server is on this machine, "
         "else gRPC; grpc: tensors inside the messages; shm: shared memory (falls back to gRPC "
         "with a message when the server cannot use it)",
@@ -116,7 +117,7 @@ def add_speed_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--client-batch",
         type=int_range("--client-batch", 1, 256),
-        default=1,
+        default=None if remembered else 1,
         metavar="N",
         help="client-side batching: up to N images of the same size in one request, for models "
         "with max_batch_size > 0 (default 1: off)",

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from app.commands.common import EXIT_USAGE, UsageError, add_security_arguments, connection_options, eprint
+from app.commands.common import (
+    EXIT_USAGE,
+    UsageError,
+    add_security_arguments,
+    add_speed_arguments,
+    connection_options,
+    eprint,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tritonserver", default=None, metavar="PATH", help="tritonserver binary to use")
     add_security_arguments(parser)
+    add_speed_arguments(parser, remembered=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,5 +62,8 @@ def run(args: argparse.Namespace) -> int:
         screenshot=args.screenshot,
         tritonserver=args.tritonserver,
         connection=connection,
+        transport=args.transport,
+        client_batch=args.client_batch,
+        batch_delay_ms=args.batch_delay_ms,
     )
     return run_viewer(options)

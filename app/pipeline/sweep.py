@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,32 @@ from app.inference.server_stats import split
 from app.inference.session import TritonSession
 from app.inference.transport import TransportKind
 from app.pipeline.load import LoadFigures, LoadJob
+from app.resources import sample_image
+from app.sources.files import expand_inputs
+from app.sources.images import read_image
 
 KNEE_GAIN = 0.05  # "throughput grows less than 5%"
+MAX_IMAGES = 64  # decoded images kept for a sweep (they are sent in turn)
+
+
+def load_sweep_images(paths: Sequence[str | Path]) -> tuple[list[np.ndarray], list[str]]:
+    """Decoded images from files and folders (at most MAX_IMAGES) and their names; the bundled
+    sample when no path is given. ValueError naming the input and the cause."""
+    if not paths:
+        return [read_image(sample_image())], [str(sample_image())]
+    images, names = [], []
+    for item in expand_inputs(paths):
+        if item.kind == "failed":
+            raise ValueError(item.error or f"{item.path}: unusable")
+        if item.kind != "image":
+            continue
+        images.append(read_image(item.path))
+        names.append(str(item.path))
+        if len(images) >= MAX_IMAGES:
+            break
+    if not images:
+        raise ValueError(f"no image found in {', '.join(map(str, paths))}")
+    return images, names
 
 
 @dataclass(frozen=True)

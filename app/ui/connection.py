@@ -10,6 +10,7 @@ import asyncio
 import functools
 import logging
 from concurrent.futures import Executor
+from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -63,6 +64,8 @@ class ConnectionController(QObject):
         self._probing = False
         self._shutting_down = False
         self._server_stop_requested = False
+        # How requests travel (TritonSession's transport, client_batch, batch_delay_ms).
+        self.speed: dict[str, Any] = {}
         self._health_timer = QTimer(self)
         self._health_timer.setInterval(HEALTH_INTERVAL_MS)
         self._health_timer.timeout.connect(self._probe_now)
@@ -121,7 +124,7 @@ class ConnectionController(QObject):
         if generation != self._generation:
             return
         self._set_state(ConnectionState.CONNECTING, f"connecting to {', '.join(urls)}…")
-        session = self._opening = TritonSession(urls, model, options=options)
+        session = self._opening = TritonSession(urls, model, options=options, **self.speed)
         try:
             await loop.run_in_executor(self._executor, session.open)
         except Exception as e:  # whatever happens, the state says so: never stuck "connecting"

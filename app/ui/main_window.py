@@ -26,6 +26,7 @@ from app.ui.server_panel import ServerPanel
 from app.ui.stats_panel import StatsPanel
 from app.ui.thresholds import ThresholdsWidget
 from app.ui.thumbnail_strip import ThumbnailStrip
+from app.ui.time_split import TimeSplitWidget
 
 SERVER_THRESHOLD_NOTE = (
     "\n\nSome models filter on the server too (the bundled face detector keeps only scores "
@@ -80,6 +81,7 @@ class MainWindow(QMainWindow):
         self.view.classes_changed.connect(self.classes_panel.set_classes)
         self.stats_panel = StatsPanel()
         self.live_plot = LivePlot()
+        self.time_split = TimeSplitWidget()
         self.request_log = RequestLog()
 
         self.setCentralWidget(self._central())
@@ -90,6 +92,12 @@ class MainWindow(QMainWindow):
             "Detections and statistics",
             "StatsDock",
             self._stats_column(),
+            Qt.DockWidgetArea.RightDockWidgetArea,
+        )
+        self._add_dock(
+            "Where the time goes (mean per request, last 10 s)",
+            "TimeSplitDock",
+            self.time_split,
             Qt.DockWidgetArea.RightDockWidgetArea,
         )
         log_dock = self._add_dock(
@@ -161,6 +169,11 @@ class MainWindow(QMainWindow):
         )
         self._action(view_menu, "Zoom &out", QKeySequence.StandardKey.ZoomOut).triggered.connect(
             lambda: self.view.zoom_by(0.8)
+        )
+        tools_menu = self.menuBar().addMenu("&Tools")
+        self.load_test_action = self._action(tools_menu, "&Load test…", "Ctrl+L")
+        self.load_test_action.setToolTip(
+            "Raise the requests in flight step by step and find where throughput stops growing"
         )
         self.open_files_action.triggered.connect(self._open_files)
         self.open_folder_action.triggered.connect(self._open_folder)

@@ -11,15 +11,22 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from app.inference.discovery import ModelEntry, ModelInfo
 from app.inference.task_summary import task_summary
+from app.inference.transport import TransportKind
 from app.ui.connection_state import ConnectionState
 
 LOCAL_SERVER = "(local server)"
+TRANSPORT_CHOICES = (
+    ("Automatic", TransportKind.AUTO),
+    ("gRPC", TransportKind.GRPC),
+    ("Shared memory", TransportKind.SHM),
+)
 STATE_COLORS = {
     ConnectionState.CONNECTED: "#2e7d32",
     ConnectionState.DISCONNECTED: "#c62828",
@@ -63,6 +70,7 @@ class ServerPanel(QWidget):
 
     connect_requested = Signal(list)
     model_chosen = Signal(str)
+    transport_chosen = Signal(str, int)  # TransportKind value, client batch (1: off)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -84,6 +92,22 @@ class ServerPanel(QWidget):
         self.busy.hide()
         self.model_combo = QComboBox()
         self.model_combo.setToolTip("Models on the server and their state; choose one to switch")
+        self.transport_combo = QComboBox()
+        for text, kind in TRANSPORT_CHOICES:
+            self.transport_combo.addItem(text, kind.value)
+        self.transport_combo.setToolTip(
+            "How images travel to the server. Automatic: shared memory when the server is on "
+            "this machine (no copy through the network stack), else gRPC"
+        )
+        self.client_batch = QSpinBox()
+        self.client_batch.setRange(1, 64)
+        self.client_batch.setSpecialValueText("off")
+        self.client_batch.setToolTip(
+            "Client-side batching: up to N images of one size in one request (models that batch); "
+            "off sends each image alone"
+        )
+        self.transport_label = QLabel()
+        self.transport_label.setWordWrap(True)
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
         self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
@@ -100,6 +124,13 @@ class ServerPanel(QWidget):
         form.addRow("State", self.state_label)
         form.addRow("", self.busy)
         form.addRow("Model", self.model_combo)
+        speed = QHBoxLayout()
+        speed.setContentsMargins(0, 0, 0, 0)
+        speed.addWidget(self.transport_combo, 1)
+        speed.addWidget(QLabel("client batch"))
+        speed.addWidget(self.client_batch)
+        form.addRow("Transport", speed)
+        form.addRow("", self.transport_label)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(form)
@@ -110,6 +141,8 @@ class ServerPanel(QWidget):
         if line_edit is not None:
             line_edit.returnPressed.connect(self._on_connect)
         self.model_combo.activated.connect(self._on_model_activated)
+        self.transport_combo.activated.connect(self._on_transport_changed)
+        self.client_batch.editingFinished.connect(self._on_transport_changed)
         self.set_state(ConnectionState.IDLE, "not connected")
 
     def set_recent(self, urls: list[str], current: str) -> None:
@@ -117,6 +150,29 @@ class ServerPanel(QWidget):
         items = [current] + [u for u in [LOCAL_SERVER, *urls] if u != current]
         self.url_combo.addItems(items)
         self.url_combo.setCurrentIndex(0)
+
+    def set_transport(self, kind: str, client_batch: int) -> None:
+        """The choice shown (no signal)."""
+        index = self.transport_combo.findData(kind)
+        self.transport_combo.setCurrentIndex(max(index, 0))
+        self.client_batch.blockSignals(True)
+        self.client_batch.setValue(client_batch)
+        self.client_batch.blockSignals(False)
+        self._transport_choice = (kind, client_batch)
+
+    def transport_choice(self) -> tuple[str, int]:
+        return str(self.transport_combo.currentData()), self.client_batch.value()
+
+    def set_transport_in_use(self, text: str, note: str = "") -> None:
+        """What the session actually uses, and why it differs from the choice when it does."""
+        self.transport_label.setText(f"in use: {text}" + (f"<br><i>{note}</i>" if note else ""))
+        self.transport_label.setToolTip(note)
+
+    def _on_transport_changed(self, *_args: object) -> None:
+        choice = self.transport_choice()
+        if choice != getattr(self, "_transport_choice", None):
+            self._transport_choice = choice
+            self.transport_chosen.emit(*choice)
 
     def url_text(self) -> str:
         return self.url_combo.currentText().strip()

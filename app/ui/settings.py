@@ -57,6 +57,21 @@ class ViewerSettings:
         self.qsettings.setValue(f"thresholds/{model}/score", score)
         self.qsettings.setValue(f"thresholds/{model}/iou", iou)
 
+    def transport(self) -> tuple[str, int]:
+        """(TransportKind value, client batch); unknown or out-of-range values are ignored."""
+        kind = str(self.qsettings.value("transport/kind", "auto"))
+        try:
+            batch = int(str(self.qsettings.value("transport/client_batch", 1)))
+        except (TypeError, ValueError):
+            batch = 1
+        if kind not in ("auto", "grpc", "shm"):
+            kind = "auto"
+        return kind, batch if 1 <= batch <= 64 else 1
+
+    def set_transport(self, kind: str, client_batch: int) -> None:
+        self.qsettings.setValue("transport/kind", kind)
+        self.qsettings.setValue("transport/client_batch", client_batch)
+
     def window_state(self) -> tuple[QByteArray | None, QByteArray | None]:
         geometry = self.qsettings.value("window/geometry")
         state = self.qsettings.value("window/state")

@@ -17,8 +17,11 @@ from PySide6.QtWidgets import QInputDialog
 from app.inference.channel import ConnectionOptions
 from app.inference.discovery import ModelEntry
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
+from app.inference.server_stats import ServerCounters, ServerSplit, split
 from app.inference.session import TritonSession
+from app.inference.transport import TransportKind
 from app.pipeline.batch import BatchCounts
+from app.pipeline.time_split import time_segments
 from app.ui.batch_runner import PLACEHOLDER, BatchRunner
 from app.ui.bridge import GuiBridge
 from app.ui.connection import ConnectionController
@@ -27,6 +30,7 @@ from app.ui.export_actions import Exporter
 from app.ui.gallery import Gallery
 from app.ui.live_controller import LiveController
 from app.ui.live_panel import LiveUi
+from app.ui.load_test import LoadTestWindow
 from app.ui.main_window import MainWindow
 from app.ui.server_dialog import ask_for_server
 from app.ui.server_panel import LOCAL_SERVER, parse_urls
@@ -36,6 +40,7 @@ from app.ui.tasks import TaskSet
 log = logging.getLogger(__name__)
 
 STATS_INTERVAL_MS = 250  # ~4 Hz
+SERVER_STATS_EVERY = 8  # the server's statistics every 8 ticks (2 s): a network call each
 LOG_FLUSH_MS = 50  # results reach the log in batches (one insert per flush)
 CLOSE_DRAIN_S = 0.2
 
@@ -50,6 +55,10 @@ class ViewerOptions:
     tritonserver: str | None = None
     # TLS and headers for the servers given by URL (the local server is plain gRPC).
     connection: ConnectionOptions | None = None
+    # How requests travel; None: as remembered in the settings (the server panel's choice).
+    transport: str | None = None
+    client_batch: int | None = None
+    batch_delay_ms: float = 2.0
 
 
 class Viewer(QObject):
@@ -80,6 +89,11 @@ class Viewer(QObject):
         )
         self.live_ui = LiveUi(w, w.file_menu, self.live, executor, self.tasks)
         self._pending_paths: list[str] = []
+        self._server_counters: ServerCounters | None = None
+        self._server_split: ServerSplit | None = None
+        self._stats_ticks = 0
+        self._reading_server_stats = False
+        self.load_test: LoadTestWindow | None = None
         self._log_buffer: list[InferenceResult] = []
         self._shutting_down = False
         self._model: str | None = None
@@ -97,6 +111,8 @@ class Viewer(QObject):
         c.models_listed.connect(self._on_models_listed)
         w.server_panel.connect_requested.connect(self._on_connect_requested)
         w.server_panel.model_chosen.connect(lambda name: c.connect_to(self._session_urls(), name))
+        w.server_panel.transport_chosen.connect(self._on_transport_chosen)
+        w.load_test_action.triggered.connect(self.open_load_test)
         w.paths_opened.connect(self.open_paths)
         w.close_requested.connect(self.request_close)
         w.batch_panel.cancel_requested.connect(lambda: self.runner.cancel())
@@ -131,6 +147,11 @@ class Viewer(QObject):
             self.window.restoreState(state)
         url_text = ", ".join(self.options.urls) if self.options.urls else LOCAL_SERVER
         self.window.server_panel.set_recent(self.settings.recent_servers(), url_text)
+        kind, batch = self.settings.transport()
+        kind = self.options.transport or kind
+        batch = self.options.client_batch or batch
+        self.window.server_panel.set_transport(kind, batch)
+        self._apply_transport(kind, batch)
         self._stats_timer.start()
         if self.options.camera:
             self.live.open_text(self.options.camera)  # starts once connected
@@ -186,6 +207,34 @@ class Viewer(QObject):
         entries = [ModelEntry(name, "", "", "") for name in names]
         self.window.server_panel.set_models(entries, None)
 
+    def _apply_transport(self, kind: str, client_batch: int) -> None:
+        self.connection.speed = {
+            "transport": TransportKind(kind),
+            "client_batch": client_batch,
+            "batch_delay_ms": self.options.batch_delay_ms,
+        }
+
+    def _on_transport_chosen(self, kind: str, client_batch: int) -> None:
+        """The server panel's choice: remembered, and applied by reconnecting."""
+        self.settings.set_transport(kind, client_batch)
+        self._apply_transport(kind, client_batch)
+        if self.connection.session is not None:
+            self.connection.connect_to(self._session_urls(), self._model)
+
+    def open_load_test(self) -> None:
+        """Tools > Load test…: the sweep on the current images (or the sample), in its own window."""
+        session = self.connection.session
+        if session is None:
+            self.report("Load test: connect to a server first", True)
+            return
+        if self.load_test is None:
+            self.load_test = LoadTestWindow(self.window, self.bridge, self.executor)
+        paths = [key for key in self.gallery.results if self.gallery.results[key].ok]
+        model = session.info.name if session.info else None
+        self.load_test.prepare(session.urls, model, session.options, paths)
+        self.load_test.show()
+        self.load_test.raise_()
+
     def _on_session_opened(self, session: TritonSession) -> None:
         info = session.info
         assert info is not None
@@ -194,6 +243,12 @@ class Viewer(QObject):
         panel = self.window.server_panel
         panel.set_models(session.models, info.name)
         panel.set_info(info)
+        panel.set_transport_in_use(session.describe_transport(), session.transport_note)
+        self._server_counters = None
+        self._server_split = None
+        # A first read now: the next one (2 s on) gives the split of whatever ran in between.
+        self._reading_server_stats = True
+        self.tasks.spawn(self._read_server_split(session), name="server statistics")
         self.window.view.set_keypoint_style(info.profile.skeleton, info.profile.keypoint_names)
         self.settings.set_model(info.name)
         remembered = self.settings.thresholds(info.name)
@@ -242,6 +297,30 @@ class Viewer(QObject):
         snap = session.stats.snapshot()  # cheap: counters under one lock
         self.window.stats_panel.update_stats(snap)
         self.window.live_plot.add_point(time.monotonic(), snap.p50_ms, snap.throughput)
+        self.window.time_split.set_segments(time_segments(snap.timing, self._server_split))
+        self._stats_ticks += 1
+        if self._stats_ticks % SERVER_STATS_EVERY == 0 and not self._reading_server_stats:
+            self._reading_server_stats = True
+            self.tasks.spawn(self._read_server_split(session), name="server statistics")
+
+    async def _read_server_split(self, session: TritonSession) -> None:
+        """Triton's statistics (a network call: on the executor) -> the server's share of the
+        last interval. Kept until a newer interval has requests."""
+        try:
+            counters = await asyncio.get_running_loop().run_in_executor(
+                self.executor, session.read_server_counters
+            )
+        except Exception:
+            counters = None  # a server without statistics: the bar shows the round trip whole
+        finally:
+            self._reading_server_stats = False
+        if session is not self.connection.session or counters is None:
+            return
+        if self._server_counters is not None:
+            latest = split(self._server_counters, counters)
+            if latest is not None:
+                self._server_split = latest
+        self._server_counters = counters
 
     def _on_batch_finished(self, _job: int, counts: BatchCounts, seconds: float) -> None:
         self.window.batch_panel.finish(counts, seconds)
@@ -320,6 +399,8 @@ class Viewer(QObject):
             self._flush_timer.stop()
             self.bridge.close()  # from now on results are dropped, not delivered
             await self.live.shutdown()  # stop the stream, release the capture on its thread
+            if self.load_test is not None:
+                await self.load_test.shutdown()  # a sweep in progress stops, its thread ends
             self.runner.cancel()  # stop submitting
             await self.connection.shutdown(CLOSE_DRAIN_S)  # cancel in flight, close channels, stop server
             await self.tasks.cancel_all()  # nothing left pending when the loop closes

@@ -1,0 +1,48 @@
+"""Where one request's time goes, end to end: the client's own measurements and the server's
+statistics put together as consecutive segments (the viewer's stacked bar, the docs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.inference.server_stats import ServerSplit
+from app.inference.stats import TimingMeans
+
+
+@dataclass(frozen=True)
+class Segment:
+    key: str
+    title: str
+    ms: float
+    explanation: str
+
+
+def time_segments(client: TimingMeans | None, server: ServerSplit | None) -> list[Segment]:
+    """Mean milliseconds per request, in the order they happen. Without the server's figures
+    the round trip is one segment; with them it splits into network + (de)serialisation (what
+    the server's own clock does not see), server queue and server compute."""
+    if client is None:
+        return []
+    out = [
+        Segment("preprocess", "client pre", client.preprocess_ms, "resize, normalise, copy into the tensor"),
+        Segment("wait", "client wait", client.wait_ms, "a client batch filling, a free worker, retries"),
+    ]
+    if server is None:
+        whole = "network, serialisation and the server"
+        out.append(Segment("round_trip", "round trip", client.round_trip_ms, whole))
+    else:
+        network = max(0.0, client.round_trip_ms - server.total_ms)
+        out += [
+            Segment("network", "network + serialisation", network, "round trip minus the server's own time"),
+            Segment("queue", "server queue", server.queue_ms, "waiting for a model instance or a batch"),
+            Segment(
+                "compute",
+                "server compute",
+                server.compute_ms,
+                f"input {server.compute_input_ms:.1f} + infer {server.compute_infer_ms:.1f} + "
+                f"output {server.compute_output_ms:.1f} ms",
+            ),
+        ]
+    post = "decode, NMS, boxes to original pixels"
+    out.append(Segment("postprocess", "client post", client.postprocess_ms, post))
+    return out
