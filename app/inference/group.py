@@ -43,6 +43,12 @@ class RequestGroup:
 
     @property
     def in_flight(self) -> int:
+        """Requests holding a place in the group's window: sent and not answered yet."""
+        return self.window.used
+
+    @property
+    def unfinished(self) -> int:
+        """Requests whose result has not been handed on yet (answered ones still decoding too)."""
         with self._lock:
             return len(self._ids)
 
@@ -68,7 +74,7 @@ class RequestGroup:
         return sum(self._session.cancel(rid) for rid in ids)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Until none of the group's requests is in flight (True) or `timeout` passed."""
+        """Until every request of the group has handed its result on (True) or `timeout` passed."""
         with self._idle:
             return self._idle.wait_for(lambda: not self._ids, timeout)
 

@@ -164,17 +164,24 @@ def stretch_resize(image: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray
 
 
 def fit_within(image: np.ndarray, max_side: int) -> tuple[np.ndarray, ResizeTransform | IdentityTransform]:
-    """Downscale (area averaging, aspect ratio kept) so the longest side is at most `max_side`;
-    smaller images are sent as they are."""
+    """Halve the image (area averaging, aspect ratio kept) while it stays at least `max_side`
+    on its longest side: what is sent is max_side to 2 x max_side, never less than the model
+    needs. Exact halving is OpenCV's fast path (0.4 ms for 1080p; an arbitrary factor costs
+    ~4 ms), and an odd edge is extended by one replicated pixel so the scale stays exactly
+    1/2 per step: boxes map back without rounding drift."""
     h, w = _check_image(image, (1, 1))
-    if max(h, w) <= max_side:
+    out, steps = image, 0
+    while max(out.shape[0], out.shape[1]) >= 2 * max_side:
+        oh, ow = out.shape[:2]
+        if oh % 2 or ow % 2:
+            out = cv2.copyMakeBorder(out, 0, oh % 2, 0, ow % 2, cv2.BORDER_REPLICATE)
+        halved = cv2.resize(out, (out.shape[1] // 2, out.shape[0] // 2), interpolation=cv2.INTER_AREA)
+        out = halved[:, :, None] if halved.ndim == 2 and image.ndim == 3 else halved
+        steps += 1
+    if steps == 0:
         return identity(image)
-    r = max_side / max(h, w)
-    new_w, new_h = max(1, round(w * r)), max(1, round(h * r))
-    out = cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_AREA)
-    if out.ndim == 2 and image.ndim == 3:
-        out = out[:, :, None]
-    return out, ResizeTransform(new_w / w, new_h / h, w, h, new_w, new_h)
+    scale = 0.5**steps
+    return out, ResizeTransform(scale, scale, w, h, int(out.shape[1]), int(out.shape[0]))
 
 
 def identity(image: np.ndarray) -> tuple[np.ndarray, IdentityTransform]:

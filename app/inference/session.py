@@ -79,6 +79,7 @@ class _Request:
     started: float
     deadline: float
     finished: bool = False
+    holds_slots: bool = True  # its places in the session's (and group's) window
     tensor: np.ndarray | None = None  # prepared, until it is sent
     transform: BoxTransform | None = None
     preprocess_ms: float = 0.0
@@ -596,6 +597,11 @@ class TritonSession:
         try:
             assert self._pool is not None and self._workers is not None
             self._pool.release(channel)
+            if error is None:
+                # Answered: no longer in flight. The next request need not wait for this
+                # one's decoding (a worker's queue) to take its place.
+                for member in send.members:
+                    self._release_slots(member)
             self._workers.submit(self._complete, send, channel, result, error, time.monotonic())
         except Exception as e:  # pool shut down while closing
             self._fail_send(send, Status.CANCELLED, f"cancelled: {e}", ErrorKind.CANCELLED)
@@ -709,13 +715,9 @@ class TritonSession:
                 return
             req.finished = True
             self._pending.pop(req.id, None)
-            if req.group is not None:
-                req.group._remove(req.id)
             if not self._pending:
                 self._drained.notify_all()
-        self._window.release()
-        if req.group is not None:
-            req.group.window.release()
+        self._release_slots(req)
         latency = self._elapsed_ms(req)
         self.stats.record_done(status, latency, timing)
         send = req.send
@@ -743,6 +745,21 @@ class TritonSession:
             req.callback(result)
         except Exception:
             log.exception("result callback failed for request %s", req.id)
+        finally:
+            # After the callback: a group seen idle has handed every result on.
+            if req.group is not None:
+                req.group._remove(req.id)
+
+    def _release_slots(self, req: _Request) -> None:
+        """Give back the request's places in the windows (once): when its reply arrives, or
+        when it ends without one."""
+        with self._lock:
+            if not req.holds_slots:
+                return
+            req.holds_slots = False
+        self._window.release()
+        if req.group is not None:
+            req.group.window.release()
 
 
 def _add(a: ServerCounters, b: ServerCounters) -> ServerCounters:

@@ -217,6 +217,11 @@ class LiveRun:
         job = self._job
         return job.group.in_flight if job is not None else 0
 
+    def unfinished(self) -> int:
+        """Requests whose result has not been handed on yet."""
+        job = self._job
+        return job.group.unfinished if job is not None else 0
+
     def stop(self, timeout: float = 2.0) -> bool:
         """Stop the job first (wakes a capture thread waiting in offer() in frame-by-frame mode),
         then the capture, which releases the device on its own thread. True when it has."""

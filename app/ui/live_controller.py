@@ -326,7 +326,7 @@ class LiveController(QObject):
         # Results still in flight, or finished but still queued in the bridge for this thread.
         while live is not None and run == self._run and time.monotonic() < deadline:
             stats = live.stats().stream
-            if stats is None or (stats.in_flight == 0 and stats.completed <= self.meter.results):
+            if stats is None or (live.unfinished() == 0 and stats.completed <= self.meter.results):
                 break
             await asyncio.sleep(0.02)
         if run == self._run:

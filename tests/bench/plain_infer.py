@@ -1,8 +1,10 @@
-"""The baseline `bench_infer_vs_plain.py` compares `python -m app infer` with: a plain
-tritonclient script doing the same job (read every image of a folder with cv2.imread, convert
-to RGB, async_infer with at most C requests in flight, count the results).
+"""The baseline the speed benchmarks compare `python -m app infer` with: a plain tritonclient
+script doing the same job (read every image of a folder with cv2.imread, or every frame of a
+video with cv2.VideoCapture; convert to RGB; async_infer the full image over gRPC with at most
+C requests in flight; count the results).
 
     python tests/bench/plain_infer.py --url HOST:PORT --concurrency C FOLDER
+    python tests/bench/plain_infer.py --url HOST:PORT --concurrency C --video FILE
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
@@ -19,12 +22,30 @@ import tritonclient.grpc as grpcclient
 OUTPUTS = ("num_dets", "det_boxes", "det_scores", "det_classes")
 
 
+def images(folder: str) -> Iterator[np.ndarray | None]:
+    for path in sorted(q for q in Path(folder).rglob("*") if q.is_file()):
+        yield cv2.imread(str(path))
+
+
+def frames(video: str) -> Iterator[np.ndarray]:
+    cap = cv2.VideoCapture(video)
+    try:
+        while True:
+            ok, bgr = cap.read()
+            if not ok:
+                return
+            yield bgr
+    finally:
+        cap.release()
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--url", required=True)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--model", default="face_detector")
-    p.add_argument("folder")
+    p.add_argument("--video", default=None, help="every frame of this video instead of a folder")
+    p.add_argument("folder", nargs="?")
     args = p.parse_args()
 
     client = grpcclient.InferenceServerClient(args.url)
@@ -38,9 +59,7 @@ def main() -> int:
             counts["failed" if error is not None else "ok"] += 1
         slots.release()
 
-    paths = sorted(q for q in Path(args.folder).rglob("*") if q.is_file())
-    for path in paths:
-        bgr = cv2.imread(str(path))
+    for bgr in frames(args.video) if args.video else images(args.folder):
         if bgr is None:
             with lock:
                 counts["failed"] += 1
