@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 
 from app.inference.keypoints import VISIBLE_SCORE
-from app.inference.result import Detection
+from app.inference.result import ClassScore, Detection, SemanticMask
 
 # 20 distinct colours (Tableau 20, darker/lighter interleaved so neighbouring
 # class ids differ strongly); a class id always maps to the same colour.
@@ -48,10 +48,27 @@ def detection_label(label: str, score: float) -> str:
     return f"{label} {score:.2f}"
 
 
-def annotate_rgb(image: np.ndarray, detections: Sequence[Detection]) -> np.ndarray:
-    """A copy of `image` with the masks (half opaque), boxes, labels and keypoints drawn in
-    (what a recording shows)."""
+def annotate_rgb(
+    image: np.ndarray,
+    detections: Sequence[Detection],
+    masks: Sequence[SemanticMask] = (),
+    classes: Sequence[ClassScore] = (),
+) -> np.ndarray:
+    """A copy of `image` with the semantic and instance masks (half opaque), boxes, labels,
+    keypoints and the top classes drawn in (what a recording shows)."""
     out = np.array(image, copy=True)
+    for semantic in masks:
+        if semantic.area:
+            x1, y1, x2, y2 = semantic.mask.bbox()
+            region, pixels = out[y1:y2, x1:x2], semantic.mask.crop()
+            fill = np.array(class_rgb(semantic.class_id), np.uint16)
+            region[pixels] = ((region[pixels].astype(np.uint16) + fill) // 2).astype(np.uint8)
+    for i, cls in enumerate(classes):
+        text = detection_label(cls.label, cls.score)
+        cv2.putText(out, text, (8, 22 + 20 * i), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (0, 0, 0), 3, cv2.LINE_AA)
+        cv2.putText(
+            out, text, (8, 22 + 20 * i), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1, cv2.LINE_AA
+        )
     for det in detections:
         if det.mask is not None and det.mask.area:
             x1, y1, x2, y2 = det.mask.bbox()

@@ -8,10 +8,11 @@ from app.server.install import find_tritonserver
 
 def embedded_available() -> tuple[bool, str]:
     """(True, "") when the embedded server can be started, else (False, a sentence saying why
-    and what to do: install Python with numpy<2 + OpenCV, set TRITON_VIEWER_PYTHON, or use --url).
+    and what to do: no tritonserver binary here (the wheel is Linux-only), an unusable
+    $TRITON_VIEWER_PYTHON, or use --url).
 
-    In a frozen build the first call probes Python installations in subprocesses (up to a
-    few seconds): call it off the GUI thread. Later calls are cached.
+    The first call may probe a Python runtime in a subprocess (about a second): call it off
+    the GUI thread. Later calls are cached.
     """
     try:
         find_tritonserver()

@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 _FOURCC = {".mp4": "mp4v", ".m4v": "mp4v", ".mov": "mp4v", ".avi": "MJPG"}
 
 
-Render = Callable[[np.ndarray, list[Any]], np.ndarray]
+# (image, detections, extra) -> the picture to record; `extra` holds whatever else the frame
+# carries (e.g. semantic masks, top-k classes).
+Render = Callable[[np.ndarray, list[Any], dict[str, Any]], np.ndarray]
 
 
 class Recorder:
@@ -56,8 +58,8 @@ class Recorder:
         self._render = render
         self._writer: cv2.VideoWriter | None = None
         self._jsonl: IO[str] | None = None
-        self._queue: queue.Queue[tuple[np.ndarray, list[Any], int | None, float] | None] = queue.Queue(
-            queue_size
+        self._queue: queue.Queue[tuple[np.ndarray, list[Any], int | None, float, dict[str, Any]] | None] = (
+            queue.Queue(queue_size)
         )
         self._t0: float | None = None
         self._lock = threading.Lock()  # serialises write() against close() and guards the counters
@@ -89,14 +91,16 @@ class Recorder:
         timestamp: float | None = None,
         *,
         frame: int | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> bool:
         """Queue one RGB frame with its detections; False if it was not queued.
 
-        timestamp: time.monotonic() of the frame (default: now); frame: the source's number.
+        timestamp: time.monotonic() of the frame (default: now); frame: the source's number;
+        extra: more keys for the frame's JSON record (and for `render`).
         """
         now = time.monotonic() if timestamp is None else timestamp
         # Copy: the caller may draw into or reuse this buffer after we return.
-        item = (np.array(image, dtype=np.uint8, copy=True), list(detections), frame, now)
+        item = (np.array(image, dtype=np.uint8, copy=True), list(detections), frame, now, dict(extra or {}))
         with self._lock:
             if self._closed or self._error is not None:
                 return False
@@ -140,14 +144,21 @@ class Recorder:
             raise ValueError(f"cannot write {self.jsonl_path}: {exc.strerror or exc}") from exc
         self._writer = writer
 
-    def _write_one(self, rgb: np.ndarray, detections: list[Any], frame: int | None, timestamp: float) -> None:
+    def _write_one(
+        self,
+        rgb: np.ndarray,
+        detections: list[Any],
+        frame: int | None,
+        timestamp: float,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         try:
             if self._writer is None:
                 self._open(rgb.shape[1], rgb.shape[0])
                 self._t0 = timestamp
             assert self._writer is not None and self._jsonl is not None and self.size is not None
             if self._render is not None:
-                rgb = self._render(rgb, detections)
+                rgb = self._render(rgb, detections, extra or {})
             bgr = cv2.cvtColor(rgb, cv2.COLOR_GRAY2BGR if rgb.ndim == 2 else cv2.COLOR_RGB2BGR)
             if (bgr.shape[1], bgr.shape[0]) != self.size:
                 # A writer given another size silently writes nothing: fit the frame instead.
@@ -158,6 +169,7 @@ class Recorder:
                 "recording_frame": self._written,
                 "timestamp": round(timestamp - (self._t0 or timestamp), 6),
                 "detections": detections,
+                **(extra or {}),
             }
             self._jsonl.write(json.dumps(record, default=_jsonable) + "\n")
             self._written += 1

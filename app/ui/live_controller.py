@@ -175,7 +175,7 @@ class LiveController(QObject):
         if not result.ok:
             self._report_error(result)
             return
-        self.recording.write(frame, self._visible(result))
+        self.recording.write(frame, self._visible(result), result.masks, result.classes)
         if frame.index <= self._shown_index:
             return  # arrived after a newer frame was drawn: never step back in time
         if self._pending is not None:

@@ -181,8 +181,8 @@ class Viewer(QObject):
         self.connection.connect_to(urls, self._model)
 
     def _on_local_server_unavailable(self, reason: str) -> None:
-        """No local server here (e.g. the packaged app without a suitable Python): use the
-        last remote server remembered, else ask for one."""
+        """No local server here (no tritonserver binary on this platform, or an unusable
+        $TRITON_VIEWER_PYTHON): use the last remote server remembered, else ask for one."""
         remembered = [u for u in self.settings.recent_servers() if u != LOCAL_SERVER]
         if remembered and not self._asked_for_server:
             self._asked_for_server = True

@@ -11,7 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.inference.result import Detection
+from app.inference.masks import BinaryMask
+from app.inference.result import ClassScore, Detection, SemanticMask
+from app.pipeline.recording import LiveRecording
+from app.sources.frame import Frame
 from app.sources.recorder import Recorder
 from app.sources.video_file import VideoFileReader
 from tests.media import decode_index, index_frame
@@ -79,7 +82,7 @@ def test_records_carry_the_source_frame_and_the_recording_index(tmp_path: Path) 
 def test_render_draws_on_the_writer_thread(tmp_path: Path) -> None:
     threads: list[str] = []
 
-    def render(image: np.ndarray, detections: list[Any]) -> np.ndarray:
+    def render(image: np.ndarray, detections: list[Any], extra: dict[str, Any]) -> np.ndarray:
         threads.append(threading.current_thread().name)
         return np.full_like(image, 255)
 
@@ -96,9 +99,16 @@ class SlowRecorder(Recorder):
 
     gate = threading.Event()
 
-    def _write_one(self, rgb: np.ndarray, detections: list[Any], frame: int | None, timestamp: float) -> None:
+    def _write_one(
+        self,
+        rgb: np.ndarray,
+        detections: list[Any],
+        frame: int | None,
+        timestamp: float,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         self.gate.wait(5)
-        super()._write_one(rgb, detections, frame, timestamp)
+        super()._write_one(rgb, detections, frame, timestamp, extra)
 
 
 def test_full_queue_drops_without_blocking_and_counts(tmp_path: Path) -> None:
@@ -125,3 +135,26 @@ def test_unsupported_extension_is_a_value_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"\.mp4"):
         Recorder(tmp_path / "x.gif", tmp_path / "x.jsonl", fps=30)
     assert not any(t.name.startswith("Recorder[") for t in threading.enumerate())
+
+
+def test_a_live_recording_keeps_semantic_masks_and_classes(tmp_path: Path) -> None:
+    full = np.zeros((48, 64), bool)
+    full[10:30, 20:40] = True
+    person = SemanticMask(0, "person", BinaryMask.from_full(full))
+    top = [ClassScore(3, "tabby", 0.91)]
+    recording = LiveRecording()
+    video = tmp_path / "seg.avi"
+    recording.start(video, fps=10)
+    t0 = time.monotonic()
+    for i in range(3):
+        frame = Frame(100 + i, np.zeros((48, 64, 3), np.uint8), "cam", t0 + i / 10)
+        recording.write(frame, [], [person], top)
+    summary = recording.stop()
+    assert summary is not None and summary.ok, summary
+    records = _lines(video.with_suffix(".jsonl"))
+    assert [r["frame"] for r in records] == [100, 101, 102]
+    assert records[0]["masks"][0]["label"] == "person" and records[0]["masks"][0]["area"] == 400
+    assert records[0]["classes"] == [{"class_id": 3, "label": "tabby", "score": 0.91}]
+    with VideoFileReader(video) as reader:
+        picture = next(iter(reader)).image
+    assert picture[20, 30].max() > 40 and picture[45, 5].max() < 20  # the mask is filled in
