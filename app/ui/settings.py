@@ -57,6 +57,17 @@ class ViewerSettings:
         self.qsettings.setValue(f"thresholds/{model}/score", score)
         self.qsettings.setValue(f"thresholds/{model}/iou", iou)
 
+    def mask_opacity(self) -> float | None:
+        """The mask opacity slider's value, None when not set or not a number within 0..1."""
+        try:
+            value = float(str(self.qsettings.value("display/mask_opacity")))
+        except (TypeError, ValueError):
+            return None
+        return value if 0.0 <= value <= 1.0 else None
+
+    def set_mask_opacity(self, opacity: float) -> None:
+        self.qsettings.setValue("display/mask_opacity", opacity)
+
     def transport(self) -> tuple[str, int]:
         """(TransportKind value, client batch); unknown or out-of-range values are ignored."""
         kind = str(self.qsettings.value("transport/kind", "auto"))

@@ -117,6 +117,7 @@ class Viewer(QObject):
         w.close_requested.connect(self.request_close)
         w.batch_panel.cancel_requested.connect(lambda: self.runner.cancel())
         w.thresholds.changed.connect(self._save_thresholds)
+        w.thresholds.opacity_changed.connect(self.settings.set_mask_opacity)
         self.runner.started.connect(lambda _job, total: w.batch_panel.start(total))
         self.runner.progress.connect(lambda _job, counts: w.batch_panel.set_progress(counts.done))
         self.runner.finished.connect(self._on_batch_finished)
@@ -147,6 +148,9 @@ class Viewer(QObject):
             self.window.restoreState(state)
         url_text = ", ".join(self.options.urls) if self.options.urls else LOCAL_SERVER
         self.window.server_panel.set_recent(self.settings.recent_servers(), url_text)
+        opacity = self.settings.mask_opacity()
+        if opacity is not None:
+            self.window.thresholds.set_mask_opacity(opacity)
         kind, batch = self.settings.transport()
         kind = self.options.transport or kind
         batch = self.options.client_batch or batch

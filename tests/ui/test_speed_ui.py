@@ -111,3 +111,12 @@ def test_closing_the_viewer_stops_a_running_load_test(harness: Harness, triton: 
     harness.run(until(lambda: window.progress.value() > 0, what="the sweep to start"))
     harness.close(viewer)
     assert not window.running, "the sweep's thread ended with the viewer"
+
+
+def test_the_mask_opacity_is_remembered(harness: Harness, triton: EmbeddedServer) -> None:
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    viewer.window.thresholds.set_mask_opacity(0.8)
+    harness.close(viewer)
+    assert ViewerSettings().mask_opacity() == pytest.approx(0.8)
+    again = harness.viewer(triton.grpc_url, "face_detector")
+    assert again.window.thresholds.mask_opacity() == pytest.approx(0.8)
