@@ -119,6 +119,39 @@ class IdentityTransform:
         return 1.0, 1.0, 0.0, 0.0
 
 
+@dataclass(frozen=True)
+class FromReducedSource:
+    """`inner` maps the image the client decoded, itself `src_w x src_h` / (kx, ky) smaller
+    than the source (a JPEG decoded at 1/2, 1/4 or 1/8), so boxes, keypoints and masks
+    are reported in the source's own pixels."""
+
+    inner: BoxTransform
+    src_w: int
+    src_h: int
+
+    @property
+    def dst_w(self) -> int:
+        return self.inner.dst_w
+
+    @property
+    def dst_h(self) -> int:
+        return self.inner.dst_h
+
+    @property
+    def _k(self) -> tuple[float, float]:
+        return self.src_w / self.inner.src_w, self.src_h / self.inner.src_h
+
+    def to_original(self, boxes: np.ndarray) -> np.ndarray:
+        kx, ky = self._k
+        b = self.inner.to_original(boxes) * np.array([kx, ky, kx, ky], np.float32)
+        return clip_boxes(b, self.src_w, self.src_h)
+
+    def affine(self) -> tuple[float, float, float, float]:
+        sx, sy, tx, ty = self.inner.affine()
+        kx, ky = self._k
+        return sx / kx, sy / ky, tx, ty
+
+
 def _check_image(image: np.ndarray, size: tuple[int, int]) -> tuple[int, int]:
     if image.ndim not in (2, 3) or image.shape[0] == 0 or image.shape[1] == 0:
         raise ValueError(f"expected a non-empty HxW or HxWxC image, got shape {image.shape}")

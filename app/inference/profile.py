@@ -34,6 +34,18 @@ __all__ = [
 _NUMPY_DTYPES = {"FP32": np.float32, "FP16": np.float16, "UINT8": np.uint8}
 
 
+def input_side_needed(profile: ModelProfile) -> int | None:
+    """The longest side an image needs to be for this model (None: as it is). A letterbox
+    shrinks the longest side to at most the input's: decoding smaller than that loses
+    nothing. A raw-image model says so itself (`max_input_side`). A stretch-resize needs
+    both sides, which a longest-side hint cannot promise: None."""
+    if profile.preprocess == "raw":
+        return profile.max_input_side or None
+    if profile.preprocess == "letterbox":
+        return max(profile.input_size or DEFAULT_SIZE)
+    return None
+
+
 def preprocess(image: np.ndarray, profile: ModelProfile) -> tuple[np.ndarray, BoxTransform]:
     """RGB uint8 HxWx3 image -> (contiguous tensor to send as `profile.input_name`, transform
     mapping the model's boxes back to this image)."""

@@ -38,7 +38,7 @@ from app.inference.channel import Call, Channel, ChannelFactory, ConnectionOptio
 from app.inference.discovery import ModelEntry, ModelInfo, check_live, choose_model, list_models, model_info
 from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify_failure, redact
 from app.inference.group import RequestGroup
-from app.inference.letterbox import BoxTransform
+from app.inference.letterbox import BoxTransform, FromReducedSource
 from app.inference.pool import ConnectionPool
 from app.inference.profile import DecodedOutputs, ModelProfile, decode_outputs, preprocess
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
@@ -377,9 +377,13 @@ class TritonSession:
         block: bool = True,
         wait_s: float | None = None,
         group: RequestGroup | None = None,
+        source_size: tuple[int, int] | None = None,
     ) -> str | None:
         """Queue one RGB uint8 image; `callback(result)` is called exactly once, on a worker
         thread (or on this one, with `send_in_caller`, when it fails before being sent).
+
+        `source_size`: (width, height) of the source when `image` was decoded smaller (a
+        JPEG at 1/2 ...): results are then reported in the source's pixels.
 
         Returns the request id, or None when not sent: no slot in the windows and `block`
         is False (live sources drop that frame), `wait_s` passed, or `group` was cancelled.
@@ -402,6 +406,8 @@ class TritonSession:
             return None
         now = time.monotonic()
         shape = getattr(image, "shape", (0, 0))
+        width = int(shape[1]) if len(shape) > 1 else 0
+        height = int(shape[0]) if shape else 0
         req = _Request(
             id=f"{self._id_prefix}-{next(self._ids)}",
             callback=callback,
@@ -409,8 +415,8 @@ class TritonSession:
             frame=frame,
             tag=tag,
             group=group,
-            width=int(shape[1]) if len(shape) > 1 else 0,
-            height=int(shape[0]) if shape else 0,
+            width=source_size[0] if source_size else width,
+            height=source_size[1] if source_size else height,
             started=now,
             deadline=now + (self.timeout_s if timeout_s is None else timeout_s),
         )
@@ -487,6 +493,8 @@ class TritonSession:
         t0 = time.monotonic()
         try:
             tensor, req.transform = preprocess(image, self.profile)
+            if (req.width, req.height) != (req.transform.src_w, req.transform.src_h):
+                req.transform = FromReducedSource(req.transform, req.width, req.height)
             pixels = req.transform.dst_w * req.transform.dst_h
             if pixels > MAX_INPUT_PIXELS:
                 message = (

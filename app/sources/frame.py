@@ -23,6 +23,14 @@ class Frame:
     source: str
     timestamp: float
     pts_ms: float | None = None
+    # (width, height) of the source's own frames when `image` was decoded smaller (see
+    # VideoFileReader's min_side); None: the image is at the source's size.
+    original_size: tuple[int, int] | None = None
+
+    @property
+    def source_size(self) -> tuple[int, int]:
+        """(width, height) in the source's pixels (what boxes are reported in)."""
+        return self.original_size or (self.width, self.height)
 
     @property
     def width(self) -> int:

@@ -11,7 +11,7 @@ from types import TracebackType
 import cv2
 
 from app.sources.frame import Frame
-from app.sources.images import to_rgb_uint8
+from app.sources.images import REDUCED, reduction_factor, to_rgb_uint8
 
 
 class VideoFileReader:
@@ -22,7 +22,10 @@ class VideoFileReader:
     the iteration ends or is closed; `close()` from another thread only asks for it.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, min_side: int | None = None) -> None:
+        """`min_side`: the frames need not be bigger than this on their longest side: an
+        MJPG video is then decoded at 1/2, 1/4 or 1/8 of its size where that still leaves
+        `min_side` (each frame is a JPEG the decoder can shrink for 2-3x less work)."""
         self.path = Path(path)
         if not self.path.is_file():
             raise ValueError(f"cannot open video file {self.path}: no such file")
@@ -38,11 +41,31 @@ class VideoFileReader:
         self._width = int(self._cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0)
         self._height = int(self._cap.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0)
         self._frames_read = 0
+        self._reduction = self._reduced_decoding(min_side)
         # Guards the hand-over between close() and a reading thread: release() must not
         # run while another thread is inside read() (it can crash OpenCV's backends).
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
         self._close_requested = False
+
+    def _reduced_decoding(self, min_side: int | None) -> int:
+        """The JPEG reduction factor for an MJPG video (1: decode in full), switching the
+        capture to raw packets when there is one."""
+        assert self._cap is not None
+        fourcc = int(self._cap.get(cv2.CAP_PROP_FOURCC) or 0)
+        codec = fourcc.to_bytes(4, "little").decode("latin-1").upper()
+        if not min_side or codec not in ("MJPG", "MJPA", "JPEG", "AVRN") or not self._width:
+            return 1
+        factor = reduction_factor(max(self._width, self._height), min_side)
+        # Raw packets instead of decoded frames (FFmpeg backend); not every build can.
+        if factor > 1 and self._cap.set(cv2.CAP_PROP_FORMAT, -1):
+            return factor
+        return 1
+
+    @property
+    def reduction(self) -> int:
+        """1, or the factor frames are decoded smaller by (MJPG with min_side)."""
+        return self._reduction
 
     @property
     def fps(self) -> float:
@@ -78,7 +101,14 @@ class VideoFileReader:
                 if not ok or bgr is None:
                     break
                 pts = float(cap.get(cv2.CAP_PROP_POS_MSEC))
-                frame = Frame(self._frames_read, to_rgb_uint8(bgr), source, time.monotonic(), pts)
+                original = None
+                if self._reduction > 1:  # a raw JPEG packet: decode it at the reduced size
+                    packet = bgr.reshape(-1)
+                    bgr = cv2.imdecode(packet, REDUCED[self._reduction])
+                    if bgr is None:
+                        break
+                    original = (self._width, self._height)
+                frame = Frame(self._frames_read, to_rgb_uint8(bgr), source, time.monotonic(), pts, original)
                 self._frames_read += 1
                 yield frame
         finally:

@@ -46,7 +46,8 @@ def test_callback_mode_delivers_the_face_off_the_callers_thread(triton: Embedded
     assert result.ok and result.source == "astronaut.png" and result.tag == "my-tag"
     assert (result.width, result.height) == (512, 512)
     assert [d.label for d in result.detections] == ["face"]
-    assert np.allclose(result.detections[0].box, expected[0], atol=0.01)
+    # The session sends a 256-px copy (the model's max_input_side): within 2 px of the full image.
+    assert np.allclose(result.detections[0].box, expected[0], atol=2.0)
     assert threading.main_thread().name not in collect.threads
     assert result.latency_ms is not None and result.latency_ms > 0
 

@@ -160,7 +160,7 @@ def face_frame(w: int, h: int, face_share: float) -> np.ndarray:
 def test_a_downscaled_frame_finds_the_same_face(triton: EmbeddedServer, w: int, h: int) -> None:
     canvas = face_frame(w, h, 0.3)
     with TritonSession(triton.grpc_url, "face_detector") as session:
-        assert session.profile.max_input_side == 512  # from the model's config
+        assert session.profile.max_input_side == 256  # from the model's config
         small = session.infer(canvas)
     with TritonSession(triton.grpc_url, "face_detector", profile_overrides={"max_input_side": 0}) as full:
         assert full.profile.max_input_side == 0
@@ -229,3 +229,38 @@ def test_regions_of_a_dead_client_are_removed_at_the_next_start(
         assert not any(p.exists() for p in theirs)
         if proc.poll() is None:
             proc.kill()
+
+
+def test_big_jpegs_and_mjpg_frames_are_decoded_small_and_reported_in_their_own_pixels(
+    triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    """A batch decodes a 1920x1080 JPEG (and an MJPG video's frames) at 1/4: the face is where
+    the full image puts it (within 2 px), in the original's pixels."""
+    from app.pipeline.batch import BatchJob
+    from app.sources.video_file import VideoFileReader
+
+    frame = face_frame(1920, 1080, 0.3)
+    bgr = cv2.cvtColor(frame, cv2.COLOR_RGB2BGR)
+    jpeg = tmp_path / "big.jpg"
+    cv2.imwrite(str(jpeg), bgr, [cv2.IMWRITE_JPEG_QUALITY, 95])
+    video = tmp_path / "big.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 10, (1920, 1080))
+    for _ in range(3):
+        writer.write(bgr)
+    writer.release()
+    with VideoFileReader(video, 256) as reader:
+        assert reader.reduction == 4
+        first = next(iter(reader))
+    assert first.image.shape == (270, 480, 3) and first.source_size == (1920, 1080)
+    collect = Collector()
+    with TritonSession(triton.grpc_url, "face_detector") as session:
+        BatchJob(session, [jpeg, video], collect).run()
+    whole = {"max_input_side": 0}  # the full-size image, as a plain client sends it
+    with TritonSession(triton.grpc_url, "face_detector", profile_overrides=whole) as session:
+        full = session.infer(cv2.cvtColor(cv2.imread(str(jpeg)), cv2.COLOR_BGR2RGB))
+    assert full.ok and len(full.detections) == 1
+    assert len(collect.results) == 4
+    for result in collect.results:
+        assert result.ok and (result.width, result.height) == (1920, 1080)
+        (face,) = result.detections
+        assert np.abs(np.subtract(face.box, full.detections[0].box)).max() <= 2.0, (result.source, face.box)

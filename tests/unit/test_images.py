@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from app.sources.images import read_image, to_rgb_uint8
+from app.sources.images import jpeg_size, read_image, read_image_for, reduction_factor, to_rgb_uint8
 from app.sources.sniff import is_image_file
 
 
@@ -98,3 +98,52 @@ def test_read_image_errors_name_file_and_cause(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"cut\.png: image data is corrupt"):
         read_image(truncated)
     assert not is_image_file(tmp_path / "nope.png") and not is_image_file(tmp_path)
+
+
+def test_a_jpeg_is_decoded_no_bigger_than_needed(tmp_path: Path) -> None:
+    rgb = np.zeros((1080, 1920, 3), np.uint8)
+    rgb[:, :, 0] = np.linspace(0, 255, 1920, dtype=np.uint8)[None, :]
+    path = tmp_path / "wide.jpg"
+    cv2.imwrite(str(path), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    assert jpeg_size(path.read_bytes()) == (1920, 1080)
+    half = read_image_for(path, 512)
+    assert half.image.shape == (540, 960, 3) and (half.width, half.height) == (1920, 1080) and half.reduced
+    assert abs(int(half.image[270, 480, 0]) - int(rgb[540, 960, 0])) < 6  # the same picture, smaller
+    eighth = read_image_for(path, 100)
+    assert eighth.image.shape == (135, 240, 3)
+    full = read_image_for(path, None)
+    assert full.image.shape == (1080, 1920, 3) and not full.reduced
+    assert read_image_for(path, 1500).image.shape == (1080, 1920, 3)  # 960 would be too small
+
+
+def test_reduced_decoding_is_for_jpegs_only(tmp_path: Path) -> None:
+    path = tmp_path / "big.png"
+    cv2.imwrite(str(path), np.zeros((1000, 1200, 3), np.uint8))
+    decoded = read_image_for(path, 200)
+    assert decoded.image.shape == (1000, 1200, 3) and not decoded.reduced
+    assert jpeg_size(path.read_bytes()) is None
+
+
+def test_an_exif_rotated_jpeg_reports_its_displayed_size(tmp_path: Path) -> None:
+    # A 200x100 (w x h) JPEG whose EXIF says "rotate 90": OpenCV shows it 100x200.
+    ok, data = cv2.imencode(".jpg", np.zeros((100, 200, 3), np.uint8))
+    assert ok
+    exif = (
+        b"\xff\xe1\x00\x22Exif\x00\x00II*\x00\x08\x00\x00\x00\x01\x00"
+        b"\x12\x01\x03\x00\x01\x00\x00\x00\x06\x00\x00\x00\x00\x00\x00\x00"
+    )
+    path = tmp_path / "rotated.jpg"
+    path.write_bytes(data.tobytes()[:2] + exif + data.tobytes()[2:])
+    full = read_image_for(path, None)
+    half = read_image_for(path, 100)
+    assert full.image.shape[:2] == (200, 100)
+    assert (half.width, half.height) == (full.width, full.height) == (100, 200)
+    assert half.image.shape[:2] == (100, 50)
+
+
+@pytest.mark.parametrize(
+    ("side", "needed", "factor"),
+    [(1920, 256, 4), (1920, 512, 2), (640, 256, 2), (640, 512, 1), (8000, 100, 8)],
+)
+def test_reduction_factor(side: int, needed: int, factor: int) -> None:
+    assert reduction_factor(side, needed) == factor
