@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import collections
+import random
 import threading
+import time
 
 import numpy as np
 
-from app.inference.result import InferenceResult
+from app.inference.result import InferenceResult, Status
+from app.inference.session import TritonSession
 
 
 def delayed_image(delay_ms: int, size: tuple[int, int] = (64, 64)) -> np.ndarray:
@@ -40,3 +43,40 @@ class Collector:
                 f"{len(self.results)} of {count} results arrived"
             )
             return list(self.results)
+
+
+def hammer(session: TritonSession, total: int, seed: int) -> tuple[Collector, list[str]]:
+    """`total` requests of mixed delays and timeouts (50 ms, 200 ms, 5 s) to slow_faces while
+    another thread cancels random ones: every way a request can end, all at once. Returns
+    the collector (every result delivered) and the ids submitted."""
+    rng = random.Random(seed)
+    collect = Collector()
+    ids: list[str] = []
+
+    def canceller() -> None:
+        while len(collect.results) < total:
+            if ids:
+                session.cancel(rng.choice(ids))
+            time.sleep(0.004)
+
+    thread = threading.Thread(target=canceller)
+    thread.start()
+    for _ in range(total):
+        timeout = rng.choice([0.05, 0.2, 5.0])
+        request_id = session.submit(delayed_image(rng.choice([0, 0, 100, 300])), collect, timeout_s=timeout)
+        assert request_id is not None
+        ids.append(request_id)
+    collect.wait_for(total, timeout=90)
+    thread.join()
+    time.sleep(0.3)  # a late duplicate would arrive here
+    return collect, ids
+
+
+def assert_each_ended_once(collect: Collector, ids: list[str]) -> dict[Status, int]:
+    """Every id delivered exactly once, no failure, each of ok, timeout and cancelled seen."""
+    assert len(collect.results) == len(ids) and set(collect.deliveries) == set(ids)
+    assert max(collect.deliveries.values()) == 1
+    statuses = {s: sum(r.status is s for r in collect.results) for s in Status}
+    assert statuses[Status.OK] > 0 and statuses[Status.TIMEOUT] > 0 and statuses[Status.CANCELLED] > 0
+    assert statuses[Status.FAILED] == 0
+    return statuses

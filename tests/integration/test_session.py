@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 import socket
 import threading
 import time
@@ -20,7 +19,7 @@ from app.inference.session import SessionState, TritonSession
 from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports
 from tests.integration.face_check import detect_faces
-from tests.integration.session_helpers import Collector, delayed_image
+from tests.integration.session_helpers import Collector, assert_each_ended_once, delayed_image, hammer
 
 
 def test_open_discovers_the_face_detector_and_its_profile(triton: EmbeddedServer) -> None:
@@ -171,39 +170,12 @@ def test_close_drains_within_the_bound_then_cancels(triton: EmbeddedServer) -> N
 def test_every_request_ends_exactly_once_under_concurrency_64(
     triton: EmbeddedServer, send_in_caller: bool
 ) -> None:
-    rng = random.Random(7)
-    collect = Collector()
-    total = 400
     with TritonSession(
         triton.grpc_url, "slow_faces", max_in_flight=64, timeout_s=5, send_in_caller=send_in_caller
     ) as session:
-        ids: list[str] = []
-
-        def canceller() -> None:
-            while len(collect.results) < total:
-                if ids:
-                    session.cancel(rng.choice(ids))
-                time.sleep(0.005)
-
-        thread = threading.Thread(target=canceller)
-        thread.start()
-        for _ in range(total):
-            timeout = rng.choice([0.05, 0.2, 5.0])
-            request_id = session.submit(
-                delayed_image(rng.choice([0, 0, 100, 300])), collect, timeout_s=timeout
-            )
-            assert request_id is not None
-            ids.append(request_id)
-        results = collect.wait_for(total, timeout=60)
-        thread.join()
-        time.sleep(0.3)  # a late duplicate would arrive here
+        collect, ids = hammer(session, 400, seed=7)
         snapshot = session.stats.snapshot()
-    assert len(collect.results) == total
-    assert set(collect.deliveries) == set(ids)
-    assert max(collect.deliveries.values()) == 1
-    statuses = {s: sum(r.status is s for r in results) for s in Status}
-    assert statuses[Status.OK] > 0 and statuses[Status.TIMEOUT] > 0 and statuses[Status.CANCELLED] > 0
-    assert statuses[Status.FAILED] == 0
+    statuses = assert_each_ended_once(collect, ids)
     assert snapshot.in_flight == 0
     assert (snapshot.ok, snapshot.timed_out, snapshot.cancelled) == (
         statuses[Status.OK],
