@@ -40,6 +40,8 @@ from app.inference.profile import ProfileError
 from app.inference.result import InferenceResult, naming_input
 from app.inference.session import TritonSession
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
+from app.pipeline.exports import FORMATS
+from app.pipeline.exports.stream import ExportStream
 
 # Image-decoding threads (OpenCV releases the GIL while decoding); 0: the main thread reads.
 READERS = 0 if SMALL_MACHINE else 2
@@ -57,7 +59,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="requests in flight at most (default 8)",
     )
     p.add_argument(
-        "--output", default=None, metavar="FILE", help="write the JSON Lines here (default stdout)"
+        "--format",
+        choices=FORMATS,
+        default="jsonl",
+        help="jsonl: the records (default); coco: one COCO JSON file; yolo, voc, labelme: a folder "
+        "of one file per image, named after it (photo.txt, photo.xml, photo.json)",
+    )
+    p.add_argument(
+        "--output",
+        default=None,
+        metavar="PATH",
+        help="jsonl: a file (default stdout); coco: the file to write; yolo/voc/labelme: the folder",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="image files, folders (recursive), video files")
 
@@ -76,8 +88,11 @@ def record_line(record: dict[str, Any], encoding: str | None) -> str:
 class RecordWriter:
     """One JSON Lines writer shared by every thread; counts what it wrote, by status."""
 
-    def __init__(self, stream: TextIO, progress: Progress) -> None:
-        self.stream = stream
+    def __init__(
+        self, stream: TextIO | None, progress: Progress, export: ExportStream | None = None
+    ) -> None:
+        self.stream = stream  # None: records are not written out (another --format is)
+        self.export = export
         self.progress = progress
         self.counts: dict[str, int] = {}
         self.broken: str | None = None  # why output cannot be written any more (e.g. closed pipe)
@@ -94,7 +109,21 @@ class RecordWriter:
         return sum(self.counts.values())
 
     def write_result(self, result: InferenceResult) -> None:
+        if self.export is not None and self.broken is None:
+            try:
+                self.export.add(result)
+            except OSError as e:
+                self._break(f"cannot write the {self.export.fmt} export: {e}")
+                return
         self.write(result.to_record())
+
+    def _break(self, reason: str) -> None:
+        with self._lock:
+            if self.broken is not None:
+                return
+            self.broken = reason
+        for stop in self.on_broken:
+            stop()
 
     def write(self, record: dict[str, Any]) -> None:
         line = record_line(record, self._encoding)
@@ -105,8 +134,9 @@ class RecordWriter:
             if self.broken is not None:
                 return  # not written: not counted
             try:
-                self.stream.write(line)
-                self.stream.flush()
+                if self.stream is not None:
+                    self.stream.write(line)
+                    self.stream.flush()
             except (OSError, ValueError) as e:
                 self.broken = f"cannot write the output: {e}"
                 newly_broken = True
@@ -137,7 +167,14 @@ def _display_names(paths: Sequence[str]) -> dict[str, str]:
     return {str(Path(p)): p for p in paths}
 
 
-def _open_output(path: str | None) -> tuple[TextIO, bool]:
+def _open_output(path: str | None, fmt: str = "jsonl") -> tuple[TextIO, bool]:
+    if fmt != "jsonl":
+        if path is None:
+            what = "FILE" if fmt == "coco" else "FOLDER"
+            raise UsageError(f"--format {fmt} needs --output {what}")
+        if fmt != "coco" and Path(path).exists() and not Path(path).is_dir():
+            raise UsageError(f"--output {path}: --format {fmt} writes one file per image into a folder")
+        return sys.stdout, False  # the summary record
     if path is None:
         return sys.stdout, False
     try:
@@ -152,7 +189,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = connection_options(args)
         overrides = profile_overrides(args)
-        out, close_out = _open_output(args.output)
+        fmt = getattr(args, "format", "jsonl")
+        out, close_out = _open_output(args.output, fmt)
         with server_urls(args) as urls:
             session = TritonSession(
                 urls,
@@ -166,7 +204,11 @@ def run(args: argparse.Namespace) -> int:
             )
             session.open()
             try:
-                return _process(session, args.paths, args.concurrency, out)
+                export = None
+                if fmt != "jsonl":
+                    labels = session.info.profile.labels if session.info else []
+                    export = ExportStream(fmt, args.output, args.paths, labels)
+                return _process(session, args.paths, args.concurrency, out, export)
             finally:
                 session.close(drain_timeout=0.5)
     except (UsageError, SessionError, ProfileError) as e:
@@ -180,9 +222,16 @@ def run(args: argparse.Namespace) -> int:
             out.close()
 
 
-def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out: TextIO) -> int:
+def _process(
+    session: TritonSession,
+    paths: Sequence[str],
+    concurrency: int,
+    out: TextIO,
+    export: ExportStream | None = None,
+) -> int:
     progress = Progress(None, what="inputs")
-    writer = RecordWriter(out, progress)
+    # With another --format, the records go to the export and only the summary to `out`.
+    writer = RecordWriter(out if export is None else None, progress, export)
     names = _display_names(paths)
     model = session.info.name if session.info else "?"
 
@@ -211,6 +260,12 @@ def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out
         counts = job.counts()
     seconds = time.monotonic() - t0
     progress.finish()
+    if export is not None and writer.broken is None:
+        try:
+            exported = export.finish()
+            eprint(f"{export.fmt}: {exported} image(s) written to {export.output}")
+        except OSError as e:
+            writer.broken = f"cannot write the {export.fmt} export: {e}"
     summary = _summary(writer, counts, seconds, interrupted)
     try:
         out.write(json.dumps({"summary": summary}) + "\n")
