@@ -10,6 +10,7 @@ displayed picture is the frame its boxes were computed on.
 from __future__ import annotations
 
 import asyncio
+import enum
 import functools
 import logging
 import time
@@ -30,17 +31,32 @@ from app.sources.frame import Frame
 from app.sources.live import Opener
 from app.ui.bridge import GuiBridge
 from app.ui.image_view import ImageView
+from app.ui.scoped_stats import Scope
 from app.ui.stats_panel import StatsPanel, format_ms
 from app.ui.tasks import TaskSet
 from app.ui.thresholds import ThresholdsWidget
 
 log = logging.getLogger(__name__)
 
-STATS_INTERVAL_MS = 250
 ERROR_REPORT_INTERVAL_S = 2.0  # a model failing on every frame: one banner update per 2 s
 CAPTURE_STOP_TIMEOUT_S = 2.0
 FINISH_TIMEOUT_S = 30.0  # a file ended: wait at most this long for its last results
 SCREENSHOT_FRAMES = 30  # --screenshot with --camera: after this many annotated frames
+
+
+class RecordingState(enum.StrEnum):
+    OFF = "off"
+    ARMED = "armed"  # Record pressed before Start: records from the stream's first frame
+    RECORDING = "recording"
+
+
+LIVE_ROWS = (
+    "Capture frames/s",
+    "Dropped frames",
+    "Display frames/s",
+    "Capture→display p50",
+    "Capture→display p95",
+)
 
 
 def source_label(source: int | str) -> str:
@@ -52,7 +68,8 @@ def source_label(source: int | str) -> str:
 class LiveController(QObject):
     state_changed = Signal(str, str)  # LiveState, detail
     frame_shown = Signal(int, float)  # frame index, capture-to-display latency (ms)
-    recording_changed = Signal(bool)
+    recording_changed = Signal(bool)  # armed or recording
+    recording_state = Signal(str)  # RecordingState
     result = Signal(object)  # every result of the live stream (GUI thread), for the log
 
     def __init__(
@@ -81,6 +98,8 @@ class LiveController(QObject):
         self.live: LiveRun | None = None
         self.meter = DisplayMeter()
         self.recording = LiveRecording()
+        self.armed: Path | None = None  # a recording waiting for the stream's first frame
+        self.recording_since: float | None = None  # time.monotonic() of its first frame
         self.opener: Opener | None = None  # how the capture opens sources (a seam for tests)
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
@@ -94,9 +113,6 @@ class LiveController(QObject):
         self._paint_timer.setSingleShot(True)
         self._paint_timer.setInterval(0)  # after the queued results already waiting: coalesces bursts
         self._paint_timer.timeout.connect(self._paint)
-        self._stats_timer = QTimer(self)
-        self._stats_timer.setInterval(STATS_INTERVAL_MS)
-        self._stats_timer.timeout.connect(self.update_stats_panel)
         thresholds.changed.connect(self._refilter)
 
     # -- public (GUI thread) --------------------------------------------------------------
@@ -129,7 +145,22 @@ class LiveController(QObject):
             self._set_state(LiveState.PAUSED, self._describe())
 
     def stop(self) -> None:
-        self._tasks.spawn(self._stop(LiveState.STOPPED), name="live stop")
+        self._tasks.spawn(self._user_stop(), name="live stop")
+
+    async def _user_stop(self) -> None:
+        await self._stop(LiveState.STOPPED)
+        self._disarm("the stream was stopped before its first frame")
+
+    def release_view(self) -> None:
+        """The batch shows its images again: nothing more of this stream is drawn (the next
+        stream takes the view back with its first frame)."""
+        self._owns_view = False
+        self._run += 1  # results still on their way from this run are logged, not drawn
+        self._pending = None
+
+    @property
+    def has_source(self) -> bool:
+        return self.source is not None
 
     @property
     def active(self) -> bool:
@@ -163,6 +194,7 @@ class LiveController(QObject):
 
     async def shutdown(self) -> None:
         """The window closes: stop the stream, release the capture, close the recording."""
+        self.armed = None
         await self._stop(LiveState.STOPPED, quiet=True)
 
     # -- results (GUI thread, from the bridge) ---------------------------------------------------
@@ -175,6 +207,9 @@ class LiveController(QObject):
         if not result.ok:
             self._report_error(result)
             return
+        if self.armed is not None:  # the first annotated frame of an armed recording
+            path, self.armed = self.armed, None
+            self._begin_recording(path)
         self.recording.write(frame, self._visible(result))
         if frame.index <= self._shown_index:
             return  # arrived after a newer frame was drawn: never step back in time
@@ -222,18 +257,27 @@ class LiveController(QObject):
         return self.meter.stats()
 
     def update_stats_panel(self) -> None:
+        """The live stream's own rows, shown under the live scope's figures (its Requests/s is
+        the inferred frames per second: one request per frame)."""
+        panel = self.stats_panel
+        if panel.scope() is not Scope.LIVE:
+            for name in LIVE_ROWS:
+                panel.remove_extra(name)
+            return
         d = self.meter.stats()
         s = self.stream_stats()
-        panel = self.stats_panel
         capture_fps = self.live.stats().capture.fps if self.live is not None else 0.0
-        panel.set_extra("capture fps", f"{capture_fps:.1f}")
-        panel.set_extra("inference fps", f"{s.inference_fps:.1f}" if s else "0.0")
+        panel.set_extra(LIVE_ROWS[0], f"{capture_fps:.1f}", "Frames read from the source per second")
+        dropped = "0"
         if s is not None:
             pct = 100.0 * s.dropped / s.offered if s.offered else 0.0
-            panel.set_extra("dropped frames", f"{s.dropped} ({pct:.0f}%)")
-        panel.set_extra("display fps", f"{d.display_fps:.1f}")
-        panel.set_extra("capture→display p50", format_ms(d.latency_p50_ms))
-        panel.set_extra("capture→display p95", format_ms(d.latency_p95_ms))
+            dropped = f"{s.dropped} of {s.offered} ({pct:.0f}%)"
+        panel.set_extra(
+            LIVE_ROWS[1], dropped, "Frames not sent because the stream's requests in flight were all busy"
+        )
+        panel.set_extra(LIVE_ROWS[2], f"{d.display_fps:.1f}", "Annotated frames drawn per second")
+        panel.set_extra(LIVE_ROWS[3], format_ms(d.latency_p50_ms), "From capture to the picture on screen")
+        panel.set_extra(LIVE_ROWS[4], format_ms(d.latency_p95_ms), "From capture to the picture on screen")
 
     def _record_fps(self) -> float:
         if self.live is None:
@@ -245,20 +289,60 @@ class LiveController(QObject):
 
     # -- recording -----------------------------------------------------------------------------------
     def start_recording(self, video_path: str | Path) -> None:
+        """Record from the next annotated frame; before Start, arm: it records from the stream's
+        first frame (the frame rate is the source's, known once it is open)."""
+        path = Path(video_path)
+        if self.recording.active or self.armed is not None:
+            return
+        if self.live is None:
+            self.armed = path
+            self._recording_state(RecordingState.ARMED)
+            self._report(f"recording armed: {path.name} starts with the stream's first frame", False)
+            return
+        self._begin_recording(path)
+
+    def _begin_recording(self, path: Path) -> None:
         try:
-            self.recording.start(Path(video_path), self._record_fps())
+            self.recording.start(path, self._record_fps())
         except ValueError as e:
             self._report(str(e), True)
-            self.recording_changed.emit(False)
+            self._recording_state(RecordingState.OFF)
             return
-        self.recording_changed.emit(True)
+        self.recording_since = time.monotonic()
+        self._recording_state(RecordingState.RECORDING)
 
-    async def stop_recording(self) -> None:
+    def _disarm(self, why: str) -> None:
+        """An armed recording whose stream never delivered a frame: say so, nothing is written."""
+        if self.armed is None:
+            return
+        path, self.armed = self.armed, None
+        self._recording_state(RecordingState.OFF)
+        self._report(f"nothing recorded to {path.name}: {why}", True)
+
+    async def stop_recording(self, why: str = "") -> None:
+        """Close the files (what is queued is written first) and say what was recorded."""
+        if self.armed is not None and not self.recording.active:
+            path, self.armed = self.armed, None
+            self._recording_state(RecordingState.OFF)
+            self._report(f"recording to {path.name} cancelled before the stream started", False)
+            return
         recording = self.recording
         summary = await asyncio.get_running_loop().run_in_executor(self._executor, recording.stop)
-        self.recording_changed.emit(False)
+        self.recording_since = None
+        self._recording_state(RecordingState.OFF)
         if summary:
-            self._report(summary.text, not summary.ok)
+            self._report(
+                summary.text + (f" (stopped early: {why})" if why and summary.ok else ""), not summary.ok
+            )
+
+    def recording_status(self) -> RecordingState:
+        if self.recording.active:
+            return RecordingState.RECORDING
+        return RecordingState.ARMED if self.armed is not None else RecordingState.OFF
+
+    def _recording_state(self, state: RecordingState) -> None:
+        self.recording_state.emit(state.value)
+        self.recording_changed.emit(state is not RecordingState.OFF)
 
     # -- start / stop --------------------------------------------------------------------------------
     async def _restart(self) -> None:
@@ -284,17 +368,15 @@ class LiveController(QObject):
             opener=self.opener,
         )
         self.live.start()  # returns at once: opening happens on the capture thread
-        self._stats_timer.start()
         self._set_state(LiveState.PLAYING, self._describe())
 
-    async def _stop(self, state: LiveState, quiet: bool = False) -> None:
+    async def _stop(self, state: LiveState, quiet: bool = False, why: str = "") -> None:
         self._run += 1  # from now on this run's results are not drawn
         live, self.live = self.live, None
         self._pending = None
         if self.recording.active:
-            await self.stop_recording()
+            await self.stop_recording(why)
         if live is not None:
-            self._stats_timer.stop()
             self._releasing += 1
             try:
                 stopped = await asyncio.get_running_loop().run_in_executor(
@@ -314,7 +396,8 @@ class LiveController(QObject):
             return
         if event is LiveEvent.ERROR:
             self._fail(message)
-            self._tasks.spawn(self._stop(LiveState.FAILED, quiet=True), name="live stop")
+            self._disarm(f"the source failed before its first frame ({message})")
+            self._tasks.spawn(self._stop(LiveState.FAILED, quiet=True, why=message), name="live stop")
         else:
             self._set_state(LiveState.ENDED, f"{self._describe()}: end of the file")
             self._tasks.spawn(self._finish_file(run), name="live end")
@@ -331,6 +414,7 @@ class LiveController(QObject):
             await asyncio.sleep(0.02)
         if run == self._run:
             await self._stop(LiveState.ENDED, quiet=True)
+            self._disarm("the video ended before its first annotated frame")
 
     def _fail(self, message: str) -> None:
         self.error = message

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -16,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.inference.discovery import ModelEntry, ModelInfo
+from app.ui.banner import split_detail
 from app.ui.connection_state import ConnectionState
 
 LOCAL_SERVER = "(local server)"
@@ -85,8 +88,9 @@ class ServerPanel(QWidget):
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
         self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.details.setMinimumHeight(self.fontMetrics().height() * 8)
-        self.details.setMaximumHeight(self.fontMetrics().height() * 11)
+        # Small: on a laptop screen the statistics below need the room (it scrolls).
+        self.details.setMinimumHeight(self.fontMetrics().height() * 3)
+        self.details.setMaximumHeight(self.fontMetrics().height() * 7)
 
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
@@ -123,7 +127,8 @@ class ServerPanel(QWidget):
         state = ConnectionState(value)
         title = state.value.capitalize()
         color = STATE_COLORS.get(state, "palette(text)")
-        self.state_label.setText(f"<b style='color:{color}'>{title}</b> · {detail}")
+        lead, _raw = split_detail(detail)  # the whole message (raw detail too) in the tooltip
+        self.state_label.setText(f"<b style='color:{color}'>{title}</b> · {html.escape(lead)}")
         self.state_label.setToolTip(detail)
         self.busy.setVisible(state in (ConnectionState.STARTING, ConnectionState.CONNECTING))
         self._state = state
