@@ -88,9 +88,7 @@ def record_line(record: dict[str, Any], encoding: str | None) -> str:
 class RecordWriter:
     """One JSON Lines writer shared by every thread; counts what it wrote, by status."""
 
-    def __init__(
-        self, stream: TextIO | None, progress: Progress, export: ExportStream | None = None
-    ) -> None:
+    def __init__(self, stream: TextIO | None, progress: Progress, export: ExportStream | None = None) -> None:
         self.stream = stream  # None: records are not written out (another --format is)
         self.export = export
         self.progress = progress

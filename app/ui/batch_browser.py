@@ -53,7 +53,8 @@ def info_text(position: int, total: int, name: str, result: InferenceResult | No
 class BatchBrowser(QObject):
     """`roots` are the paths opened (names are relative to the folder that holds them)."""
 
-    navigated = Signal()  # the user moved in the batch (the viewer shows the batch again)
+    navigated = Signal()  # the user is moving in the batch (the viewer shows the batch again)
+    moved = Signal()  # ... and the new image is the current one (its actions can be updated)
 
     def __init__(self, gallery: Gallery, bar: BatchBar, thresholds: ThresholdsWidget) -> None:
         super().__init__()
@@ -164,6 +165,7 @@ class BatchBrowser(QObject):
         if item is not None:
             self.strip.scrollToItem(item)
         self.update_info()
+        self.moved.emit()
 
     def can_step(self, delta: int) -> bool:
         keys = self.visible()

@@ -142,6 +142,8 @@ class Viewer(QObject):
         self.gallery.load_failed.connect(lambda m: self.report(m, True, Context.BATCH))
         self.gallery.shown.connect(lambda _key: self.actions.refresh())
         self.browser.navigated.connect(lambda: self._batch_takes_view(reselect=False))
+        # At once, not on the next pass: a key held down must find Next/Previous up to date.
+        self.browser.moved.connect(lambda: self.actions.apply())
         w.strip.selected.connect(lambda _key: self._batch_takes_view(reselect=False))
         w.next_action.triggered.connect(lambda: self.browser.step(1))
         w.prev_action.triggered.connect(lambda: self.browser.step(-1))
