@@ -30,6 +30,7 @@ from app.sources.cameras import parse_source
 from app.sources.frame import Frame
 from app.sources.live import Opener
 from app.ui.bridge import GuiBridge
+from app.ui.frame_order import FrameOrder
 from app.ui.image_view import ImageView
 from app.ui.scoped_stats import Scope
 from app.ui.stats_panel import StatsPanel, format_ms
@@ -100,6 +101,7 @@ class LiveController(QObject):
         self.recording = LiveRecording()
         self.armed: Path | None = None  # a recording waiting for the stream's first frame
         self.recording_since: float | None = None  # time.monotonic() of its first frame
+        self._order: FrameOrder[tuple[Frame, list[Detection]]] | None = None
         self.opener: Opener | None = None  # how the capture opens sources (a seam for tests)
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
@@ -204,13 +206,13 @@ class LiveController(QObject):
             return  # a stopped run's (cancelled) request: logged, not drawn
         frame: Frame = result.tag
         self.meter.result()
+        if self.armed is not None:  # the stream's first result: an armed recording begins
+            path, self.armed = self.armed, None
+            self._begin_recording(path, first=0)
+        self._record(frame, result)
         if not result.ok:
             self._report_error(result)
             return
-        if self.armed is not None:  # the first annotated frame of an armed recording
-            path, self.armed = self.armed, None
-            self._begin_recording(path)
-        self.recording.write(frame, self._visible(result))
         if frame.index <= self._shown_index:
             return  # arrived after a newer frame was drawn: never step back in time
         if self._pending is not None:
@@ -280,12 +282,28 @@ class LiveController(QObject):
         panel.set_extra(LIVE_ROWS[4], format_ms(d.latency_p95_ms), "From capture to the picture on screen")
 
     def _record_fps(self) -> float:
+        """Frame by frame, every frame is recorded: the source's rate. Live, the rate frames are
+        inferred at once it is known (frames are dropped), else the source's."""
         if self.live is None:
             return 30.0
         stats = self.live.stats()
+        source = stats.capture.source_fps
+        if self.options.frame_by_frame and source > 0:
+            return source
         if stats.stream is not None and stats.stream.inference_fps >= 1.0:
             return round(stats.stream.inference_fps)
-        return stats.capture.source_fps or 30.0
+        return source or 30.0
+
+    def _record(self, frame: Frame, result: InferenceResult) -> None:
+        """Into the recording in frame order (results may come out of order)."""
+        if not self.recording.active or self._order is None:
+            return
+        stats = self.stream_stats()
+        # Nothing in flight and every result received: nothing older can still come.
+        quiet = stats is not None and stats.in_flight == 0 and stats.completed <= self.meter.results
+        item = (frame, self._visible(result)) if result.ok else None
+        for ready, detections in self._order.push(frame.index, item, quiet):
+            self.recording.write(ready, detections)
 
     # -- recording -----------------------------------------------------------------------------------
     def start_recording(self, video_path: str | Path) -> None:
@@ -301,7 +319,10 @@ class LiveController(QObject):
             return
         self._begin_recording(path)
 
-    def _begin_recording(self, path: Path) -> None:
+    def _begin_recording(self, path: Path, first: int | None = None) -> None:
+        """first: the first frame to record (0: an armed recording, from the stream's start;
+        None: from the next result)."""
+        self._order = FrameOrder(first, consecutive=self.options.frame_by_frame)
         try:
             self.recording.start(path, self._record_fps())
         except ValueError as e:
@@ -327,6 +348,10 @@ class LiveController(QObject):
             self._report(f"recording to {path.name} cancelled before the stream started", False)
             return
         recording = self.recording
+        if self._order is not None:  # the stream stopped: what waited for older frames goes in
+            for frame, detections in self._order.drain():
+                recording.write(frame, detections)
+            self._order = None
         summary = await asyncio.get_running_loop().run_in_executor(self._executor, recording.stop)
         self.recording_since = None
         self._recording_state(RecordingState.OFF)
