@@ -178,27 +178,30 @@ def sweep(args: argparse.Namespace, url: str, options: ConnectionOptions, overri
         "requests": args.requests,
         "levels": [],
     }
-    for level in levels:
+    for n, level in enumerate(levels, start=1):
+        stage = f"level {level} ({n}/{len(levels)})"
         warmup = args.warmup if args.warmup is not None else max(10, 2 * level)
         session = _session(args, url, options, overrides, level)
         try:
             assert session.info is not None
             report["model"] = session.info.name
             tensor, _ = preprocess(image, session.info.profile)
-            eprint(f"level {level}: app pipeline ({warmup} warm-up, {args.requests} measured)")
+            eprint(f"{stage}: app pipeline ({warmup} warm-up, {args.requests} measured)")
             if warmup:
                 run_app(session, image, warmup, None)
-            app = run_app(session, image, args.requests, Progress(args.requests, what="requests"))
+            progress = Progress(args.requests, what="requests", label=f"{stage}, app")
+            app = run_app(session, image, args.requests, progress)
+            progress.finish()
             plain_loop = PlainLoop(url, options, session.info.name, tensor, session.info.profile)
         finally:
             session.close()
         try:
-            eprint(f"level {level}: plain tritonclient loop ({warmup} warm-up, {args.requests} measured)")
+            eprint(f"{stage}: plain tritonclient loop ({warmup} warm-up, {args.requests} measured)")
             if warmup:
                 plain_loop.run(level, warmup, args.timeout, None)
-            plain = plain_loop.run(
-                level, args.requests, args.timeout, Progress(args.requests, what="requests")
-            )
+            progress = Progress(args.requests, what="requests", label=f"{stage}, plain")
+            plain = plain_loop.run(level, args.requests, args.timeout, progress)
+            progress.finish()
         finally:
             plain_loop.close()
         ratio = round(app.throughput / plain.throughput, 3) if plain.throughput > 0 else None

@@ -26,6 +26,8 @@ def test_sweep_prints_both_pipelines_and_a_ratio_per_level(triton: EmbeddedServe
         timeout=180,
     )
     assert done.returncode == 0, done.stderr
+    # Progress names the stage (level n of N, which pipeline); the final line of each is complete.
+    assert "level 2 (2/2), plain: 20/20 requests" in done.stderr, done.stderr
     for level in (1, 2):
         for pipeline in ("app", "plain"):
             assert re.search(rf"^\s*{level}\s+{pipeline}\s+\d+\.\d", done.stdout, re.M), done.stdout
