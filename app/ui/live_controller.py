@@ -102,6 +102,7 @@ class LiveController(QObject):
         self.armed: Path | None = None  # a recording waiting for the stream's first frame
         self.recording_since: float | None = None  # time.monotonic() of its first frame
         self._order: FrameOrder[tuple[Frame, list[Detection]]] | None = None
+        self._recording = RecordingState.OFF
         self.opener: Opener | None = None  # how the capture opens sources (a seam for tests)
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
@@ -356,16 +357,16 @@ class LiveController(QObject):
         self.recording_since = None
         self._recording_state(RecordingState.OFF)
         if summary:
-            self._report(
-                summary.text + (f" (stopped early: {why})" if why and summary.ok else ""), not summary.ok
-            )
+            # Not in parentheses: that would read as raw detail and be left out of the status bar.
+            early = f"; the stream stopped: {why}" if why and summary.ok else ""
+            self._report(summary.text + early, not summary.ok)
 
     def recording_status(self) -> RecordingState:
-        if self.recording.active:
-            return RecordingState.RECORDING
-        return RecordingState.ARMED if self.armed is not None else RecordingState.OFF
+        """As last announced: a recording being closed is RECORDING until its files are written."""
+        return self._recording
 
     def _recording_state(self, state: RecordingState) -> None:
+        self._recording = state
         self.recording_state.emit(state.value)
         self.recording_changed.emit(state is not RecordingState.OFF)
 

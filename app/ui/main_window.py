@@ -12,7 +12,15 @@ from __future__ import annotations
 import enum
 
 from PySide6.QtCore import QByteArray, QSize, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDragLeaveEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDragLeaveEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+)
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -158,7 +166,9 @@ class MainWindow(QMainWindow):
     def fit_to_screen(self) -> None:
         """The default size, or the whole screen's free area when that is smaller (laptops)."""
         screen = self.screen()
-        area = screen.availableGeometry() if screen is not None else None
+        # The offscreen platform's 800x800 "screen" is no screen: keep the default size there.
+        real = QGuiApplication.platformName() != "offscreen"
+        area = screen.availableGeometry() if screen is not None and real else None
         if area is None or (area.width() >= DEFAULT_SIZE.width() and area.height() >= DEFAULT_SIZE.height()):
             self.resize(DEFAULT_SIZE)
             return

@@ -99,3 +99,31 @@ def test_an_armed_recording_that_never_starts_says_so_and_writes_nothing(
     harness.run(until(lambda: live.recording_status() is RecordingState.OFF, what="disarmed"))
     assert "nothing recorded to never.mp4" in viewer.window.banner.text()
     assert not failing.exists() and not cancelled.exists()
+
+
+def test_a_recording_cut_short_by_the_source_keeps_every_frame_and_says_why(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    from tests.ui.test_live_preview import UnpluggedCamera
+
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    live = viewer.live
+    recorded: list[int] = []
+    live.result.connect(lambda r: recorded.append(r.frame) if r.ok and live.recording.active else None)
+    live.opener = lambda _spec, _res: UnpluggedCamera(frames=25)
+    live.open(0)
+    harness.run(until(lambda: live.meter.shown >= 2, what="first frames"))
+    out = tmp_path / "cut.avi"
+    viewer.live_ui.record_to(str(out))
+    harness.run(until(lambda: live.state == "failed" and live.idle, what="the camera to fail"))
+    harness.run(until(lambda: live.recording_status() is RecordingState.OFF, what="recording closed"))
+    records = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
+    assert len(records) >= 5
+    assert len(recorded_frames(out)) == len(records), "every queued frame reached the file"
+    assert [r["frame"] for r in records] == sorted(r["frame"] for r in records)
+    written = {r["frame"] for r in records}
+    assert {f for f in recorded if f >= records[0]["frame"]} <= written, "no annotated frame was lost"
+    message = viewer.window.statusBar().currentMessage()
+    assert f"recorded {len(records)} frames" in message, message
+    assert "the stream stopped: camera 0 stopped delivering frames" in message, message
