@@ -55,8 +55,8 @@ LIVE_ROWS = (
     "Capture frames/s",
     "Dropped frames",
     "Display frames/s",
-    "Capture→display p50",
-    "Capture→display p95",
+    "Display lag p50",
+    "Display lag p95",
 )
 
 
@@ -271,16 +271,19 @@ class LiveController(QObject):
         s = self.stream_stats()
         capture_fps = self.live.stats().capture.fps if self.live is not None else 0.0
         panel.set_extra(LIVE_ROWS[0], f"{capture_fps:.1f}", "Frames read from the source per second")
-        dropped = "0"
+        dropped, offered = "0", 0
         if s is not None:
             pct = 100.0 * s.dropped / s.offered if s.offered else 0.0
-            dropped = f"{s.dropped} of {s.offered} ({pct:.0f}%)"
+            dropped, offered = f"{s.dropped} ({pct:.0f}%)", s.offered
         panel.set_extra(
-            LIVE_ROWS[1], dropped, "Frames not sent because the stream's requests in flight were all busy"
+            LIVE_ROWS[1],
+            dropped,
+            f"Frames not sent because the stream's requests in flight were all busy (of {offered} captured)",
         )
         panel.set_extra(LIVE_ROWS[2], f"{d.display_fps:.1f}", "Annotated frames drawn per second")
-        panel.set_extra(LIVE_ROWS[3], format_ms(d.latency_p50_ms), "From capture to the picture on screen")
-        panel.set_extra(LIVE_ROWS[4], format_ms(d.latency_p95_ms), "From capture to the picture on screen")
+        lag = "From the frame's capture to its picture on screen (with its boxes)"
+        panel.set_extra(LIVE_ROWS[3], format_ms(d.latency_p50_ms), lag)
+        panel.set_extra(LIVE_ROWS[4], format_ms(d.latency_p95_ms), lag)
 
     def _record_fps(self) -> float:
         """Frame by frame, every frame is recorded: the source's rate. Live, the rate frames are

@@ -55,7 +55,7 @@ SERVER_THRESHOLD_NOTE = (
 # saveState()/restoreState() version: a layout saved by an older window is ignored, not misapplied.
 LAYOUT_VERSION = 2
 DEFAULT_SIZE = QSize(1280, 760)
-SIDE_WIDTH = 360
+SIDE_WIDTH = 380
 LOG_HEIGHT = 190
 IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.webp);;All files (*)"
 
@@ -88,7 +88,8 @@ def _scrolling(widget: QWidget) -> QScrollArea:
     area.setWidget(widget)
     area.setWidgetResizable(True)
     area.setFrameShape(QFrame.Shape.NoFrame)
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    # Never cut silently: narrower than its content, it scrolls sideways too.
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
     return area
 
 

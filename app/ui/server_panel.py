@@ -90,7 +90,7 @@ class ServerPanel(QWidget):
         self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         # Small: on a laptop screen the statistics below need the room (it scrolls).
         self.details.setMinimumHeight(self.fontMetrics().height() * 3)
-        self.details.setMaximumHeight(self.fontMetrics().height() * 7)
+        self.details.setMaximumHeight(self.fontMetrics().height() * 6)
 
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)

@@ -58,12 +58,12 @@ def format_rate(value: float) -> str:
 def window_text(latency_samples: int) -> str:
     """What the percentiles and the rate are computed over."""
     if latency_samples >= LATENCY_WINDOW:
-        latency = f"over the last {LATENCY_WINDOW} successful requests"
+        latency = f"last {LATENCY_WINDOW} OK requests"
     elif latency_samples == 0:
-        latency = f"none yet (over the last {LATENCY_WINDOW} successful requests)"
+        latency = f"none yet (then the last {LATENCY_WINDOW} OK)"
     else:
-        latency = f"over the {latency_samples} successful requests so far (at most the last {LATENCY_WINDOW})"
-    return f"Latency: {latency}. Requests/s: over the last {RATE_WINDOW_S:.0f} s."
+        latency = f"the {latency_samples} OK so far (then the last {LATENCY_WINDOW})"
+    return f"Latency: {latency} · Requests/s: last {RATE_WINDOW_S:.0f} s"
 
 
 def scope_note(snap: ScopeSnapshot) -> str:
@@ -99,7 +99,7 @@ class StatsPanel(QWidget):
         top.addWidget(self.reset_button)
         self._grid = QGridLayout()
         self._grid.setContentsMargins(4, 2, 4, 2)
-        self._grid.setHorizontalSpacing(12)
+        self._grid.setHorizontalSpacing(8)
         self._grid.setVerticalSpacing(1)
         self._values: dict[str, QLabel] = {}
         self._names: dict[str, QLabel] = {}
@@ -111,7 +111,7 @@ class StatsPanel(QWidget):
             name.setToolTip(tip)
         self._grid.setColumnStretch(1, 1)
         self._grid.setColumnStretch(3, 1)
-        self._grid.setColumnMinimumWidth(2, 90)
+        self._grid.setColumnMinimumWidth(2, 70)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.setSpacing(2)

@@ -39,9 +39,9 @@ class ThumbnailStrip(QListWidget):
         self.setMovement(QListView.Movement.Static)
         self.setResizeMode(QListView.ResizeMode.Adjust)
         self.setIconSize(QSize(ICON_SIZE, ICON_SIZE))
-        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.setTextElideMode(Qt.TextElideMode.ElideLeft)  # the file name stays readable
         line = self.fontMetrics().height()
-        self.setGridSize(QSize(ICON_SIZE + 40, ICON_SIZE + line + 10))
+        self.setGridSize(QSize(ICON_SIZE + 56, ICON_SIZE + line + 10))
         self.setUniformItemSizes(True)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)

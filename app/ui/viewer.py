@@ -230,6 +230,7 @@ class Viewer(QObject):
             self.gallery.select(key)  # draw the batch's image again
 
     def _live_takes_view(self) -> None:
+        self.window.statusBar().clearMessage()  # e.g. the batch's summary: not about the video
         self._batch_key = self.gallery.current_key or self._batch_key
         self.gallery.current_key, self.gallery.current_image = None, None  # stop redrawing the view
         self.window.banner.clear(Context.BATCH)

@@ -40,13 +40,13 @@ def test_stats_panel_shows_a_scope(qtbot: QtBot) -> None:
     assert panel.value_text("p99") == NONE_TEXT
     assert panel.value_text("requests_per_s") == "42.2"
     assert "This batch · batch started" in panel.note.text()
-    assert "over the 5 successful requests so far" in panel.window_note.text()
+    assert "the 5 OK so far (then the last 200)" in panel.window_note.text()
     assert ("Not started", "3") in panel.rows()
     panel.show_snapshot(snap(scope=Scope.LIVE, p99_ms=250.4, failed=0, latency_samples=200), in_flight=0)
     assert panel.value_text("p99") == "250 ms"
     assert panel.value_text("failed") == "0"
     assert "Not started" not in dict(panel.rows()), "only a batch has inputs never started"
-    assert "over the last 200 successful requests" in panel.window_note.text()
+    assert "Latency: last 200 OK requests" in panel.window_note.text()
 
 
 def test_stats_panel_scope_selector_and_reset(qtbot: QtBot) -> None:
