@@ -210,6 +210,11 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         return dock
 
+    def default_dock_sizes(self) -> None:
+        """The side column and the log at their default sizes (after the window has its size:
+        docks sized on a smaller window would leave all the new room to the picture)."""
+        self._default_sizes()
+
     def _default_sizes(self) -> None:
         self.resizeDocks([self.server_dock], [SIDE_WIDTH], Qt.Orientation.Horizontal)
         self.resizeDocks([self.log_dock], [LOG_HEIGHT], Qt.Orientation.Vertical)

@@ -168,8 +168,8 @@ class Viewer(QObject):
         geometry, state = self.settings.window_state()
         if geometry is None or not self.window.restoreGeometry(geometry):
             self.window.fit_to_screen()
-        if state is not None:
-            self.window.restore_layout(state)
+        if state is None or not self.window.restore_layout(state):
+            self.window.default_dock_sizes()
         self.window.open_dir = self.settings.last_dir("open")
         self.live_ui.record_dir = self.settings.last_dir("record")
         url_text = ", ".join(self.options.urls) if self.options.urls else LOCAL_SERVER
