@@ -81,13 +81,14 @@ def shortcuts_dialog(window: QMainWindow) -> QDialog:
     table = QTableWidget(len(rows), 3)
     table.setHorizontalHeaderLabels(("Menu", "Action", "Keys"))
     table.verticalHeader().setVisible(False)
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
     for r, row in enumerate(rows):
         for c, text in enumerate(row):
             table.setItem(r, c, QTableWidgetItem(text))
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     table.horizontalHeader().setStretchLastSection(True)
     table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-    table.setMinimumSize(520, 360)
+    table.setMinimumSize(560, min(table.fontMetrics().height() + 6, 30) * (len(rows) + 1) + 8)
     dialog = _dialog(window, "Keyboard shortcuts", table)
     dialog.setObjectName("ShortcutsDialog")
     return dialog
