@@ -20,8 +20,45 @@ from app.commands.interrupts import Terminated, termination_as_interrupt
 SUBCOMMANDS = {
     "serve": ("app.commands.serve", "run the embedded Triton server in the foreground"),
     "models": ("app.commands.models", "list the models on a server and the detected profile"),
-    "infer": ("app.commands.infer", "headless detection of images, folders and videos (JSON Lines out)"),
+    "infer": (
+        "app.commands.infer",
+        "headless detection of images, folders, videos (JSON Lines, COCO, YOLO, VOC, labelme)",
+    ),
     "bench": ("app.commands.bench", "concurrency sweep: the app's pipeline vs a plain tritonclient loop"),
+}
+EXAMPLES = {
+    None: """\
+examples:
+  triton-viewer                                    the viewer, with the bundled server and face detector
+  triton-viewer --open photos/                     open a folder of images at start
+  triton-viewer --url my-triton:8001 --model my_yolo
+  triton-viewer --camera 0                         live preview of the first camera
+  triton-viewer infer photos/ > detections.jsonl   headless detection, JSON Lines
+  triton-viewer infer --format coco --output detections.json photos/
+  triton-viewer models --url my-triton:8001        what the server has and what the viewer understood
+  triton-viewer bench --concurrency 1,2,4,8        how throughput and latency grow with load""",
+    "infer": """\
+examples:
+  triton-viewer infer photos/ > detections.jsonl
+  triton-viewer infer --url my-triton:8001 --model my_yolo --concurrency 16 photos/ clip.mp4
+  triton-viewer infer --format coco --output detections.json photos/
+  triton-viewer infer --format yolo --output labels/ photos/      (labels/photo.txt, labels/classes.txt)
+  triton-viewer infer --format voc --output annotations/ photos/  (annotations/photo.xml)
+  triton-viewer infer --format labelme --output photos/ photos/   (photo.json beside photo.jpg)
+
+exit status: 0 all inputs succeeded, 1 some failed, 2 usage or connection error, 130 interrupted""",
+    "models": """\
+examples:
+  triton-viewer models
+  triton-viewer models --url my-triton:8001 --model my_yolo --profile my_yolo.toml""",
+    "bench": """\
+examples:
+  triton-viewer bench
+  triton-viewer bench --url my-triton:8001 --concurrency 1,4,16 --requests 500 --output bench.json""",
+    "serve": """\
+examples:
+  triton-viewer serve
+  triton-viewer serve --model-repository my_models/ --grpc-port 8001 --http-port 8000""",
 }
 VIEWER = "app.commands.gui"
 SMOKE_TEST = "app.commands.smoke"
@@ -34,18 +71,29 @@ def _load(module: str) -> ModuleType:
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     """The parser of one command (None: the viewer)."""
     if command is None:
+        listing = "\n".join(f"  {name:<8} {text}" for name, (_module, text) in SUBCOMMANDS.items())
         parser = argparse.ArgumentParser(
             prog="triton-viewer",
-            description="Triton Inference Viewer: live detections and request statistics for NVIDIA Triton. "
-            f"Sub-commands: {', '.join(SUBCOMMANDS)} (see `triton-viewer COMMAND --help`).",
+            usage="triton-viewer [COMMAND] [options]",
+            description="Triton Inference Viewer: live detections and request statistics for NVIDIA\n"
+            "Triton. Without a command: the desktop viewer (its options below).\n\n"
+            f"commands (each with its own --help, e.g. `triton-viewer infer --help`):\n{listing}",
+            epilog=EXAMPLES[None],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
         _load(VIEWER).add_arguments(parser)
         desktop_entry.add_arguments(parser)  # FILE arguments ("Open with"), --install-desktop-entry
         return parser
     module, help_text = SUBCOMMANDS[command]
-    parser = argparse.ArgumentParser(prog=f"triton-viewer {command}", description=help_text)
+    parser = argparse.ArgumentParser(
+        prog=f"triton-viewer {command}",
+        description=help_text,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _load(module).add_arguments(parser)
+    # After the command's own epilog (if it has one), the examples.
+    parser.epilog = "\n\n".join(part for part in (parser.epilog, EXAMPLES.get(command)) if part)
     return parser
 
 

@@ -44,6 +44,8 @@ from app.inference.server_stats import ServerCounters, split
 from app.inference.session import TritonSession
 from app.inference.stats import TimingTotals
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
+from app.pipeline.exports import FORMATS
+from app.pipeline.exports.stream import ExportStream
 
 # Image-decoding threads (OpenCV releases the GIL while decoding); 0: the main thread reads.
 READERS = 0 if SMALL_MACHINE else 2
@@ -62,7 +64,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="requests in flight at most (default 8)",
     )
     p.add_argument(
-        "--output", default=None, metavar="FILE", help="write the JSON Lines here (default stdout)"
+        "--format",
+        choices=FORMATS,
+        default="jsonl",
+        help="jsonl: the records (default); coco: one COCO JSON file; yolo, voc, labelme: a folder "
+        "of one file per image, named after it (photo.txt, photo.xml, photo.json)",
+    )
+    p.add_argument(
+        "--output",
+        default=None,
+        metavar="PATH",
+        help="jsonl: a file (default stdout); coco: the file to write; yolo/voc/labelme: the folder",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="image files, folders (recursive), video files")
 
@@ -81,8 +93,9 @@ def record_line(record: dict[str, Any], encoding: str | None) -> str:
 class RecordWriter:
     """One JSON Lines writer shared by every thread; counts what it wrote, by status."""
 
-    def __init__(self, stream: TextIO, progress: Progress) -> None:
-        self.stream = stream
+    def __init__(self, stream: TextIO | None, progress: Progress, export: ExportStream | None = None) -> None:
+        self.stream = stream  # None: records are not written out (another --format is)
+        self.export = export
         self.progress = progress
         self.counts: dict[str, int] = {}
         self.broken: str | None = None  # why output cannot be written any more (e.g. closed pipe)
@@ -101,7 +114,21 @@ class RecordWriter:
 
     def write_result(self, result: InferenceResult) -> None:
         self.timing.add(result.timing)
+        if self.export is not None and self.broken is None:
+            try:
+                self.export.add(result)
+            except OSError as e:
+                self._break(f"cannot write the {self.export.fmt} export: {e}")
+                return
         self.write(result.to_record())
+
+    def _break(self, reason: str) -> None:
+        with self._lock:
+            if self.broken is not None:
+                return
+            self.broken = reason
+        for stop in self.on_broken:
+            stop()
 
     def write(self, record: dict[str, Any]) -> None:
         line = record_line(record, self._encoding)
@@ -112,8 +139,9 @@ class RecordWriter:
             if self.broken is not None:
                 return  # not written: not counted
             try:
-                self.stream.write(line)
-                self.stream.flush()
+                if self.stream is not None:
+                    self.stream.write(line)
+                    self.stream.flush()
             except (OSError, ValueError) as e:
                 self.broken = f"cannot write the output: {e}"
                 newly_broken = True
@@ -144,7 +172,14 @@ def _display_names(paths: Sequence[str]) -> dict[str, str]:
     return {str(Path(p)): p for p in paths}
 
 
-def _open_output(path: str | None) -> tuple[TextIO, bool]:
+def _open_output(path: str | None, fmt: str = "jsonl") -> tuple[TextIO, bool]:
+    if fmt != "jsonl":
+        if path is None:
+            what = "FILE" if fmt == "coco" else "FOLDER"
+            raise UsageError(f"--format {fmt} needs --output {what}")
+        if fmt != "coco" and Path(path).exists() and not Path(path).is_dir():
+            raise UsageError(f"--output {path}: --format {fmt} writes one file per image into a folder")
+        return sys.stdout, False  # the summary record
     if path is None:
         return sys.stdout, False
     try:
@@ -159,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = connection_options(args)
         overrides = profile_overrides(args)
-        out, close_out = _open_output(args.output)
+        fmt = getattr(args, "format", "jsonl")
+        out, close_out = _open_output(args.output, fmt)
         with server_urls(args) as urls:
             session = TritonSession(
                 urls,
@@ -174,7 +210,11 @@ def run(args: argparse.Namespace) -> int:
             )
             session.open()
             try:
-                return _process(session, args.paths, args.concurrency, out)
+                export = None
+                if fmt != "jsonl":
+                    labels = session.info.profile.labels if session.info else []
+                    export = ExportStream(fmt, args.output, args.paths, labels)
+                return _process(session, args.paths, args.concurrency, out, export)
             finally:
                 session.close(drain_timeout=0.5)
     except (UsageError, SessionError, ProfileError) as e:
@@ -188,9 +228,16 @@ def run(args: argparse.Namespace) -> int:
             out.close()
 
 
-def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out: TextIO) -> int:
+def _process(
+    session: TritonSession,
+    paths: Sequence[str],
+    concurrency: int,
+    out: TextIO,
+    export: ExportStream | None = None,
+) -> int:
     progress = Progress(None, what="inputs")
-    writer = RecordWriter(out, progress)
+    # With another --format, the records go to the export and only the summary to `out`.
+    writer = RecordWriter(out if export is None else None, progress, export)
     names = _display_names(paths)
     model = session.info.name if session.info else "?"
 
@@ -223,6 +270,12 @@ def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out
         counts = job.counts()
     seconds = time.monotonic() - t0
     progress.finish()
+    if export is not None and writer.broken is None:
+        try:
+            exported = export.finish()
+            eprint(f"{export.fmt}: {exported} image(s) written to {export.output}")
+        except OSError as e:
+            writer.broken = f"cannot write the {export.fmt} export: {e}"
     summary = _summary(writer, counts, seconds, interrupted)
     summary["timing"] = _timing(writer.timing, session, counters_before)
     summary["transport"] = session.transport.kind.value if session.transport else None

@@ -8,6 +8,23 @@ import time
 from typing import TextIO
 
 
+def time_left(count: int, total: int | None, elapsed: float) -> float | None:
+    """Seconds left at the rate so far (None until there is a rate, or without a total)."""
+    if total is None or count <= 0 or count >= total or elapsed <= 0:
+        return None
+    return (total - count) * elapsed / count
+
+
+def format_seconds(seconds: float) -> str:
+    """ "8 s", "2 min 05 s", "1 h 02 min"."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
 class Progress:
     """Thread-safe counters of finished items and a throttled status line.
 
@@ -22,9 +39,11 @@ class Progress:
         what: str = "done",
         stream: TextIO | None = None,
         line_interval_s: float = 2.0,
+        label: str = "",
     ) -> None:
         self.total = total
         self.what = what
+        self.label = label  # e.g. "level 4/5, app": which stage the line is about
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.interval = 0.1 if self.tty else line_interval_s
@@ -63,10 +82,14 @@ class Progress:
     def _line(self, now: float) -> str:
         elapsed = max(now - self.started, 1e-9)
         of = f"/{self.total}" if self.total is not None else ""
-        return (
+        line = (
             f"{self.count}{of} {self.what}, {self.count / elapsed:.1f}/s, "
             f"{self.failed} failed, {elapsed:.1f} s"
         )
+        left = time_left(self.count, self.total, elapsed)
+        if left is not None:
+            line += f", {format_seconds(left)} left"
+        return f"{self.label}: {line}" if self.label else line
 
     def _write(self, line: str, *, final: bool) -> None:
         try:

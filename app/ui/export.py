@@ -1,18 +1,17 @@
-"""Exports: annotated PNG (same colours as the view: boxes, masks, keypoints, top-k classes),
-JSON / JSON Lines records, COCO results (with segmentation and keypoints when present)."""
+"""Exports drawn with Qt: the annotated PNG (what the view shows: boxes, masks, keypoints, top-k
+classes); JSON / JSON Lines records.
+The dataset formats (COCO, YOLO, VOC, labelme, crops) are Qt-free: app.pipeline.exports."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QImageWriter, QPainter, QPen
 
-from app.annotations.shapes import coco_keypoints, coco_segmentation
 from app.inference.keypoints import VISIBLE_SCORE
 from app.inference.masks import BinaryMask
 from app.inference.result import ClassScore, Detection, InferenceResult, SemanticMask
@@ -158,48 +157,3 @@ def write_jsonl(path: PathLike, results: Iterable[InferenceResult]) -> int:
             f.write(json.dumps(result.to_record(), ensure_ascii=False) + "\n")
             n += 1
     return n
-
-
-def to_coco_results(
-    results: Iterable[InferenceResult],
-    image_ids: Mapping[str, int],
-    category_ids: Mapping[int, int] | None = None,
-) -> list[dict[str, Any]]:
-    """COCO detection results: [{"image_id", "category_id", "bbox": [x, y, w, h], "score"}],
-    plus "segmentation" (RLE) and "area" for a detection with a mask, and "keypoints"
-    ([x, y, v] * K, v = 2 visible / 0 not labelled) and "num_keypoints" for one with
-    keypoints (the COCO keypoint results format).
-
-    Failed results contribute nothing. `category_ids` maps the model's class id to
-    the dataset's category id (COCO's 80 classes use ids 1..90 with gaps); default:
-    the class id itself. A successful result whose source has no image id is an
-    error (KeyError): silently dropping it would skew an evaluation.
-    """
-    out: list[dict[str, Any]] = []
-    for result in results:
-        if not result.ok:
-            continue
-        if result.source is None or result.source not in image_ids:
-            raise KeyError(f"no image id for source {result.source!r}")
-        image_id = image_ids[result.source]
-        for det in result.detections:
-            x1, y1, x2, y2 = (float(v) for v in det.box)
-            category = det.class_id if category_ids is None else category_ids[det.class_id]
-            entry: dict[str, Any] = {
-                "image_id": image_id,
-                "category_id": int(category),
-                "bbox": [round(x1, 2), round(y1, 2), round(x2 - x1, 2), round(y2 - y1, 2)],
-                "score": round(float(det.score), 5),
-            }
-            if det.mask is not None:
-                entry["segmentation"] = coco_segmentation(det.mask)
-                entry["area"] = det.mask.area
-            if det.keypoints is not None:
-                entry["keypoints"], entry["num_keypoints"] = coco_keypoints(det.keypoints)
-            out.append(entry)
-    return out
-
-
-def write_coco_results(path: PathLike, coco: list[dict[str, Any]]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(coco, f)

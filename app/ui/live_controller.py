@@ -10,6 +10,7 @@ displayed picture is the frame its boxes were computed on.
 from __future__ import annotations
 
 import asyncio
+import enum
 import functools
 import logging
 import time
@@ -23,6 +24,7 @@ from app.inference.filtering import refilter
 from app.inference.result import Detection, InferenceResult
 from app.inference.session import TritonSession
 from app.pipeline.display import DisplayMeter, DisplayStats
+from app.pipeline.frame_order import FrameOrder
 from app.pipeline.live import LiveEvent, LiveOptions, LiveRun, LiveState, StreamStats
 from app.pipeline.recording import LiveRecording
 from app.sources.cameras import parse_source
@@ -30,17 +32,32 @@ from app.sources.frame import Frame
 from app.sources.live import Opener
 from app.ui.bridge import GuiBridge
 from app.ui.image_view import ImageView
+from app.ui.scoped_stats import Scope
 from app.ui.stats_panel import StatsPanel, format_ms
 from app.ui.tasks import TaskSet
 from app.ui.thresholds import ThresholdsWidget
 
 log = logging.getLogger(__name__)
 
-STATS_INTERVAL_MS = 250
 ERROR_REPORT_INTERVAL_S = 2.0  # a model failing on every frame: one banner update per 2 s
 CAPTURE_STOP_TIMEOUT_S = 2.0
 FINISH_TIMEOUT_S = 30.0  # a file ended: wait at most this long for its last results
 SCREENSHOT_FRAMES = 30  # --screenshot with --camera: after this many annotated frames
+
+
+class RecordingState(enum.StrEnum):
+    OFF = "off"
+    ARMED = "armed"  # Record pressed before Start: records from the stream's first frame
+    RECORDING = "recording"
+
+
+LIVE_ROWS = (
+    "Capture frames/s",
+    "Dropped frames",
+    "Display frames/s",
+    "Display lag p50",
+    "Display lag p95",
+)
 
 
 def source_label(source: int | str) -> str:
@@ -52,7 +69,8 @@ def source_label(source: int | str) -> str:
 class LiveController(QObject):
     state_changed = Signal(str, str)  # LiveState, detail
     frame_shown = Signal(int, float)  # frame index, capture-to-display latency (ms)
-    recording_changed = Signal(bool)
+    recording_changed = Signal(bool)  # armed or recording
+    recording_state = Signal(str)  # RecordingState
     result = Signal(object)  # every result of the live stream (GUI thread), for the log
 
     def __init__(
@@ -81,6 +99,10 @@ class LiveController(QObject):
         self.live: LiveRun | None = None
         self.meter = DisplayMeter()
         self.recording = LiveRecording()
+        self.armed: Path | None = None  # a recording waiting for the stream's first frame
+        self.recording_since: float | None = None  # time.monotonic() of its first frame
+        self._order: FrameOrder[tuple[Frame, InferenceResult]] | None = None
+        self._recording = RecordingState.OFF
         self.opener: Opener | None = None  # how the capture opens sources (a seam for tests)
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
@@ -94,9 +116,6 @@ class LiveController(QObject):
         self._paint_timer.setSingleShot(True)
         self._paint_timer.setInterval(0)  # after the queued results already waiting: coalesces bursts
         self._paint_timer.timeout.connect(self._paint)
-        self._stats_timer = QTimer(self)
-        self._stats_timer.setInterval(STATS_INTERVAL_MS)
-        self._stats_timer.timeout.connect(self.update_stats_panel)
         thresholds.changed.connect(self._refilter)
 
     # -- public (GUI thread) --------------------------------------------------------------
@@ -129,7 +148,22 @@ class LiveController(QObject):
             self._set_state(LiveState.PAUSED, self._describe())
 
     def stop(self) -> None:
-        self._tasks.spawn(self._stop(LiveState.STOPPED), name="live stop")
+        self._tasks.spawn(self._user_stop(), name="live stop")
+
+    async def _user_stop(self) -> None:
+        await self._stop(LiveState.STOPPED)
+        self._disarm("the stream was stopped before its first frame")
+
+    def release_view(self) -> None:
+        """The batch shows its images again: nothing more of this stream is drawn (the next
+        stream takes the view back with its first frame)."""
+        self._owns_view = False
+        self._run += 1  # results still on their way from this run are logged, not drawn
+        self._pending = None
+
+    @property
+    def has_source(self) -> bool:
+        return self.source is not None
 
     @property
     def active(self) -> bool:
@@ -163,6 +197,7 @@ class LiveController(QObject):
 
     async def shutdown(self) -> None:
         """The window closes: stop the stream, release the capture, close the recording."""
+        self.armed = None
         await self._stop(LiveState.STOPPED, quiet=True)
 
     # -- results (GUI thread, from the bridge) ---------------------------------------------------
@@ -172,10 +207,13 @@ class LiveController(QObject):
             return  # a stopped run's (cancelled) request: logged, not drawn
         frame: Frame = result.tag
         self.meter.result()
+        if self.armed is not None:  # the stream's first result: an armed recording begins
+            path, self.armed = self.armed, None
+            self._begin_recording(path, first=0)
+        self._record(frame, result)
         if not result.ok:
             self._report_error(result)
             return
-        self.recording.write(frame, self._visible(result), result.masks, result.classes)
         if frame.index <= self._shown_index:
             return  # arrived after a newer frame was drawn: never step back in time
         if self._pending is not None:
@@ -222,43 +260,122 @@ class LiveController(QObject):
         return self.meter.stats()
 
     def update_stats_panel(self) -> None:
+        """The live stream's own rows, shown under the live scope's figures (its Requests/s is
+        the inferred frames per second: one request per frame)."""
+        panel = self.stats_panel
+        if panel.scope() is not Scope.LIVE:
+            for name in LIVE_ROWS:
+                panel.remove_extra(name)
+            return
         d = self.meter.stats()
         s = self.stream_stats()
-        panel = self.stats_panel
         capture_fps = self.live.stats().capture.fps if self.live is not None else 0.0
-        panel.set_extra("capture fps", f"{capture_fps:.1f}")
-        panel.set_extra("inference fps", f"{s.inference_fps:.1f}" if s else "0.0")
+        panel.set_extra(LIVE_ROWS[0], f"{capture_fps:.1f}", "Frames read from the source per second")
+        dropped, offered = "0", 0
         if s is not None:
             pct = 100.0 * s.dropped / s.offered if s.offered else 0.0
-            panel.set_extra("dropped frames", f"{s.dropped} ({pct:.0f}%)")
-        panel.set_extra("display fps", f"{d.display_fps:.1f}")
-        panel.set_extra("capture→display p50", format_ms(d.latency_p50_ms))
-        panel.set_extra("capture→display p95", format_ms(d.latency_p95_ms))
+            dropped, offered = f"{s.dropped} ({pct:.0f}%)", s.offered
+        panel.set_extra(
+            LIVE_ROWS[1],
+            dropped,
+            f"Frames not sent because the stream's requests in flight were all busy (of {offered} captured)",
+        )
+        panel.set_extra(LIVE_ROWS[2], f"{d.display_fps:.1f}", "Annotated frames drawn per second")
+        lag = "From the frame's capture to its picture on screen (with its boxes)"
+        panel.set_extra(LIVE_ROWS[3], format_ms(d.latency_p50_ms), lag)
+        panel.set_extra(LIVE_ROWS[4], format_ms(d.latency_p95_ms), lag)
 
     def _record_fps(self) -> float:
+        """Frame by frame, every frame is recorded: the source's rate. Live, the rate frames are
+        inferred at once it is known (frames are dropped), else the source's."""
         if self.live is None:
             return 30.0
         stats = self.live.stats()
+        source = stats.capture.source_fps
+        if self.options.frame_by_frame and source > 0:
+            return source
         if stats.stream is not None and stats.stream.inference_fps >= 1.0:
             return round(stats.stream.inference_fps)
-        return stats.capture.source_fps or 30.0
+        return source or 30.0
+
+    def _record(self, frame: Frame, result: InferenceResult) -> None:
+        """Into the recording in frame order (results may come out of order)."""
+        if not self.recording.active or self._order is None:
+            return
+        stats = self.stream_stats()
+        # Nothing in flight and every result received: nothing older can still come.
+        quiet = stats is not None and stats.in_flight == 0 and stats.completed <= self.meter.results
+        item = (frame, result) if result.ok else None
+        for ready, done in self._order.push(frame.index, item, quiet):
+            self._write_recorded(ready, done)
+
+    def _write_recorded(self, frame: Frame, result: InferenceResult) -> None:
+        # What the view shows of that frame: boxes past the sliders, masks, top classes.
+        self.recording.write(frame, self._visible(result), result.masks, result.classes)
 
     # -- recording -----------------------------------------------------------------------------------
     def start_recording(self, video_path: str | Path) -> None:
+        """Record from the next annotated frame; before Start, arm: it records from the stream's
+        first frame (the frame rate is the source's, known once it is open)."""
+        path = Path(video_path)
+        if self.recording.active or self.armed is not None:
+            return
+        if self.live is None:
+            self.armed = path
+            self._recording_state(RecordingState.ARMED)
+            self._report(f"recording armed: {path.name} starts with the stream's first frame", False)
+            return
+        self._begin_recording(path)
+
+    def _begin_recording(self, path: Path, first: int | None = None) -> None:
+        """first: the first frame to record (0: an armed recording, from the stream's start;
+        None: from the next result)."""
+        self._order = FrameOrder(first, consecutive=self.options.frame_by_frame)
         try:
-            self.recording.start(Path(video_path), self._record_fps())
+            self.recording.start(path, self._record_fps())
         except ValueError as e:
             self._report(str(e), True)
-            self.recording_changed.emit(False)
+            self._recording_state(RecordingState.OFF)
             return
-        self.recording_changed.emit(True)
+        self.recording_since = time.monotonic()
+        self._recording_state(RecordingState.RECORDING)
 
-    async def stop_recording(self) -> None:
+    def _disarm(self, why: str) -> None:
+        """An armed recording whose stream never delivered a frame: say so, nothing is written."""
+        if self.armed is None:
+            return
+        path, self.armed = self.armed, None
+        self._recording_state(RecordingState.OFF)
+        self._report(f"nothing recorded to {path.name}: {why}", True)
+
+    async def stop_recording(self, why: str = "") -> None:
+        """Close the files (what is queued is written first) and say what was recorded."""
+        if self.armed is not None and not self.recording.active:
+            path, self.armed = self.armed, None
+            self._recording_state(RecordingState.OFF)
+            self._report(f"recording to {path.name} cancelled before the stream started", False)
+            return
         recording = self.recording
+        if self._order is not None:  # the stream stopped: what waited for older frames goes in
+            for frame, done in self._order.drain():
+                self._write_recorded(frame, done)
+            self._order = None
         summary = await asyncio.get_running_loop().run_in_executor(self._executor, recording.stop)
-        self.recording_changed.emit(False)
+        self.recording_since = None
+        self._recording_state(RecordingState.OFF)
         if summary:
-            self._report(summary.text, not summary.ok)
+            # Not in parentheses: that would read as raw detail and be left out of the status bar.
+            early = f"; the stream stopped: {why}" if why and summary.ok else ""
+            self._report(summary.text + early, not summary.ok)
+
+    def recording_status(self) -> RecordingState:
+        """As last announced: a recording being closed is RECORDING until its files are written."""
+        return self._recording
+
+    def _recording_state(self, state: RecordingState) -> None:
+        self._recording = state
+        self.recording_state.emit(state.value)
+        self.recording_changed.emit(state is not RecordingState.OFF)
 
     # -- start / stop --------------------------------------------------------------------------------
     async def _restart(self) -> None:
@@ -284,17 +401,15 @@ class LiveController(QObject):
             opener=self.opener,
         )
         self.live.start()  # returns at once: opening happens on the capture thread
-        self._stats_timer.start()
         self._set_state(LiveState.PLAYING, self._describe())
 
-    async def _stop(self, state: LiveState, quiet: bool = False) -> None:
+    async def _stop(self, state: LiveState, quiet: bool = False, why: str = "") -> None:
         self._run += 1  # from now on this run's results are not drawn
         live, self.live = self.live, None
         self._pending = None
         if self.recording.active:
-            await self.stop_recording()
+            await self.stop_recording(why)
         if live is not None:
-            self._stats_timer.stop()
             self._releasing += 1
             try:
                 stopped = await asyncio.get_running_loop().run_in_executor(
@@ -314,7 +429,8 @@ class LiveController(QObject):
             return
         if event is LiveEvent.ERROR:
             self._fail(message)
-            self._tasks.spawn(self._stop(LiveState.FAILED, quiet=True), name="live stop")
+            self._disarm(f"the source failed before its first frame ({message})")
+            self._tasks.spawn(self._stop(LiveState.FAILED, quiet=True, why=message), name="live stop")
         else:
             self._set_state(LiveState.ENDED, f"{self._describe()}: end of the file")
             self._tasks.spawn(self._finish_file(run), name="live end")
@@ -331,6 +447,7 @@ class LiveController(QObject):
             await asyncio.sleep(0.02)
         if run == self._run:
             await self._stop(LiveState.ENDED, quiet=True)
+            self._disarm("the video ended before its first annotated frame")
 
     def _fail(self, message: str) -> None:
         self.error = message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Executor
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
@@ -15,14 +16,17 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMenu,
+    QSizePolicy,
     QSpinBox,
     QToolBar,
     QWidget,
 )
 
 from app.pipeline.live import LiveState
+from app.ui.banner import split_detail
 from app.ui.camera_picker import CameraPicker, ask_stream_url, ask_video_file
-from app.ui.live_controller import LiveController
+from app.ui.live_controller import LiveController, RecordingState
+from app.ui.overlays import RecordingMark
 from app.ui.tasks import TaskSet
 
 RESOLUTIONS: tuple[tuple[str, tuple[int, int] | None], ...] = (
@@ -32,6 +36,7 @@ RESOLUTIONS: tuple[tuple[str, tuple[int, int] | None], ...] = (
     ("1920x1080", (1920, 1080)),
 )
 MAX_IN_FLIGHT = 32
+VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".m4v")
 STATE_TEXT = {
     LiveState.IDLE: "No live source",
     LiveState.WAITING: "Waiting for the server",
@@ -51,11 +56,16 @@ class LiveToolbar(QToolBar):
         self.setObjectName("LiveToolbar")  # saveState() needs names
         self.open_action = QAction("Open camera…", self)
         self.start_action = QAction("▶ Start", self)
+        self.start_action.setShortcut(QKeySequence("F5"))
         self.pause_action = QAction("❚❚ Pause", self)
+        self.pause_action.setShortcut(QKeySequence("Space"))
         self.stop_action = QAction("■ Stop", self)
+        self.stop_action.setShortcut(QKeySequence("Shift+F5"))
         self.record_action = QAction("● Record…", self)
         self.record_action.setCheckable(True)
-        self.record_action.setToolTip("Record the annotated stream (video) and its detections (JSON Lines)")
+        self.record_action.setShortcut(QKeySequence("Ctrl+R"))
+        self.has_source = False
+        self.state = LiveState.IDLE
         self.in_flight = QSpinBox()
         self.in_flight.setRange(1, MAX_IN_FLIGHT)
         self.in_flight.setValue(2)
@@ -75,6 +85,9 @@ class LiveToolbar(QToolBar):
         self.resolution.setToolTip("Cameras: the capture resolution to ask for. Applies at the next Start.")
         self.state_label = QLabel(STATE_TEXT[LiveState.IDLE])
         self.state_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # The lead of a long message; the whole of it in the tooltip.
+        self.state_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.state_label.setMinimumWidth(120)
         for action in (self.open_action, self.start_action, self.pause_action, self.stop_action):
             self.addAction(action)
         self.addSeparator()
@@ -89,14 +102,40 @@ class LiveToolbar(QToolBar):
         self.set_state(LiveState.IDLE, "")
 
     def set_state(self, value: str, detail: str) -> None:
-        state = LiveState(value)
+        state = self.state = LiveState(value)
         title = STATE_TEXT[state]
-        self.state_label.setText(f" {title}: {detail}" if detail else f" {title}")
+        lead, _raw = split_detail(detail)
+        self.state_label.setText(f" {title}: {lead}" if lead else f" {title}")
         self.state_label.setToolTip(detail)
-        self.start_action.setEnabled(state not in (LiveState.PLAYING, LiveState.WAITING))
-        self.pause_action.setEnabled(state is LiveState.PLAYING)
+        self._enable()
+
+    def set_has_source(self, has: bool) -> None:
+        self.has_source = has
+        self._enable()
+
+    def _enable(self) -> None:
+        """Each control enabled only when it can do something; a disabled one says why."""
+        state, has = self.state, self.has_source
+        why_source = "Open a camera, a video or a stream first (Live > Open camera…)"
+        start = has and state not in (LiveState.PLAYING, LiveState.WAITING)
+        self.start_action.setEnabled(start)
+        self.start_action.setToolTip(
+            "Resume" if state is LiveState.PAUSED else ("Start the stream (F5)" if start else why_source)
+        )
+        self.pause_action.setEnabled(state in (LiveState.PLAYING, LiveState.PAUSED))
+        self.pause_action.setToolTip(
+            "Pause / resume (Space)" if self.pause_action.isEnabled() else "Nothing plays"
+        )
         self.stop_action.setEnabled(
             state in (LiveState.PLAYING, LiveState.PAUSED, LiveState.WAITING, LiveState.ENDED)
+        )
+        recording = self.record_action.isChecked()
+        self.record_action.setEnabled(has or recording)
+        self.record_action.setToolTip(
+            "Record the annotated stream (video) and its detections (JSON Lines); pressed before "
+            "Start it records from the first frame (Ctrl+R)"
+            if has or recording
+            else why_source
         )
 
 
@@ -107,6 +146,7 @@ class LiveUi:
         self,
         window: QMainWindow,
         file_menu: QMenu,
+        view: QWidget,
         live: LiveController,
         executor: Executor,
         tasks: TaskSet,
@@ -121,6 +161,7 @@ class LiveUi:
         self.open_stream_action = QAction("Open stream &URL…", window)
         self._insert_into_file_menu(file_menu)
         menu = window.menuBar().addMenu("&Live")
+        menu.setToolTipsVisible(True)  # disabled actions say why
         for action in (self.open_camera_action, self.open_video_action, self.open_stream_action):
             menu.addAction(action)
         menu.addSeparator()
@@ -129,21 +170,27 @@ class LiveUi:
         menu.addSeparator()
         menu.addAction(bar.record_action)
         self.picker: CameraPicker | None = None
+        self.record_dir = ""  # where the Record dialog starts (the viewer keeps it remembered)
 
         bar.open_action.triggered.connect(self.open_camera)
         self.open_camera_action.triggered.connect(self.open_camera)
         self.open_video_action.triggered.connect(self.open_video)
         self.open_stream_action.triggered.connect(self.open_stream)
         bar.start_action.triggered.connect(self._start)
-        bar.pause_action.triggered.connect(live.pause)
+        bar.pause_action.triggered.connect(self._pause_or_resume)
         bar.stop_action.triggered.connect(live.stop)
         bar.record_action.triggered.connect(self._record_toggled)
         bar.in_flight.valueChanged.connect(live.set_max_in_flight)
         bar.frame_by_frame.toggled.connect(self._options_changed)
         bar.loop.toggled.connect(self._options_changed)
         bar.resolution.currentIndexChanged.connect(self._options_changed)
-        live.state_changed.connect(bar.set_state)
-        live.recording_changed.connect(self._recording_changed)
+        live.state_changed.connect(self._state_changed)
+        live.recording_state.connect(self._recording_changed)
+        self.rec_mark = RecordingMark(view)
+
+    def _state_changed(self, value: str, detail: str) -> None:
+        self.toolbar.has_source = self.live.has_source
+        self.toolbar.set_state(value, detail)
 
     def _insert_into_file_menu(self, file_menu: QMenu) -> None:
         """After "Open folder…" (before the separator that follows it)."""
@@ -191,10 +238,14 @@ class LiveUi:
     # -- controls ------------------------------------------------------------------------------------
     def _start(self) -> None:
         self._options_changed()
-        if self.live.source is None:
-            self.open_camera()
-        else:
+        if self.live.source is not None:
             self.live.start()
+
+    def _pause_or_resume(self) -> None:
+        if self.live.state is LiveState.PAUSED:
+            self.live.start()
+        else:
+            self.live.pause()
 
     def _options_changed(self, *_args: object) -> None:
         bar, opts = self.toolbar, self.live.options
@@ -207,7 +258,9 @@ class LiveUi:
         if not checked:
             self._tasks.spawn(self.live.stop_recording(), name="stop recording")
             return
-        default = time.strftime("live-%Y%m%d-%H%M%S.mp4")
+        self.toolbar.record_action.setChecked(False)  # until the recording (or arming) is on
+        default = str(Path(self.record_dir or Path.home()) / time.strftime("live-%Y%m%d-%H%M%S.mp4"))
+        # Qt's own dialog asks before replacing an existing file.
         path, _ = QFileDialog.getSaveFileName(
             self.window,
             "Record the annotated stream",
@@ -215,14 +268,32 @@ class LiveUi:
             "Video (*.mp4 *.avi *.mov *.m4v)",
             options=QFileDialog.Option.DontUseNativeDialog,
         )
-        if not path:
-            self.toolbar.record_action.setChecked(False)
-            return
+        if path:
+            self.record_to(path)
+
+    def record_to(self, path: str) -> None:
+        if Path(path).suffix.lower() not in VIDEO_SUFFIXES:
+            path += ".mp4"
+        self.record_dir = str(Path(path).parent)
         self.live.start_recording(path)
 
-    def _recording_changed(self, on: bool) -> None:
+    def _recording_changed(self, value: str) -> None:
+        state = RecordingState(value)
         action = self.toolbar.record_action
         action.blockSignals(True)
-        action.setChecked(on)
+        action.setChecked(state is not RecordingState.OFF)
         action.blockSignals(False)
-        action.setText("● Stop recording" if on else "● Record…")
+        action.setText(
+            {
+                RecordingState.OFF: "● Record…",
+                RecordingState.ARMED: "● Armed (press to cancel)",
+                RecordingState.RECORDING: "● Stop recording",
+            }[state]
+        )
+        if state is RecordingState.RECORDING:
+            self.rec_mark.recording(self.live.recording_since)
+        elif state is RecordingState.ARMED:
+            self.rec_mark.armed()
+        else:
+            self.rec_mark.stopped()
+        self.toolbar.set_has_source(self.live.has_source)

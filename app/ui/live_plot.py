@@ -34,14 +34,19 @@ def nice_ceiling(value: float) -> float:
 
 
 def axis_max(data_max: float, ticks: int) -> float:
-    """An axis top that divides into `ticks` round steps and holds `data_max`."""
-    return nice_ceiling(max(data_max, 1e-9) / ticks) * ticks
+    """An axis top that divides into `ticks` round steps and holds `data_max` (1 for a series
+    that is all zeros, e.g. no request in the last minute: never an axis of 0.0000001)."""
+    if not data_max > 0:
+        data_max = 1.0
+    return nice_ceiling(data_max / ticks) * ticks
 
 
 def format_tick(value: float) -> str:
     if abs(value - round(value)) < 1e-9:
         return f"{value:.0f}"
-    return f"{value:.2f}".rstrip("0")
+    if abs(value) < 0.01:  # tiny steps keep two significant digits ("0.0016", not "0.002")
+        return f"{value:.2g}"
+    return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
 class LivePlot(QWidget):
@@ -167,7 +172,7 @@ class LivePlot(QWidget):
         painter.drawText(
             QRectF(self.width() / 2, 2, self.width() / 2 - 2, metrics.height()),
             Qt.AlignmentFlag.AlignRight,
-            "throughput (req/s) ●",
+            "requests/s ●",
         )
 
     def _draw_points(self, painter: QPainter, plot: QRectF) -> None:

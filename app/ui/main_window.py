@@ -1,26 +1,48 @@
 """MainWindow: the widgets laid out, the menus, drag-and-drop. No logic beyond that:
-the Viewer (app/ui/viewer.py) wires the widgets to the session and the batch runner."""
+the Viewer (app/ui/viewer.py) wires the widgets to the session and the batch runner.
+
+Layout (fits 1280x720 and shrinks to 1024x640): the picture in the middle (or the
+first-screen call to action), the batch's bar and thumbnails under it; docks for the
+server, the detections, the statistics and the request log, each closable, floatable and
+restored from View; the whole arrangement is remembered.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+import enum
+
+from PySide6.QtCore import QByteArray, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDragLeaveEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+)
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
+    QFrame,
     QGroupBox,
-    QLabel,
     QMainWindow,
-    QSplitter,
+    QMenu,
+    QScrollArea,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from app.ui.banner import ErrorBanner
+from app.ui.batch_bar import BatchBar
 from app.ui.batch_panel import BatchPanel
 from app.ui.classes_panel import ClassesPanel
+from app.ui.detections_panel import DetectionsPanel
+from app.ui.empty_state import EmptyState
 from app.ui.image_view import ImageView
 from app.ui.live_plot import LivePlot
+from app.ui.overlays import DropHighlight
 from app.ui.request_log import RequestLog
 from app.ui.server_panel import ServerPanel
 from app.ui.stats_panel import StatsPanel
@@ -32,6 +54,18 @@ SERVER_THRESHOLD_NOTE = (
     "\n\nSome models filter on the server too (the bundled face detector keeps only scores "
     "≥ 0.5): lowering the slider below the server's own threshold cannot show more boxes."
 )
+# saveState()/restoreState() version: a layout saved by an older window is ignored, not misapplied.
+LAYOUT_VERSION = 2
+DEFAULT_SIZE = QSize(1280, 760)
+SIDE_WIDTH = 380
+LOG_HEIGHT = 190
+IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.webp);;All files (*)"
+
+
+class Mode(enum.StrEnum):
+    EMPTY = "empty"  # nothing opened yet: the call to action
+    BATCH = "batch"  # browsing opened images
+    LIVE = "live"  # a camera, video or stream plays
 
 
 def local_paths(event: QDragEnterEvent | QDropEvent) -> list[str]:
@@ -41,20 +75,32 @@ def local_paths(event: QDragEnterEvent | QDropEvent) -> list[str]:
     return [url.toLocalFile() for url in mime.urls() if url.isLocalFile()]
 
 
-def _group(title: str, *widgets: QWidget) -> QGroupBox:
+def _group(title: str, *widgets: QWidget, stretch_last: bool = False) -> QGroupBox:
     box = QGroupBox(title)
     layout = QVBoxLayout(box)
     layout.setContentsMargins(6, 6, 6, 6)
-    for w in widgets:
-        layout.addWidget(w)
+    for i, w in enumerate(widgets):
+        layout.addWidget(w, 1 if stretch_last and i == len(widgets) - 1 else 0)
     return box
 
 
+def _scrolling(widget: QWidget) -> QScrollArea:
+    """A dock's content that never forces the window taller than the screen: it scrolls."""
+    area = QScrollArea()
+    area.setWidget(widget)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    # Never cut silently: narrower than its content, it scrolls sideways too.
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+    return area
+
+
 class MainWindow(QMainWindow):
-    """Emits `paths_opened(paths)` (drop or File > Open) and `close_requested()`; the window
-    closes for real only once `allow_close()` was called (after the clean-up)."""
+    """Emits `paths_opened(paths)` (drop or File > Open), `sample_requested()` and
+    `close_requested()`; the window closes for real only once `allow_close()` was called."""
 
     paths_opened = Signal(list)
+    sample_requested = Signal()
     close_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -62,18 +108,26 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Triton Inference Viewer")
         self.setAcceptDrops(True)
         self.setObjectName("MainWindow")
+        self.setDockOptions(
+            QMainWindow.DockOption.AnimatedDocks
+            | QMainWindow.DockOption.AllowTabbedDocks
+            | QMainWindow.DockOption.AllowNestedDocks
+        )
         self._closing_allowed = False
+        self.mode = Mode.EMPTY
+        self.open_dir = ""  # where the open dialogs start (the viewer keeps it remembered)
 
         self.banner = ErrorBanner()
         self.view = ImageView()
-        self.hint = QLabel("Drop images or folders here, or use File > Open")
-        self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_state = EmptyState()
+        self.batch_bar = BatchBar()
         self.strip = ThumbnailStrip()
         self.batch_panel = BatchPanel()
         self.server_panel = ServerPanel()
         self.thresholds = ThresholdsWidget(0.5, 0.3)
         for slider in (self.thresholds.score_slider(), self.thresholds.iou_slider()):
             slider.setToolTip(slider.toolTip() + SERVER_THRESHOLD_NOTE)
+        self.detections_panel = DetectionsPanel(self.view)
         self.classes_panel = ClassesPanel()
         # Display settings: the view follows the opacity slider and feeds the classes table.
         self.view.set_mask_opacity(self.thresholds.mask_opacity())
@@ -81,88 +135,176 @@ class MainWindow(QMainWindow):
         self.view.classes_changed.connect(self.classes_panel.set_classes)
         self.stats_panel = StatsPanel()
         self.live_plot = LivePlot()
+        self.live_plot.setMinimumHeight(110)
         self.time_split = TimeSplitWidget()
         self.request_log = RequestLog()
 
         self.setCentralWidget(self._central())
-        self._add_dock(
-            "Server and model", "ServerDock", self.server_panel, Qt.DockWidgetArea.RightDockWidgetArea
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        right = Qt.DockWidgetArea.RightDockWidgetArea
+        self.server_dock = self._add_dock("Server and model", "ServerDock", self.server_panel, right)
+        detections = QWidget()
+        column = QVBoxLayout(detections)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(_group("Thresholds (re-filter received boxes)", self.thresholds))
+        column.addWidget(self.classes_panel)
+        column.addWidget(_group("Boxes on the picture", self.detections_panel, stretch_last=True), 1)
+        self.detections_dock = self._add_dock("Detections", "DetectionsDock", detections, right)
+        stats = QWidget()
+        column = QVBoxLayout(stats)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.stats_panel)
+        column.addWidget(
+            _group("Latency p50 and requests/s, last minute", self.live_plot, stretch_last=True), 1
         )
-        self._add_dock(
-            "Detections and statistics",
-            "StatsDock",
-            self._stats_column(),
-            Qt.DockWidgetArea.RightDockWidgetArea,
+        self.stats_dock = self._add_dock("Statistics", "StatsDock", stats, right)
+        self.time_dock = self._add_dock("Where the time goes", "TimeSplitDock", self.time_split, right)
+        self.time_dock.setToolTip("Mean per request over the last 10 s, client and server")
+        self.tabifyDockWidget(self.detections_dock, self.stats_dock)
+        self.tabifyDockWidget(self.stats_dock, self.time_dock)
+        self.stats_dock.raise_()
+        self.log_dock = self._add_dock(
+            "Request log", "LogDock", self.request_log, Qt.DockWidgetArea.BottomDockWidgetArea, scroll=False
         )
-        self._add_dock(
-            "Where the time goes (mean per request, last 10 s)",
-            "TimeSplitDock",
-            self.time_split,
-            Qt.DockWidgetArea.RightDockWidgetArea,
-        )
-        log_dock = self._add_dock(
-            "Request log", "LogDock", self.request_log, Qt.DockWidgetArea.BottomDockWidgetArea
-        )
-        self.resizeDocks([log_dock], [170], Qt.Orientation.Vertical)
+        self.drop_highlight = DropHighlight(self)
         self._build_menus()
+        self._default_sizes()
+        self._default_state = self.saveState(LAYOUT_VERSION)
+        self.set_mode(Mode.EMPTY)
         self.statusBar().showMessage("Ready")
 
     def sizeHint(self) -> QSize:
-        return QSize(1400, 900)
+        return DEFAULT_SIZE
+
+    def fit_to_screen(self) -> None:
+        """The default size, or the whole screen's free area when that is smaller (laptops)."""
+        screen = self.screen()
+        # The offscreen platform's 800x800 "screen" is no screen: keep the default size there.
+        real = QGuiApplication.platformName() != "offscreen"
+        area = screen.availableGeometry() if screen is not None and real else None
+        if area is None or (area.width() >= DEFAULT_SIZE.width() and area.height() >= DEFAULT_SIZE.height()):
+            self.resize(DEFAULT_SIZE)
+            return
+        frame = self.frameGeometry().size() - self.geometry().size()  # title bar and borders
+        self.resize(
+            min(DEFAULT_SIZE.width(), area.width() - frame.width()),
+            min(DEFAULT_SIZE.height(), area.height() - frame.height()),
+        )
+        self.move(area.topLeft())
 
     # -- layout -------------------------------------------------------------------------
     def _central(self) -> QWidget:
+        self.pages = QStackedWidget()
+        self.pages.addWidget(self.empty_state)
+        self.pages.addWidget(self.view)
         images = QWidget()
         layout = QVBoxLayout(images)
         layout.setContentsMargins(4, 4, 4, 4)
+        layout.setSpacing(2)
         layout.addWidget(self.banner)
-        layout.addWidget(self.view, 1)
-        layout.addWidget(self.hint)
+        layout.addWidget(self.pages, 1)
+        layout.addWidget(self.batch_bar)
         layout.addWidget(self.strip)
         layout.addWidget(self.batch_panel)
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(images)
-        return splitter
+        return images
 
-    def _stats_column(self) -> QWidget:
-        column = QWidget()
-        layout = QVBoxLayout(column)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(_group("Thresholds (re-filter received boxes)", self.thresholds))
-        layout.addWidget(self.classes_panel)
-        layout.addWidget(_group("Requests", self.stats_panel))
-        layout.addWidget(_group("Latency p50 (ms) and requests/s, last minute", self.live_plot), 1)
-        return column
-
-    def _add_dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+    def _add_dock(
+        self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea, scroll: bool = True
+    ) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(name)  # saveState() needs names
-        dock.setWidget(widget)
+        dock.setWidget(_scrolling(widget) if scroll else widget)
         dock.setFeatures(
             QDockWidget.DockWidgetFeature.DockWidgetMovable
             | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
         )
         self.addDockWidget(area, dock)
         return dock
 
+    def default_dock_sizes(self) -> None:
+        """The side column and the log at their default sizes (after the window has its size:
+        docks sized on a smaller window would leave all the new room to the picture)."""
+        self._default_sizes()
+
+    def _default_sizes(self) -> None:
+        self.resizeDocks([self.server_dock], [SIDE_WIDTH], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.log_dock], [LOG_HEIGHT], Qt.Orientation.Vertical)
+
+    def docks(self) -> list[QDockWidget]:
+        return [self.server_dock, self.detections_dock, self.stats_dock, self.log_dock]
+
+    def save_layout(self) -> QByteArray:
+        return self.saveState(LAYOUT_VERSION)
+
+    def restore_layout(self, state: QByteArray) -> bool:
+        """False (and the default layout kept) for a state saved by another layout version."""
+        return bool(self.restoreState(state, LAYOUT_VERSION))
+
+    def reset_layout(self) -> None:
+        self.restoreState(self._default_state, LAYOUT_VERSION)
+        for dock in self.docks():
+            dock.setFloating(False)
+            dock.show()
+        self._default_sizes()
+
+    def hide_all(self) -> None:
+        """The window and its floating docks (top-level windows of their own) go at once."""
+        self.hide()
+        for dock in self.docks():
+            if dock.isFloating():
+                dock.hide()
+
+    def set_mode(self, mode: Mode) -> None:
+        """What the middle shows: the call to action, a batch (with its bar and thumbnails) or
+        live video (the batch's widgets hidden: the picture gets the room)."""
+        self.mode = Mode(mode)
+        self.pages.setCurrentWidget(self.empty_state if mode is Mode.EMPTY else self.view)
+        self.thumbnails_action.setChecked(mode is Mode.BATCH)
+        self._show_batch_widgets(mode is Mode.BATCH)
+        if mode is Mode.BATCH:
+            self.detections_dock.raise_()
+        elif mode is Mode.LIVE:
+            self.stats_dock.raise_()
+
+    def _show_batch_widgets(self, on: bool) -> None:
+        for widget in (self.batch_bar, self.strip, self.batch_panel):
+            widget.setVisible(on)
+
+    # -- menus ------------------------------------------------------------------------------
     def _build_menus(self) -> None:
-        self.file_menu = file_menu = self.menuBar().addMenu("&File")
-        self.open_files_action = self._action(file_menu, "&Open files…", QKeySequence.StandardKey.Open)
+        self.file_menu = file_menu = self._menu("&File")
+        self.open_files_action = self._action(file_menu, "&Open images…", QKeySequence.StandardKey.Open)
         self.open_folder_action = self._action(file_menu, "Open &folder…", "Ctrl+Shift+O")
+        self.sample_action = self._action(file_menu, "Try the &sample")
+        self.sample_action.setToolTip("Run the bundled photograph through the model")
         file_menu.addSeparator()
-        self.export_png_action = self._action(file_menu, "Export annotated image (PNG)…", "Ctrl+E")
-        self.export_jsonl_action = self._action(file_menu, "Export detections of this image (JSON Lines)…")
-        self.export_jsonl_all_action = self._action(
-            file_menu, "Export detections of all images (JSON Lines)…"
-        )
-        self.export_coco_action = self._action(file_menu, "Export COCO results of this image…")
-        self.export_coco_all_action = self._action(file_menu, "Export COCO results of all images…")
+        self.export_menu = export = file_menu.addMenu("&Export")
+        export.setToolTipsVisible(True)
+        self.export_png_action = self._action(export, "Annotated image (PNG)…", "Ctrl+E")
+        self.export_jsonl_action = self._action(export, "Detections of this image (JSON Lines)…")
+        export.addSeparator()
+        self.export_all_actions: dict[str, QAction] = {}
+        for fmt, text in (
+            ("jsonl", "All images: JSON Lines…"),
+            ("coco", "All images: COCO JSON…"),
+            ("yolo", "All images: YOLO labels (folder)…"),
+            ("voc", "All images: Pascal VOC XML (folder)…"),
+            ("labelme", "All images: labelme JSON (folder)…"),
+            ("crops", "All images: object crops (folder)…"),
+        ):
+            self.export_all_actions[fmt] = self._action(export, text)
+        export.addSeparator()
+        self.export_stats_action = self._action(export, "Statistics (CSV)…")
+        self.export_log_action = self._action(export, "Request log (CSV)…")
         file_menu.addSeparator()
         self.clear_action = self._action(file_menu, "Clear the image list")
         file_menu.addSeparator()
         self.quit_action = self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit)
-        view_menu = self.menuBar().addMenu("&View")
-        self._action(view_menu, "&Fit to window", "Ctrl+0").triggered.connect(self.view.fit)
+
+        self.view_menu = view_menu = self._menu("&View")
+        self.fit_action = self._action(view_menu, "&Fit to window", "Ctrl+0", "F")
+        self.fit_action.triggered.connect(self.view.fit)
         self._action(view_menu, "&Actual size (1:1)", "Ctrl+1").triggered.connect(self.view.actual_size)
         self._action(view_menu, "Zoom &in", QKeySequence.StandardKey.ZoomIn).triggered.connect(
             lambda: self.view.zoom_by(1.25)
@@ -170,44 +312,69 @@ class MainWindow(QMainWindow):
         self._action(view_menu, "Zoom &out", QKeySequence.StandardKey.ZoomOut).triggered.connect(
             lambda: self.view.zoom_by(0.8)
         )
-        tools_menu = self.menuBar().addMenu("&Tools")
+        view_menu.addSeparator()
+        self.next_action = self._action(view_menu, "&Next image", "Right", "D")
+        self.prev_action = self._action(view_menu, "&Previous image", "Left", "A")
+        self.first_action = self._action(view_menu, "First image", "Home")
+        self.last_action = self._action(view_menu, "Last image", "End")
+        view_menu.addSeparator()
+        for dock in self.docks():
+            view_menu.addAction(dock.toggleViewAction())
+        self.thumbnails_action = self._action(view_menu, "Batch bar and thumbnails")
+        self.thumbnails_action.setCheckable(True)
+        self.thumbnails_action.toggled.connect(self._show_batch_widgets)
+        self.view_menu_toolbar_anchor = view_menu.addSeparator()
+        self._action(view_menu, "&Reset layout").triggered.connect(self.reset_layout)
+
+        self.tools_menu = tools_menu = self._menu("&Tools")
         self.load_test_action = self._action(tools_menu, "&Load test…", "Ctrl+L")
         self.load_test_action.setToolTip(
             "Raise the requests in flight step by step and find where throughput stops growing"
         )
-        self.open_files_action.triggered.connect(self._open_files)
-        self.open_folder_action.triggered.connect(self._open_folder)
-        self.quit_action.triggered.connect(self.close)
 
-    def _action(self, menu: object, text: str, shortcut: object = None) -> QAction:
+        self.open_files_action.triggered.connect(lambda: self.open_files())
+        self.open_folder_action.triggered.connect(lambda: self.open_folder())
+        self.sample_action.triggered.connect(self.sample_requested)
+        self.quit_action.triggered.connect(self.close)
+        self.empty_state.open_images.connect(self.open_files)
+        self.empty_state.open_folder.connect(self.open_folder)
+        self.empty_state.try_sample.connect(self.sample_requested)
+
+    def _menu(self, title: str) -> QMenu:
+        menu = self.menuBar().addMenu(title)
+        menu.setToolTipsVisible(True)  # disabled actions say why in their tooltip
+        return menu
+
+    def _action(self, menu: QMenu, text: str, *shortcuts: object) -> QAction:
         action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))  # type: ignore[call-overload]
-        menu.addAction(action)  # type: ignore[attr-defined]
+        if shortcuts:
+            action.setShortcuts([QKeySequence(s) for s in shortcuts])  # type: ignore[call-overload]
+        menu.addAction(action)
         return action
 
     # -- opening ---------------------------------------------------------------------------
-    def _open_files(self) -> None:
+    def open_files(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(
-            self,
-            "Open images",
-            "",
-            "Images (*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.webp);;All files (*)",
-            options=QFileDialog.Option.DontUseNativeDialog,
+            self, "Open images", self.open_dir, IMAGE_FILTER, options=QFileDialog.Option.DontUseNativeDialog
         )
         if paths:
             self.paths_opened.emit(paths)
 
-    def _open_folder(self) -> None:
+    def open_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(
-            self, "Open a folder of images", "", QFileDialog.Option.DontUseNativeDialog
+            self, "Open a folder of images", self.open_dir, QFileDialog.Option.DontUseNativeDialog
         )
         if folder:
             self.paths_opened.emit([folder])
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if local_paths(event):
+        paths = local_paths(event)
+        if paths:
             event.acceptProposedAction()
+            noun = "item" if len(paths) == 1 else "items"
+            self.drop_highlight.set_text(f"Drop to open {len(paths)} {noun}")
+            self.drop_highlight.reposition()
+            self.drop_highlight.show()
         else:
             event.ignore()
 
@@ -215,7 +382,12 @@ class MainWindow(QMainWindow):
         if local_paths(event):
             event.acceptProposedAction()
 
+    def dragLeaveEvent(self, event: QDragLeaveEvent) -> None:
+        self.drop_highlight.hide()
+        super().dragLeaveEvent(event)
+
     def dropEvent(self, event: QDropEvent) -> None:
+        self.drop_highlight.hide()
         paths = local_paths(event)
         if not paths:
             event.ignore()
@@ -233,8 +405,4 @@ class MainWindow(QMainWindow):
             return
         # Hide at once (the user sees the window go), clean up asynchronously, then close.
         event.ignore()
-        self.hide()
         self.close_requested.emit()
-
-    def show_hint(self, visible: bool) -> None:
-        self.hint.setVisible(visible)

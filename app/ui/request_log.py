@@ -246,6 +246,14 @@ class RequestLog(QWidget):
     def visible_row_count(self) -> int:
         return self.proxy.rowCount()
 
+    def visible_rows(self) -> list[tuple[str, ...]]:
+        """The texts of the rows the filter shows, oldest first (the CSV export)."""
+        rows: list[tuple[str, ...]] = []
+        for r in range(self.proxy.rowCount()):
+            source = self.proxy.mapToSource(self.proxy.index(r, 0)).row()
+            rows.append(self.model.row(source).texts)
+        return rows
+
     def _on_scrolled(self, value: int) -> None:
         self._follow = value >= self.table.verticalScrollBar().maximum()
 

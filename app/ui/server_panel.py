@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -19,6 +21,7 @@ from PySide6.QtWidgets import (
 from app.inference.discovery import ModelEntry, ModelInfo
 from app.inference.task_summary import task_summary
 from app.inference.transport import TransportKind
+from app.ui.banner import split_detail
 from app.ui.connection_state import ConnectionState
 
 LOCAL_SERVER = "(local server)"
@@ -111,8 +114,9 @@ class ServerPanel(QWidget):
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
         self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.details.setMinimumHeight(self.fontMetrics().height() * 8)
-        self.details.setMaximumHeight(self.fontMetrics().height() * 11)
+        # Small: on a laptop screen the statistics below need the room (it scrolls).
+        self.details.setMinimumHeight(self.fontMetrics().height() * 3)
+        self.details.setMaximumHeight(self.fontMetrics().height() * 6)
 
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
@@ -181,7 +185,8 @@ class ServerPanel(QWidget):
         state = ConnectionState(value)
         title = state.value.capitalize()
         color = STATE_COLORS.get(state, "palette(text)")
-        self.state_label.setText(f"<b style='color:{color}'>{title}</b> · {detail}")
+        lead, _raw = split_detail(detail)  # the whole message (raw detail too) in the tooltip
+        self.state_label.setText(f"<b style='color:{color}'>{title}</b> · {html.escape(lead)}")
         self.state_label.setToolTip(detail)
         self.busy.setVisible(state in (ConnectionState.STARTING, ConnectionState.CONNECTING))
         self._state = state

@@ -95,5 +95,13 @@ class ViewerSettings:
         self.qsettings.setValue("window/geometry", geometry)
         self.qsettings.setValue("window/state", state)
 
+    def last_dir(self, kind: str) -> str:
+        """The folder a file dialog of this kind ("open", "export") last used ("" if none)."""
+        value = self.qsettings.value(f"dirs/{kind}", "")
+        return str(value) if value and Path(str(value)).is_dir() else ""
+
+    def set_last_dir(self, kind: str, folder: str) -> None:
+        self.qsettings.setValue(f"dirs/{kind}", folder)
+
     def sync(self) -> None:
         self.qsettings.sync()

@@ -1,40 +1,52 @@
-"""Viewer: wires the window's widgets to the connection, the batch runner and the gallery;
-routes results (from the bridge, on the GUI thread) to the log, the strip and the view;
-runs the clean shutdown and the --screenshot mode."""
+"""Viewer: wires the window's widgets to the connection, the batch runner, the gallery and the
+live stream; routes results (from the bridge, on the GUI thread) to the log, the strip, the
+view and the statistics; runs the clean shutdown and the --screenshot mode."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QImageWriter
-from PySide6.QtWidgets import QInputDialog
+from PySide6.QtWidgets import QDialog, QInputDialog
 
 from app.inference.channel import ConnectionOptions
 from app.inference.discovery import ModelEntry
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
+from app.inference.server_info import server_version
 from app.inference.server_stats import ServerCounters, ServerSplit, split
 from app.inference.session import TritonSession
 from app.inference.transport import TransportKind
 from app.pipeline.batch import BatchCounts
+from app.pipeline.live import LiveState
 from app.pipeline.time_split import time_segments
+from app.resources import sample_image
+from app.ui.action_states import ActionStates
+from app.ui.banner import Context, split_detail
+from app.ui.batch_browser import BatchBrowser
 from app.ui.batch_runner import PLACEHOLDER, BatchRunner
 from app.ui.bridge import GuiBridge
 from app.ui.connection import ConnectionController
 from app.ui.connection_state import ConnectionState
+from app.ui.csv_export import write_stats_csv, write_table_csv
 from app.ui.export_actions import Exporter
 from app.ui.gallery import Gallery
+from app.ui.help import about_dialog, add_help_menu, shortcuts_dialog
 from app.ui.live_controller import LiveController
 from app.ui.live_panel import LiveUi
 from app.ui.load_test import LoadTestWindow
-from app.ui.main_window import MainWindow
+from app.ui.main_window import MainWindow, Mode
+from app.ui.request_log import COLUMNS as LOG_COLUMNS
+from app.ui.scoped_stats import Scope
 from app.ui.server_dialog import ask_for_server
 from app.ui.server_panel import LOCAL_SERVER, parse_urls
 from app.ui.settings import ViewerSettings
+from app.ui.stats_controller import StatsController
 from app.ui.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -76,7 +88,17 @@ class Viewer(QObject):
         self.connection = ConnectionController(executor, self.tasks, options.tritonserver, options.connection)
         self.runner = BatchRunner(self.bridge)
         self.gallery = Gallery(w.view, w.strip, w.thresholds, executor, self.tasks)
-        self.exporter = Exporter(w, self.gallery, executor, self.tasks, self.report)
+        self.browser = BatchBrowser(self.gallery, w.batch_bar, w.thresholds)
+        self.exporter = Exporter(
+            w,
+            self.gallery,
+            executor,
+            self.tasks,
+            lambda m, e: self.report(m, e, Context.OTHER),
+            self.settings,
+            self.browser.name_of,
+            self._labels,
+        )
         self.live = LiveController(
             w.view,
             w.thresholds,
@@ -84,16 +106,23 @@ class Viewer(QObject):
             executor,
             self.tasks,
             self.bridge,
-            self.report,
+            lambda m, e: self.report(m, e, Context.LIVE),
             on_take_view=self._live_takes_view,
         )
-        self.live_ui = LiveUi(w, w.file_menu, self.live, executor, self.tasks)
+        self.live_ui = LiveUi(w, w.file_menu, w.view, self.live, executor, self.tasks)
+        self.stats = StatsController(
+            w.stats_panel, w.live_plot, self._in_flight, self.live.update_stats_panel
+        )
+        self.actions = ActionStates(self)
+        self.shortcuts_action, self.about_action = add_help_menu(w)
+        self.dialog: QDialog | None = None  # the Help dialog open, if any
         self._pending_paths: list[str] = []
         self._server_counters: ServerCounters | None = None
         self._server_split: ServerSplit | None = None
         self._stats_ticks = 0
         self._reading_server_stats = False
         self.load_test: LoadTestWindow | None = None
+        self._batch_key: str | None = None  # the batch image shown before live video took the view
         self._log_buffer: list[InferenceResult] = []
         self._shutting_down = False
         self._model: str | None = None
@@ -114,6 +143,8 @@ class Viewer(QObject):
         w.server_panel.transport_chosen.connect(self._on_transport_chosen)
         w.load_test_action.triggered.connect(self.open_load_test)
         w.paths_opened.connect(self.open_paths)
+        w.sample_requested.connect(self.try_sample)
+        w.empty_state.open_camera.connect(self.live_ui.open_camera)
         w.close_requested.connect(self.request_close)
         w.batch_panel.cancel_requested.connect(lambda: self.runner.cancel())
         w.thresholds.changed.connect(self._save_thresholds)
@@ -121,19 +152,32 @@ class Viewer(QObject):
         self.runner.started.connect(lambda _job, total: w.batch_panel.start(total))
         self.runner.progress.connect(lambda _job, counts: w.batch_panel.set_progress(counts.done))
         self.runner.finished.connect(self._on_batch_finished)
-        self.runner.entry_added.connect(self.gallery.add_entry)
+        self.runner.entry_added.connect(self._on_entry_added)
         self.runner.result.connect(self._on_batch_result)
-        self.live.result.connect(self._log)
-        self.gallery.load_failed.connect(lambda m: self.report(m, True))
+        self.live.result.connect(self._on_live_result)
+        self.live.state_changed.connect(self._on_live_state)
+        self.gallery.load_failed.connect(lambda m: self.report(m, True, Context.BATCH))
+        self.gallery.shown.connect(lambda _key: self.actions.refresh())
+        self.browser.navigated.connect(lambda: self._batch_takes_view(reselect=False))
+        # At once, not on the next pass: a key held down must find Next/Previous up to date.
+        self.browser.moved.connect(lambda: self.actions.apply())
+        w.strip.selected.connect(lambda _key: self._batch_takes_view(reselect=False))
+        w.next_action.triggered.connect(lambda: self.browser.step(1))
+        w.prev_action.triggered.connect(lambda: self.browser.step(-1))
+        w.first_action.triggered.connect(self.browser.first)
+        w.last_action.triggered.connect(self.browser.last)
         w.export_png_action.triggered.connect(lambda: self.exporter.export_png())
         w.export_jsonl_action.triggered.connect(lambda: self.exporter.export_jsonl(False))
-        w.export_jsonl_all_action.triggered.connect(lambda: self.exporter.export_jsonl(True))
-        w.export_coco_action.triggered.connect(lambda: self.exporter.export_coco(False))
-        w.export_coco_all_action.triggered.connect(lambda: self.exporter.export_coco(True))
+        for fmt, action in w.export_all_actions.items():
+            action.triggered.connect(lambda _checked=False, f=fmt: self.exporter.export_all(f))
+        w.export_stats_action.triggered.connect(lambda: self.export_stats_csv())
+        w.export_log_action.triggered.connect(lambda: self.export_log_csv())
         w.clear_action.triggered.connect(self._clear)
-        self._stats_timer = QTimer(self)
-        self._stats_timer.setInterval(STATS_INTERVAL_MS)
-        self._stats_timer.timeout.connect(self._poll_stats)
+        self.shortcuts_action.triggered.connect(self.show_shortcuts)
+        self.about_action.triggered.connect(lambda: self.tasks.spawn(self.show_about(), name="about"))
+        self._time_timer = QTimer(self)  # "where the time goes": its own rhythm, ~4 Hz
+        self._time_timer.setInterval(STATS_INTERVAL_MS)
+        self._time_timer.timeout.connect(self._poll_time_split)
         self._flush_timer = QTimer(self)
         self._flush_timer.setSingleShot(True)
         self._flush_timer.setInterval(LOG_FLUSH_MS)
@@ -143,9 +187,11 @@ class Viewer(QObject):
     def start(self) -> None:
         geometry, state = self.settings.window_state()
         if geometry is None or not self.window.restoreGeometry(geometry):
-            self.window.resize(self.window.sizeHint())
-        if state is not None:
-            self.window.restoreState(state)
+            self.window.fit_to_screen()
+        if state is None or not self.window.restore_layout(state):
+            self.window.default_dock_sizes()
+        self.window.open_dir = self.settings.last_dir("open")
+        self.live_ui.record_dir = self.settings.last_dir("record")
         url_text = ", ".join(self.options.urls) if self.options.urls else LOCAL_SERVER
         self.window.server_panel.set_recent(self.settings.recent_servers(), url_text)
         opacity = self.settings.mask_opacity()
@@ -156,7 +202,9 @@ class Viewer(QObject):
         batch = self.options.client_batch or batch
         self.window.server_panel.set_transport(kind, batch)
         self._apply_transport(kind, batch)
-        self._stats_timer.start()
+        self._time_timer.start()
+        self.stats.start()
+        self._set_mode(Mode.EMPTY)
         if self.options.camera:
             self.live.open_text(self.options.camera)  # starts once connected
         if self.options.open_paths:
@@ -168,15 +216,54 @@ class Viewer(QObject):
             self.tasks.spawn(self._screenshot_when_ready(self.options.screenshot), name="screenshot")
 
     def open_paths(self, paths: list[str]) -> None:
-        self.window.show_hint(False)
-        self.window.strip.show()
-        self.window.batch_panel.show()
+        """A batch of files and folders (dropped, opened, or the sample)."""
+        if not paths:
+            return
+        self.browser.add_roots([str(p) for p in paths])
+        first = Path(paths[0])
+        self.window.open_dir = str(first if first.is_dir() else first.parent)
+        self.settings.set_last_dir("open", self.window.open_dir)
+        self._batch_takes_view()
+        self.window.banner.clear(Context.BATCH)  # a new batch: the last one's errors are history
         if self.connection.session is None:
             self._pending_paths.extend(paths)
             self.window.statusBar().showMessage(f"{len(paths)} input(s) will run once connected")
             return
         self.gallery.expect_new_job()
+        self.stats.batch_started()
         self.runner.start(paths)
+        self.actions.refresh()
+
+    def try_sample(self) -> None:
+        self.open_paths([str(sample_image())])
+
+    # -- modes: what the middle of the window shows ---------------------------------------
+    def _set_mode(self, mode: Mode) -> None:
+        self.window.set_mode(mode)
+        # The live toolbar has no use while browsing a batch unless a stream is open.
+        self.live_ui.toolbar.setVisible(mode is not Mode.BATCH or self.live.has_source)
+        self.actions.refresh()
+
+    def _batch_takes_view(self, reselect: bool = True) -> None:
+        """The batch shows again (opened, or the user moves in it): a playing stream stops."""
+        if self.window.mode is Mode.BATCH:
+            return
+        if self.live.active:
+            self.live.stop()  # one picture at a time: the stream stops, its last frame goes
+            self.window.statusBar().showMessage("Live stream stopped: showing the batch", 5000)
+        self.live.release_view()
+        self.window.banner.clear(Context.LIVE)
+        self._set_mode(Mode.BATCH)
+        key, self._batch_key = self._batch_key, None
+        if reselect and key is not None and self.gallery.current_key is None:
+            self.gallery.select(key)  # draw the batch's image again
+
+    def _live_takes_view(self) -> None:
+        self.window.statusBar().clearMessage()  # e.g. the batch's summary: not about the video
+        self._batch_key = self.gallery.current_key or self._batch_key
+        self.gallery.current_key, self.gallery.current_image = None, None  # stop redrawing the view
+        self.window.banner.clear(Context.BATCH)
+        self._set_mode(Mode.LIVE)
 
     # -- connection events ---------------------------------------------------------------
     def _on_connect_requested(self, urls: list[str]) -> None:
@@ -201,10 +288,23 @@ class Viewer(QObject):
 
     def _on_state(self, value: str, detail: str) -> None:
         state = ConnectionState(value)
-        self.window.server_panel.set_state(state, detail)
-        self.window.statusBar().showMessage(f"{state}: {detail}")
-        if state in (ConnectionState.FAILED, ConnectionState.DISCONNECTED):
-            self.window.banner.show_error(detail)
+        panel = self.window.server_panel
+        panel.set_state(state, detail)
+        lead, _raw = split_detail(detail)
+        self.window.statusBar().showMessage(f"{state.value.capitalize()}: {lead}")
+        self.window.empty_state.set_server_text(f"{state.value.capitalize()}: {lead}")
+        if state in (ConnectionState.STARTING, ConnectionState.CONNECTING):
+            # What was shown belongs to the old connection: never left as if still valid.
+            panel.set_info(None)
+            panel.set_models([], None)
+            self.window.banner.clear(Context.CONNECTION)
+        elif state is ConnectionState.CONNECTED:
+            self.window.banner.clear(Context.CONNECTION)
+        elif state in (ConnectionState.FAILED, ConnectionState.DISCONNECTED):
+            if state is ConnectionState.FAILED:
+                panel.set_info(None)
+            self.window.banner.show_error(detail, Context.CONNECTION)
+        self.actions.refresh()
 
     def _on_models_listed(self, names: list[str]) -> None:
         """A connect failed but the server answered: offer its models to choose from."""
@@ -258,8 +358,6 @@ class Viewer(QObject):
         remembered = self.settings.thresholds(info.name)
         score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)
         self.window.thresholds.set_values(score, iou)
-        self.window.stats_panel.clear()
-        self.window.live_plot.clear()
         paths, self._pending_paths = self._pending_paths, []
         if paths:
             self.open_paths(paths)
@@ -270,37 +368,62 @@ class Viewer(QObject):
         self.runner.set_session(None)
         self.live.set_session(None)  # the stream stops feeding the old session
 
+    def _in_flight(self) -> int:
+        session = self.connection.session
+        return session.in_flight if session is not None else 0
+
+    def _labels(self) -> list[str]:
+        session = self.connection.session
+        return list(session.info.profile.labels) if session is not None and session.info else []
+
     # -- results (GUI thread, through the bridge) ---------------------------------------------
     def _log(self, result: InferenceResult) -> None:
         self._log_buffer.append(result)
         if not self._flush_timer.isActive():
             self._flush_timer.start()
 
+    def _on_entry_added(self, key: str, thumbnail: object) -> None:
+        self.gallery.add_entry(key, thumbnail)  # type: ignore[arg-type]
+        self.actions.refresh()
+
     def _on_batch_result(self, result: InferenceResult) -> None:
         """A batch input's result, sent or local (unreadable, not media): log, strip, view."""
         self._log(result)
+        self.stats.add(result, Scope.BATCH)
         key = result.source
         # Not media (skipped): in the log, the counts and the exports, not in the strip.
         unread = result.request_id is None and result.status is not Status.SKIPPED
         if unread and key is not None and not self.gallery.has_entry(key):
             self.gallery.add_entry(key, PLACEHOLDER)
         self.gallery.on_result(result)
+        self.browser.on_result(result)
         if result.status in (Status.FAILED, Status.TIMEOUT):
-            self.report(naming_input(result.source, result.error or result.status.value, result.frame), True)
+            message = naming_input(result.source, result.error or result.status.value, result.frame)
+            self.report(message, True, Context.BATCH)
             if result.error_kind is ErrorKind.UNREACHABLE:
                 self.connection.report_unreachable(result.error or "")
+        self.actions.refresh()
+
+    def _on_live_result(self, result: InferenceResult) -> None:
+        self._log(result)
+        self.stats.add(result, Scope.LIVE)
+
+    def _on_live_state(self, value: str, _detail: str) -> None:
+        state = LiveState(value)
+        if state is LiveState.PLAYING and self.live.meter.results == 0:
+            self.window.banner.clear(Context.LIVE)  # a new stream: earlier stream errors are history
+            self.stats.live_started()
+        self.actions.refresh()
 
     def _flush_log(self) -> None:
         batch, self._log_buffer = self._log_buffer, []
         self.window.request_log.add_results(batch)
 
-    def _poll_stats(self) -> None:
+    def _poll_time_split(self) -> None:
         session = self.connection.session
         if session is None:
             return
         snap = session.stats.snapshot()  # cheap: counters under one lock
-        self.window.stats_panel.update_stats(snap)
-        self.window.live_plot.add_point(time.monotonic(), snap.p50_ms, snap.throughput)
         self.window.time_split.set_segments(time_segments(snap.timing, self._server_split))
         self._stats_ticks += 1
         if self._stats_ticks % SERVER_STATS_EVERY == 0 and not self._reading_server_stats:
@@ -328,31 +451,59 @@ class Viewer(QObject):
 
     def _on_batch_finished(self, _job: int, counts: BatchCounts, seconds: float) -> None:
         self.window.batch_panel.finish(counts, seconds)
+        self.stats.batch_finished(counts)
         self.window.statusBar().showMessage(self.window.batch_panel.summary.text())
+        self.actions.refresh()
 
-    def report(self, message: str, error: bool) -> None:
-        """Errors go where the user looks: the banner and the status bar (the log has rows)."""
+    def report(self, message: str, error: bool, context: Context = Context.OTHER) -> None:
+        """Errors go where the user looks: the banner (owned by `context`) and the status bar."""
         if self._shutting_down:
             return
         if error:
-            self.window.banner.show_error(message)
-        self.window.statusBar().showMessage(message, 0 if error else 5000)
+            self.window.banner.show_error(message, context)
+        lead, _raw = split_detail(message)
+        self.window.statusBar().showMessage(lead, 0 if error else 5000)
 
     def _save_thresholds(self, score: float, iou: float) -> None:
         if self._model:
             self.settings.set_thresholds(self._model, score, iou)
 
-    def _live_takes_view(self) -> None:
-        self.gallery.current_key, self.gallery.current_image = None, None  # stop redrawing the view
-        self.window.show_hint(False)
-        if not self.window.strip.keys() and not self.runner.active():  # no images: room for the video
-            self.window.strip.hide()
-            self.window.batch_panel.hide()
-
     def _clear(self) -> None:
         self.gallery.clear()
+        self.browser.clear()
         self.window.request_log.clear()
-        self.window.show_hint(True)
+        self.window.banner.clear(Context.BATCH)
+        self._set_mode(Mode.LIVE if self.live.active else Mode.EMPTY)
+
+    # -- statistics and log as CSV --------------------------------------------------------------
+    def export_stats_csv(self, path: str | None = None) -> None:
+        snapshots = self.stats.snapshots()
+        self.exporter.export_table(
+            "Export the statistics (CSV)", "statistics", lambda p: write_stats_csv(p, snapshots), path
+        )
+
+    def export_log_csv(self, path: str | None = None) -> None:
+        self._flush_log()
+        rows = self.window.request_log.visible_rows()
+        title = f"Export the {len(rows)} request log rows shown (CSV)"
+        self.exporter.export_table(title, "requests", lambda p: write_table_csv(p, LOG_COLUMNS, rows), path)
+
+    # -- help ------------------------------------------------------------------------------------
+    def show_shortcuts(self) -> None:
+        self.dialog = shortcuts_dialog(self.window)
+        self.dialog.open()
+
+    async def show_about(self) -> None:
+        session, version = self.connection.session, None
+        if session is not None:
+            url = session.urls[0]
+            options = session.options
+            version = await asyncio.get_running_loop().run_in_executor(
+                self.executor, server_version, url, options
+            )
+            version = f"{version} at {url}"
+        self.dialog = about_dialog(self.window, version)
+        self.dialog.open()
 
     # -- screenshot ---------------------------------------------------------------------------
     def ready(self) -> bool:
@@ -377,7 +528,8 @@ class Viewer(QObject):
             await asyncio.sleep(0.1)
         await asyncio.sleep(2 * STATS_INTERVAL_MS / 1000)  # let the stats and the log catch up
         self._flush_log()
-        self._poll_stats()
+        self.stats.poll()
+        self.window.detections_panel.refresh()
         writer = QImageWriter(path, b"png")
         if not writer.write(self.window.grab().toImage()):
             self.report(f"could not write the screenshot {path}: {writer.errorString()}", True)
@@ -392,15 +544,21 @@ class Viewer(QObject):
         if self._shutting_down:
             return
         self._shutting_down = True
-        self.window.hide()
+        # The layout as the user left it (floating docks included), before anything is hidden.
+        self.settings.set_window_state(self.window.saveGeometry(), self.window.save_layout())
+        self.window.hide_all()
         self.tasks.spawn(self._shutdown(), name="shutdown")
 
     async def _shutdown(self) -> None:
         try:
-            self.settings.set_window_state(self.window.saveGeometry(), self.window.saveState())
+            self.settings.set_last_dir("record", self.live_ui.record_dir)
             self.settings.sync()
-            self._stats_timer.stop()
+            self.stats.stop()
+            self._time_timer.stop()
             self._flush_timer.stop()
+            if self.dialog is not None:
+                with contextlib.suppress(RuntimeError):  # closed by the user: already deleted
+                    self.dialog.close()
             self.bridge.close()  # from now on results are dropped, not delivered
             await self.live.shutdown()  # stop the stream, release the capture on its thread
             if self.load_test is not None:

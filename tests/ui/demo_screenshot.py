@@ -16,13 +16,14 @@ from PySide6.QtWidgets import QApplication, QGridLayout, QVBoxLayout, QWidget
 from skimage import data
 
 from app.inference.result import Detection, Status
-from app.inference.stats import StatsSnapshot
+from app.pipeline.batch import BatchCounts
 from app.ui.banner import ErrorBanner
 from app.ui.batch_panel import BatchPanel
 from app.ui.export import save_annotated_png
 from app.ui.image_view import ImageView
 from app.ui.live_plot import LivePlot
 from app.ui.request_log import RequestLog
+from app.ui.scoped_stats import Scope, ScopeSnapshot
 from app.ui.stats_panel import StatsPanel
 from app.ui.thresholds import ThresholdsWidget
 from tests.ui.helpers import make_result
@@ -47,24 +48,29 @@ def main(out: str) -> None:
     grid.addWidget(view, 1, 0, 3, 1)
     side = QVBoxLayout()
     stats = StatsPanel()
-    stats.update_stats(
-        StatsSnapshot(
-            sent=1250,
-            in_flight=4,
+    stats.show_snapshot(
+        ScopeSnapshot(
+            scope=Scope.LIVE,
+            since=0.0,
+            note="stream started",
+            inputs=1247,
+            sent=1247,
             ok=1238,
             failed=3,
             timed_out=2,
             cancelled=3,
-            retried=1,
+            skipped=0,
+            not_started=0,
             p50_ms=6.4,
             p95_ms=11.8,
             p99_ms=23.5,
-            throughput=61.3,
-            elapsed_s=20.0,
-        )
+            latency_samples=200,
+            requests_per_s=61.3,
+        ),
+        in_flight=4,
     )
-    stats.set_extra("capture fps", "29.9")
-    stats.set_extra("dropped frames", "12")
+    stats.set_extra("Capture frames/s", "29.9")
+    stats.set_extra("Dropped frames", "12 of 1259 (1%)")
     side.addWidget(stats)
     thresholds = ThresholdsWidget()
     side.addWidget(thresholds)
@@ -77,7 +83,7 @@ def main(out: str) -> None:
     batch = BatchPanel()
     batch.start(312)
     batch.set_progress(140)
-    batch.finish(312, 310, 2, 4.1)
+    batch.finish(BatchCounts(312, ok=310, failed=2), 4.1)
     grid.addWidget(batch, 4, 0, 1, 2)
     log = RequestLog()
     log.add_results(

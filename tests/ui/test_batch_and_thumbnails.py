@@ -7,7 +7,7 @@ from pytestqt.qtbot import QtBot
 from app.pipeline.batch import BatchCounts
 from app.pipeline.thumbnails import THUMB_SIZE, make_thumbnail
 from app.ui.batch_panel import BatchPanel, summary_text
-from app.ui.thumbnail_strip import ThumbnailStrip
+from app.ui.thumbnail_strip import ICON_SIZE, ThumbnailStrip
 
 
 class FakeClock:
@@ -62,7 +62,7 @@ def test_thumbnail_strip_selected_and_status(qtbot: QtBot) -> None:
     strip.add_item("dir/b.jpg", img, True)
     strip.add_item("dir/a.jpg", img, None)  # same key: replaced, not duplicated
     assert strip.count() == 2 and strip.keys() == ["dir/a.jpg", "dir/b.jpg"]
-    assert strip.iconSize().width() == THUMB_SIZE
+    assert strip.iconSize().width() == ICON_SIZE
     strip.set_status("dir/a.jpg", False)
     assert strip.status("dir/a.jpg") is False
     item = strip.item_for("dir/a.jpg")
@@ -74,3 +74,15 @@ def test_thumbnail_strip_selected_and_status(qtbot: QtBot) -> None:
     with qtbot.waitSignal(strip.selected, timeout=200) as blocker:
         strip.setCurrentRow(1)
     assert blocker.args == ["dir/b.jpg"]
+    # Detection counts: a green badge with the number, a hollow grey "0" without any.
+    strip.set_count("dir/b.jpg", 3)
+    item_b = strip.item_for("dir/b.jpg")
+    assert item_b is not None and "3 detection" in item_b.toolTip()
+    badge = item_b.icon().pixmap(THUMB_SIZE, THUMB_SIZE).toImage().pixelColor(THUMB_SIZE - 6, 12)
+    assert (badge.red(), badge.green(), badge.blue()) == (20, 110, 60)
+    strip.set_count("dir/b.jpg", 0)
+    assert "no detections" in item_b.toolTip()
+    ring = item_b.icon().pixmap(THUMB_SIZE, THUMB_SIZE).toImage().pixelColor(THUMB_SIZE - 4, 12)
+    assert abs(ring.red() - 120) < 30 and abs(ring.green() - 120) < 30
+    strip.set_hidden("dir/a.jpg", True)
+    assert strip.visible_keys() == ["dir/b.jpg"]

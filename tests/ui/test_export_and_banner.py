@@ -4,14 +4,13 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
 
 from app.inference.result import Detection, Status
 from app.ui.banner import ErrorBanner
 from app.ui.colors import class_rgb
-from app.ui.export import result_json, save_annotated_png, to_coco_results, write_jsonl
+from app.ui.export import result_json, save_annotated_png, write_jsonl
 
 from .helpers import make_result
 
@@ -33,22 +32,6 @@ def test_annotated_png_has_box_colour_at_edges(qtbot: QtBot, tmp_path: Path) -> 
     # The label background sits just above the box, in the class colour.
     c = out.pixelColor(42, 57)
     assert (c.red(), c.green(), c.blue()) == rgb
-
-
-def test_coco_results_bbox_is_xywh() -> None:
-    dets = [Detection((10.0, 20.0, 110.0, 220.5), 0.93, 0, "face"), Detection((1, 2, 3, 4), 0.5, 1, "x")]
-    results = [
-        make_result(1, source="a.jpg", detections=dets),
-        make_result(2, Status.FAILED, source="b.jpg"),
-    ]
-    coco = to_coco_results(results, {"a.jpg": 7, "b.jpg": 8})
-    assert coco == [
-        {"image_id": 7, "category_id": 0, "bbox": [10.0, 20.0, 100.0, 200.5], "score": 0.93},
-        {"image_id": 7, "category_id": 1, "bbox": [1.0, 2.0, 2.0, 2.0], "score": 0.5},
-    ]
-    assert to_coco_results(results[:1], {"a.jpg": 7}, {0: 1, 1: 2})[1]["category_id"] == 2
-    with pytest.raises(KeyError):
-        to_coco_results(results[:1], {"other.jpg": 1})
 
 
 def test_jsonl_and_json_records(tmp_path: Path) -> None:

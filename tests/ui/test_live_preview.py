@@ -61,7 +61,7 @@ def test_boxes_follow_the_face_on_the_frame_they_were_computed_on(
     assert max(centres) - min(centres) > 200, "the face crossed the picture and the boxes with it"
     stats = viewer.live.display_stats()
     assert stats.shown == len(shown) and stats.latency_p50_ms is not None
-    assert viewer.window.stats_panel.value_text("display fps") != ""
+    assert viewer.window.stats_panel.value_text("Display frames/s") != ""
 
 
 def test_backpressure_holds_the_limit_drops_frames_and_latency_stays_bounded(

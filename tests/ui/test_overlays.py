@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pycocotools.mask as coco_mask
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
 from pytestqt.qtbot import QtBot
@@ -15,12 +14,10 @@ from app.inference.masks import BinaryMask
 from app.inference.result import ClassScore, Detection, SemanticMask
 from app.pipeline.annotate import annotate_rgb
 from app.ui.colors import class_rgb
-from app.ui.export import save_annotated_png, to_coco_results
+from app.ui.export import save_annotated_png
 from app.ui.image_view import ImageView
 from app.ui.main_window import MainWindow
 from app.ui.overlay_items import OverlayStyle
-
-from .helpers import make_result
 
 W, H = 200, 120
 
@@ -131,19 +128,6 @@ def test_png_export_draws_masks_keypoints_and_classes(qtbot: QtBot, tmp_path: Pa
     assert _rgb(out, 60, 50) == class_rgb(3) or _rgb(out, 60, 50) == (255, 255, 255)  # the dot
     assert _rgb(out, 140, 100) == (100, 100, 100)  # nothing there
     assert _rgb(out, 2, 2) != (100, 100, 100)  # the classes table in the corner
-
-
-def test_coco_results_carry_segmentation_and_keypoints() -> None:
-    mask = _mask(40, 20, 100, 80)
-    kpts = ((60.0, 50.0, 0.9), (10.0, 10.0, 0.2))
-    dets = [Detection((20, 10, 120, 90), 0.9, 3, "thing", kpts, mask), Detection((1, 2, 3, 4), 0.5, 1, "x")]
-    coco = to_coco_results([make_result(1, source="a.jpg", detections=dets)], {"a.jpg": 1})
-    first, plain = coco
-    assert set(plain) == {"image_id", "category_id", "bbox", "score"}
-    assert first["area"] == 60 * 60 and first["num_keypoints"] == 1
-    assert first["keypoints"] == [60.0, 50.0, 2, 0, 0, 0]
-    rle = {"size": first["segmentation"]["size"], "counts": first["segmentation"]["counts"].encode()}
-    assert np.array_equal(coco_mask.decode(rle).astype(bool), mask.full())
 
 
 def test_recorded_frames_show_masks_and_keypoints() -> None:

@@ -4,41 +4,61 @@ import pytest
 from PySide6.QtGui import QColor, QFontMetricsF, QImage
 from pytestqt.qtbot import QtBot
 
-from app.inference.stats import StatsSnapshot
 from app.ui.live_plot import LATENCY_COLOR, THROUGHPUT_COLOR, LivePlot, axis_max, nice_ceiling
+from app.ui.scoped_stats import Scope, ScopeSnapshot
 from app.ui.stats_panel import NONE_TEXT, StatsPanel
 
 
-def snap(**kw: object) -> StatsSnapshot:
+def snap(**kw: object) -> ScopeSnapshot:
     base: dict[str, object] = dict(
-        sent=10, in_flight=2, ok=5, failed=1, timed_out=1, cancelled=1, retried=0,
-        p50_ms=6.43, p95_ms=12.0, p99_ms=None, throughput=42.25, elapsed_s=3.0,
+        scope=Scope.BATCH, since=0.0, note="batch started", inputs=9, sent=8, ok=5, failed=2,
+        timed_out=1, cancelled=1, skipped=0, not_started=3, p50_ms=6.43, p95_ms=12.0, p99_ms=None,
+        latency_samples=5, requests_per_s=42.25,
     )  # fmt: skip
     base.update(kw)
-    return StatsSnapshot(**base)  # type: ignore[arg-type]
+    return ScopeSnapshot(**base)  # type: ignore[arg-type]
 
 
-def test_stats_panel_shows_snapshot(qtbot: QtBot) -> None:
+def test_stats_panel_shows_a_scope(qtbot: QtBot) -> None:
     panel = StatsPanel()
     qtbot.addWidget(panel)
     assert panel.value_text("p50") == NONE_TEXT == "\u2013"
-    panel.update_stats(snap())
-    texts = {k: panel.value_text(k) for k in ("in_flight", "sent", "ok", "failed", "timed_out", "cancelled")}
-    assert texts == {
+    panel.show_snapshot(snap(), in_flight=2)
+    keys = ("in_flight", "inputs", "sent", "ok", "failed", "timed_out", "cancelled", "not_started")
+    assert {k: panel.value_text(k) for k in keys} == {
         "in_flight": "2",
-        "sent": "10",
+        "inputs": "9",
+        "sent": "8",
         "ok": "5",
-        "failed": "1",
+        "failed": "2",
         "timed_out": "1",
         "cancelled": "1",
+        "not_started": "3",
     }
     assert panel.value_text("p50") == "6.4 ms"
     assert panel.value_text("p95") == "12.0 ms"
     assert panel.value_text("p99") == NONE_TEXT
-    assert panel.value_text("throughput") == "42.2"
-    panel.update_stats(snap(p99_ms=250.4, failed=0))
+    assert panel.value_text("requests_per_s") == "42.2"
+    assert "This batch · batch started" in panel.note.text()
+    assert "the 5 OK so far (then the last 200)" in panel.window_note.text()
+    assert ("Not started", "3") in panel.rows()
+    panel.show_snapshot(snap(scope=Scope.LIVE, p99_ms=250.4, failed=0, latency_samples=200), in_flight=0)
     assert panel.value_text("p99") == "250 ms"
     assert panel.value_text("failed") == "0"
+    assert "Not started" not in dict(panel.rows()), "only a batch has inputs never started"
+    assert "Latency: last 200 OK requests" in panel.window_note.text()
+
+
+def test_stats_panel_scope_selector_and_reset(qtbot: QtBot) -> None:
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    assert panel.scope() is Scope.SESSION
+    with qtbot.waitSignal(panel.scope_changed, timeout=200) as changed:
+        panel.set_scope(Scope.LIVE)
+    assert changed.args == ["live"]
+    with qtbot.waitSignal(panel.reset_requested, timeout=200) as reset:
+        panel.reset_button.click()
+    assert reset.args == ["live"]
 
 
 def test_stats_panel_extra_rows(qtbot: QtBot) -> None:
@@ -114,3 +134,16 @@ def test_live_plot_tick_labels_are_never_cut(qtbot: QtBot, latency: float, throu
         assert metrics.horizontalAdvance(label) <= area.left() - 4, label
     for label in plot.tick_labels(thr_top):
         assert metrics.horizontalAdvance(label) <= plot.width() - area.right() - 4, label
+
+
+@pytest.mark.parametrize("throughput", [0.0, 0.3, 2.5, 37.0])
+def test_axis_labels_of_an_idle_or_slow_series_are_numbers(qtbot: QtBot, throughput: float) -> None:
+    """No request in the last minute: the axis reads 0 ... 1, never "0." five times."""
+    plot = LivePlot()
+    qtbot.addWidget(plot)
+    plot.add_point(1.0, None, throughput)
+    _lat_top, thr_top = plot.y_ranges()
+    labels = plot.tick_labels(thr_top)
+    assert len(set(labels)) == len(labels), labels
+    assert all(not label.endswith(".") for label in labels), labels
+    assert float(labels[-1]) >= throughput and float(labels[0]) == 0

@@ -1,0 +1,81 @@
+"""COCO detection JSON: images (file names, sizes), categories, annotations with scores.
+
+Category ids are the model's class ids + 1 (COCO keeps 0 free); `category_ids` maps them
+otherwise (e.g. to the 91-id numbering of the COCO data set). Boxes are `[x, y, w, h]` in
+pixels; `area` is the box's unless a hook gives a mask's.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from app.pipeline.exports.extras import coco_annotation_extras
+from app.pipeline.exports.images import ExportImage, class_names
+
+
+def box_xywh(box: Sequence[float]) -> list[float]:
+    x1, y1, x2, y2 = (float(v) for v in box)
+    return [round(x1, 2), round(y1, 2), round(x2 - x1, 2), round(y2 - y1, 2)]
+
+
+def coco_document(
+    images: Sequence[ExportImage],
+    labels: Sequence[str] = (),
+    *,
+    category_ids: Mapping[int, int] | None = None,
+    description: str = "Triton Inference Viewer detections",
+) -> dict[str, Any]:
+    names = class_names(images, labels)
+
+    def category(class_id: int) -> int:
+        return category_ids[class_id] if category_ids is not None else class_id + 1
+
+    doc_images: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    for image_id, image in enumerate(images, start=1):
+        entry: dict[str, Any] = {
+            "id": image_id,
+            "file_name": image.file_name,
+            "width": image.width,
+            "height": image.height,
+        }
+        if image.frame is not None:
+            entry["video"], entry["frame"] = image.name, image.frame
+        doc_images.append(entry)
+        for det in image.detections:
+            bbox = box_xywh(det.box)
+            annotation = {
+                "id": len(annotations) + 1,
+                "image_id": image_id,
+                "category_id": category(det.class_id),
+                "bbox": bbox,
+                "area": round(bbox[2] * bbox[3], 2),
+                "iscrowd": 0,
+                "segmentation": [],
+                "score": round(float(det.score), 5),
+            }
+            annotation.update(coco_annotation_extras(det, image))
+            annotations.append(annotation)
+    categories = [{"id": category(i), "name": name, "supercategory": ""} for i, name in enumerate(names)]
+    return {
+        "info": {
+            "description": description,
+            "date_created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        },
+        "licenses": [],
+        "images": doc_images,
+        "categories": categories,
+        "annotations": annotations,
+    }
+
+
+def write_coco(path: str | Path, images: Sequence[ExportImage], labels: Sequence[str] = ()) -> int:
+    """Write the COCO file; returns the number of annotations."""
+    doc = coco_document(images, labels)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False)
+    return len(doc["annotations"])

@@ -1,0 +1,49 @@
+"""An export written as results arrive (the command line): per-image files at once, COCO at
+the end. `add()` may be called from any thread."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from app.inference.result import InferenceResult
+from app.pipeline.exports.coco import write_coco
+from app.pipeline.exports.folder import PerImageWriter
+from app.pipeline.exports.images import ExportImage, export_images, relative_name
+
+
+class ExportStream:
+    def __init__(
+        self,
+        fmt: str,
+        output: str | Path,
+        roots: Sequence[str | os.PathLike[str]],
+        labels: Sequence[str] = (),
+    ) -> None:
+        self.fmt = fmt
+        self.output = Path(output)
+        self.roots = list(roots)
+        self.labels = list(labels)
+        self._lock = threading.Lock()
+        self._coco: list[ExportImage] = []
+        self._writer = PerImageWriter(fmt, output, labels) if fmt != "coco" else None
+
+    def add(self, result: InferenceResult) -> None:
+        for image in export_images([result], lambda s: relative_name(s, self.roots)):
+            if self._writer is not None:
+                self._writer.write(image)
+            else:
+                with self._lock:
+                    self._coco.append(image)
+
+    def finish(self) -> int:
+        """Write what is left (COCO's file, YOLO's classes.txt); the number of images exported."""
+        if self._writer is not None:
+            self._writer.finish()
+            return self._writer.written
+        with self._lock:
+            images = sorted(self._coco, key=lambda i: (i.name, -1 if i.frame is None else i.frame))
+        write_coco(self.output, images, self.labels)
+        return len(images)

@@ -1,0 +1,70 @@
+"""Which menu actions can do something now; a disabled one says why in its tooltip.
+Refreshed on the next event-loop pass after anything relevant changed (coalesced: a batch of
+hundreds of results costs one refresh)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QAction
+
+from app.ui.main_window import Mode
+
+if TYPE_CHECKING:
+    from app.ui.viewer import Viewer
+
+NO_BATCH = "Open images or a folder first (File > Open images…, or drop them on the window)"
+LIVE_SHOWN = "The picture is live video: use Live > Record to keep it"
+
+
+def set_enabled(action: QAction, why_not: str | None, tip: str = "") -> None:
+    """Enable `action` when `why_not` is None, else disable it with the reason as its tooltip."""
+    action.setEnabled(why_not is None)
+    if why_not is not None:
+        action.setToolTip(why_not)
+    else:
+        action.setToolTip(tip or action.text().replace("&", "").rstrip("…"))
+
+
+class ActionStates:
+    def __init__(self, viewer: Viewer) -> None:
+        self.viewer = viewer
+        self._timer = QTimer()
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self.apply)
+
+    def refresh(self) -> None:
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def apply(self) -> None:
+        v = self.viewer
+        w, gallery = v.window, v.gallery
+        live_shown = w.mode is Mode.LIVE
+        has_entries = bool(w.strip.keys())
+        has_results = bool(gallery.results)
+        shown = None if has_entries else NO_BATCH
+        if live_shown and shown is None:
+            shown = LIVE_SHOWN
+        set_enabled(
+            w.export_png_action, shown or (None if gallery.current_image is not None else "No image shown")
+        )
+        current = gallery.current_result()
+        set_enabled(
+            w.export_jsonl_action, shown or (None if current is not None else "No result for this image yet")
+        )
+        for action in w.export_all_actions.values():
+            set_enabled(action, None if has_results else NO_BATCH)
+        browse = (
+            None if v.browser.visible() else (NO_BATCH if not has_entries else "The filter hides every image")
+        )
+        set_enabled(w.next_action, browse or (None if v.browser.can_step(1) else "This is the last image"))
+        set_enabled(w.prev_action, browse or (None if v.browser.can_step(-1) else "This is the first image"))
+        set_enabled(w.first_action, browse)
+        set_enabled(w.last_action, browse)
+        set_enabled(
+            w.clear_action, None if has_entries or w.request_log.model.rowCount() else "Nothing to clear"
+        )
+        v.browser.update_info()

@@ -1,0 +1,120 @@
+"""Help menu: the keyboard shortcuts (read from the window's own actions, so the list is
+always true) and About (versions of the viewer, Qt, PySide6, tritonclient, the server)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+
+import PySide6
+from PySide6.QtCore import Qt, qVersion
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHeaderView,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import __version__
+
+
+def package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def versions(server: str | None) -> list[tuple[str, str]]:
+    return [
+        ("Triton Inference Viewer", __version__),
+        ("Qt", qVersion()),
+        ("PySide6", PySide6.__version__),
+        ("tritonclient", package_version("tritonclient")),
+        ("Python", platform.python_version()),
+        ("Server", server or "not connected"),
+    ]
+
+
+def shortcut_rows(window: QMainWindow) -> list[tuple[str, str, str]]:
+    """(menu, action, shortcuts) for every action of the menu bar that has a shortcut."""
+    rows: list[tuple[str, str, str]] = []
+
+    def walk(menu: QMenu, path: str) -> None:
+        for action in menu.actions():
+            sub = action.menu()
+            if isinstance(sub, QMenu):
+                walk(sub, f"{path} > {action.text().replace('&', '')}")
+                continue
+            keys = [k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts()]
+            if keys and not action.isSeparator():
+                rows.append((path, action.text().replace("&", "").rstrip("…"), ", ".join(keys)))
+
+    for top in window.menuBar().actions():
+        menu = top.menu()
+        if isinstance(menu, QMenu):
+            walk(menu, top.text().replace("&", ""))
+    return rows
+
+
+def _dialog(parent: QWidget, title: str, body: QWidget) -> QDialog:
+    dialog = QDialog(parent)
+    dialog.setWindowTitle(title)
+    layout = QVBoxLayout(dialog)
+    layout.addWidget(body)
+    buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+    buttons.rejected.connect(dialog.reject)
+    layout.addWidget(buttons)
+    dialog.finished.connect(dialog.deleteLater)
+    return dialog
+
+
+def shortcuts_dialog(window: QMainWindow) -> QDialog:
+    rows = shortcut_rows(window)
+    table = QTableWidget(len(rows), 3)
+    table.setHorizontalHeaderLabels(("Menu", "Action", "Keys"))
+    table.verticalHeader().setVisible(False)
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
+    for r, row in enumerate(rows):
+        for c, text in enumerate(row):
+            table.setItem(r, c, QTableWidgetItem(text))
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    table.horizontalHeader().setStretchLastSection(True)
+    table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    table.setMinimumSize(560, min(table.fontMetrics().height() + 6, 30) * (len(rows) + 1) + 8)
+    dialog = _dialog(window, "Keyboard shortcuts", table)
+    dialog.setObjectName("ShortcutsDialog")
+    return dialog
+
+
+def about_dialog(window: QMainWindow, server: str | None) -> QDialog:
+    lines = "".join(f"<tr><td>{name}</td><td><b>{value}</b></td></tr>" for name, value in versions(server))
+    label = QLabel(
+        "<h3>Triton Inference Viewer</h3>"
+        "<p>Detections and request statistics from NVIDIA Triton Inference Server.</p>"
+        f"<table cellspacing='6'>{lines}</table>"
+        "<p>Apache-2.0. The bundled face detector is Google MediaPipe's BlazeFace (Apache-2.0).</p>"
+    )
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    dialog = _dialog(window, "About Triton Inference Viewer", label)
+    dialog.setObjectName("AboutDialog")
+    return dialog
+
+
+def add_help_menu(window: QMainWindow) -> tuple[QAction, QAction]:
+    """The Help menu's two actions (the caller opens the dialogs: About needs the server)."""
+    menu = window.menuBar().addMenu("&Help")
+    shortcuts = QAction("&Keyboard shortcuts…", window)
+    shortcuts.setShortcut(QKeySequence("F1"))
+    about = QAction("&About…", window)
+    menu.addAction(shortcuts)
+    menu.addAction(about)
+    return shortcuts, about

@@ -1,0 +1,138 @@
+"""`python -m app infer --format {coco,yolo,voc,labelme} --output PATH`: real processes against
+the real server; each export is re-read by an independent parser and compared with the
+JSON Lines records of the same inputs."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import cv2
+import pytest
+import skimage.data
+from globox import AnnotationSet
+from pycocotools.coco import COCO
+
+from app.server.embedded import EmbeddedServer
+from tests.integration.test_cli_infer import bgr, parse, run_cli
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("photos")
+    astronaut = bgr(skimage.data.astronaut())
+    cv2.imwrite(str(folder / "astronaut.png"), astronaut)
+    (folder / "sub" / "deeper").mkdir(parents=True)
+    cv2.imwrite(str(folder / "sub" / "deeper" / "astronaut.png"), cv2.resize(astronaut, (300, 300)))
+    cv2.imwrite(str(folder / "sub" / "coffee.png"), bgr(skimage.data.coffee()))
+    (folder / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 20)
+    (folder / "notes.txt").write_text("not an image")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def records(triton: EmbeddedServer, photos: Path) -> dict[str, dict[str, Any]]:
+    """The JSON Lines records, by path relative to the folder."""
+    done = run_cli("infer", "--url", triton.grpc_url, str(photos))
+    assert done.returncode == 1, done.stderr  # the corrupt file
+    found, _ = parse(done.stdout)
+    return {Path(r["source"]).relative_to(photos).as_posix(): r for r in found}
+
+
+def _boxes(records: dict[str, dict[str, Any]], name: str) -> list[tuple[str, float, float, float, float]]:
+    return sorted((d["label"], *(round(v, 1) for v in d["box"])) for d in records[name]["detections"])
+
+
+def _same(got: list[tuple[Any, ...]], expected: list[tuple[Any, ...]], tol: float) -> bool:
+    """Same labels, each coordinate within `tol` (the export rounds to 2 decimals)."""
+    return len(got) == len(expected) and all(
+        g[0] == e[0] and all(abs(a - b) <= tol for a, b in zip(g[1:], e[1:], strict=True))
+        for g, e in zip(got, expected, strict=True)
+    )
+
+
+def _export(triton: EmbeddedServer, fmt: str, out: Path, photos: Path) -> subprocess.CompletedProcess[str]:
+    done = run_cli("infer", "--url", triton.grpc_url, "--format", fmt, "--output", str(out), str(photos))
+    assert done.returncode == 1, done.stderr
+    (summary,) = [json.loads(line)["summary"] for line in done.stdout.splitlines()]
+    assert (summary["ok"], summary["failed"], summary["skipped"]) == (3, 1, 1)
+    return done
+
+
+def test_coco_file(triton: EmbeddedServer, photos: Path, records: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "detections.json"
+    _export(triton, "coco", out, photos)
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco = COCO(str(out))
+    images = {i["file_name"]: i for i in coco.loadImgs(coco.getImgIds())}
+    assert set(images) == {"astronaut.png", "sub/deeper/astronaut.png", "sub/coffee.png"}
+    assert (images["sub/deeper/astronaut.png"]["width"], images["sub/deeper/astronaut.png"]["height"]) == (
+        300,
+        300,
+    )
+    assert [c["name"] for c in coco.loadCats(coco.getCatIds())] == ["face"]
+    for name, image in images.items():
+        anns = coco.loadAnns(coco.getAnnIds(imgIds=[image["id"]]))
+        got = sorted(
+            ("face", *(round(v, 1) for v in (x, y, x + w, y + h))) for x, y, w, h in (a["bbox"] for a in anns)
+        )
+        assert _same(got, _boxes(records, name), 0.15), (name, got)
+    assert len(coco.getAnnIds(imgIds=[images["astronaut.png"]["id"]])) == 1
+    assert coco.getAnnIds(imgIds=[images["sub/coffee.png"]["id"]]) == []
+
+
+def test_yolo_folder(triton: EmbeddedServer, photos: Path, records: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "yolo"
+    _export(triton, "yolo", out, photos)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
+        "astronaut.txt", "classes.txt", "sub", "sub/coffee.txt", "sub/deeper", "sub/deeper/astronaut.txt"
+    ]  # fmt: skip
+    assert (out / "classes.txt").read_text() == "face\n"
+    (out / "classes.txt").unlink()
+    parsed = AnnotationSet.from_yolo_darknet(out, image_folder=photos, image_extension=".png")
+    got = sorted((b.label, *(round(v, 1) for v in b.ltrb)) for b in parsed["astronaut.png"].boxes)
+    assert _same(got, [("0", *_boxes(records, "astronaut.png")[0][1:])], 0.15), got
+    assert (out / "sub" / "coffee.txt").read_text() == ""
+
+
+def test_voc_folder(triton: EmbeddedServer, photos: Path, records: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "voc"
+    _export(triton, "voc", out, photos)
+    # VOC names an image without its folder: one folder at a time (both hold an astronaut.png).
+    for folder, name in (("", "astronaut.png"), ("sub/deeper", "sub/deeper/astronaut.png")):
+        (annotation,) = AnnotationSet.from_pascal_voc(out / folder)
+        assert annotation.image_id == "astronaut.png"
+        (box,) = annotation.boxes
+        _label, x1, y1, x2, y2 = _boxes(records, name)[0]
+        assert box.label == "face"
+        assert box.ltrb == (round(x1) + 1, round(y1) + 1, round(x2), round(y2))  # 1-based, inclusive
+    (coffee,) = AnnotationSet.from_pascal_voc(out / "sub")
+    assert coffee.image_id == "coffee.png" and coffee.boxes == [] and coffee.image_size == (600, 400)
+
+
+def test_labelme_folder(
+    triton: EmbeddedServer, photos: Path, records: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "labelme"
+    _export(triton, "labelme", out, photos)
+    data = json.loads((out / "sub" / "deeper" / "astronaut.json").read_text())
+    assert (
+        out / "sub" / "deeper" / data["imagePath"]
+    ).resolve() == photos / "sub" / "deeper" / "astronaut.png"
+    assert (data["imageWidth"], data["imageHeight"], data["imageData"]) == (300, 300, None)
+    for folder, name in (("", "astronaut.png"), ("sub/deeper", "sub/deeper/astronaut.png")):
+        (annotation,) = AnnotationSet.from_labelme(out / folder)
+        got = sorted((b.label, *(round(v, 1) for v in b.ltrb)) for b in annotation.boxes)
+        assert _same(got, _boxes(records, name), 0.15), (name, got)
+    (coffee,) = AnnotationSet.from_labelme(out / "sub")
+    assert (out / "sub" / coffee.image_id).resolve() == photos / "sub" / "coffee.png"
+    assert coffee.boxes == []
+
+
+def test_a_format_other_than_jsonl_needs_an_output(triton: EmbeddedServer, photos: Path) -> None:
+    done = run_cli("infer", "--url", triton.grpc_url, "--format", "yolo", str(photos))
+    assert done.returncode == 2 and "--format yolo needs --output FOLDER" in done.stderr
