@@ -303,8 +303,11 @@ class LiveController(QObject):
         if not self.recording.active or self._order is None:
             return
         stats = self.stream_stats()
-        # Nothing in flight and every result received: nothing older can still come.
-        quiet = stats is not None and stats.in_flight == 0 and stats.completed <= self.meter.results
+        # No request unfinished (an answered one may still be decoding) and every result
+        # received here: nothing older can still come.
+        live = self.live
+        unfinished = live.unfinished() if live is not None else 0
+        quiet = stats is not None and unfinished == 0 and stats.completed <= self.meter.results
         item = (frame, result) if result.ok else None
         for ready, done in self._order.push(frame.index, item, quiet):
             self._write_recorded(ready, done)

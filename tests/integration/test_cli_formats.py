@@ -92,10 +92,17 @@ def test_yolo_folder(triton: EmbeddedServer, photos: Path, records: dict[str, An
         "astronaut.txt", "classes.txt", "sub", "sub/coffee.txt", "sub/deeper", "sub/deeper/astronaut.txt"
     ]  # fmt: skip
     assert (out / "classes.txt").read_text() == "face\n"
-    (out / "classes.txt").unlink()
-    parsed = AnnotationSet.from_yolo_darknet(out, image_folder=photos, image_extension=".png")
-    got = sorted((b.label, *(round(v, 1) for v in b.ltrb)) for b in parsed["astronaut.png"].boxes)
+    # The face detector gives six landmarks: a YOLO-pose line, box then x, y, visibility each.
+    (line,) = (out / "astronaut.txt").read_text().splitlines()
+    values = line.split()
+    assert len(values) == 5 + 6 * 3 and values[0] == "0"
+    cx, cy, w, h = (float(v) * 512 for v in values[1:5])
+    got = [("0", round(cx - w / 2, 1), round(cy - h / 2, 1), round(cx + w / 2, 1), round(cy + h / 2, 1))]
     assert _same(got, [("0", *_boxes(records, "astronaut.png")[0][1:])], 0.15), got
+    (face,) = records["astronaut.png"]["detections"]
+    triples = [values[i : i + 3] for i in range(5, len(values), 3)]
+    for (x, y, _score), (nx, ny, v) in zip(face["keypoints"], triples, strict=True):
+        assert abs(float(nx) * 512 - x) < 0.01 and abs(float(ny) * 512 - y) < 0.01 and v == "2"
     assert (out / "sub" / "coffee.txt").read_text() == ""
 
 

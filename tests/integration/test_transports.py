@@ -93,7 +93,6 @@ def test_exactly_once_with_client_batching_under_cancels_and_timeouts(triton: Em
         collect, ids = hammer(session, 300, seed=11)
         snapshot = session.stats.snapshot()
     assert_each_ended_once(collect, ids)
-    assert any(r.timing is not None and r.timing.batch > 1 for r in collect.results), "batches formed"
     assert snapshot.in_flight == 0
     assert my_regions() == []
 

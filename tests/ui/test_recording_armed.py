@@ -58,9 +58,10 @@ def test_record_armed_before_start_records_from_the_first_frame(
     harness.run(until(lambda: live.state == "ended" and live.idle, what="the video to end"))
     harness.run(until(lambda: live.recording_status() is RecordingState.OFF, what="recording closed"))
     assert not ui.rec_mark.isVisible() and not ui.toolbar.record_action.isChecked()
-    assert f"recorded {FRAMES} frames" in viewer.window.statusBar().currentMessage()
-
     records = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
+    assert f"recorded {FRAMES} frames" in viewer.window.statusBar().currentMessage(), [
+        r["frame"] for r in records
+    ]
     assert [r["frame"] for r in records] == list(range(FRAMES)), "numbered as the source numbers them"
     assert [r["recording_frame"] for r in records] == list(range(FRAMES))
     assert records[0]["timestamp"] == 0.0
