@@ -10,6 +10,7 @@ packages=(
   libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0
   libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-xfixes0
   fonts-dejavu-core                # readable labels in screenshots
+  openssl                          # tests: the certificate of a TLS test server
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

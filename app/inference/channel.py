@@ -15,6 +15,9 @@ from typing import Any, Protocol
 
 import tritonclient.grpc as grpcclient
 
+# gRPC metadata: text, or bytes for a binary key (name ending in "-bin"; gRPC refuses a str there).
+Headers = Mapping[str, str | bytes]
+
 # Passing channel_args replaces ALL of tritonclient's defaults, including its 2 GiB message
 # limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
 MAX_MESSAGE_BYTES = 2**31 - 1
@@ -26,7 +29,7 @@ class ConnectionOptions:
     root_certificates: str | None = None
     private_key: str | None = None
     certificate_chain: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Headers = field(default_factory=dict)
     channels_per_server: int = 2
     keepalive_ms: int = 10_000
     # gRPC backs off reconnecting exponentially, up to 2 minutes by default: a server back
@@ -71,12 +74,10 @@ class Channel(Protocol):
     url: str
     in_flight: int  # requests this channel carries now (counted by the pool)
 
-    def is_live(self, *, headers: Mapping[str, str], timeout_s: float) -> bool: ...
-    def repository_index(self, *, headers: Mapping[str, str], timeout_s: float) -> list[dict[str, Any]]: ...
-    def model_metadata(
-        self, name: str, *, headers: Mapping[str, str], timeout_s: float
-    ) -> dict[str, Any]: ...
-    def model_config(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]: ...
+    def is_live(self, *, headers: Headers, timeout_s: float) -> bool: ...
+    def repository_index(self, *, headers: Headers, timeout_s: float) -> list[dict[str, Any]]: ...
+    def model_metadata(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]: ...
+    def model_config(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]: ...
     def send(
         self,
         *,
@@ -85,7 +86,7 @@ class Channel(Protocol):
         outputs: list[Any],
         request_id: str,
         client_timeout: float,
-        headers: Mapping[str, str] | None,
+        headers: Headers | None,
         on_done: ReplyCallback,
     ) -> Call: ...
     def close(self) -> None: ...
@@ -112,23 +113,23 @@ class GrpcChannel:
         # callback, so one client must issue async_infer from one thread at a time.
         self._send_lock = threading.Lock()
 
-    def is_live(self, *, headers: Mapping[str, str], timeout_s: float) -> bool:
+    def is_live(self, *, headers: Headers, timeout_s: float) -> bool:
         return bool(self.client.is_server_live(headers=dict(headers), client_timeout=timeout_s))
 
-    def repository_index(self, *, headers: Mapping[str, str], timeout_s: float) -> list[dict[str, Any]]:
+    def repository_index(self, *, headers: Headers, timeout_s: float) -> list[dict[str, Any]]:
         index = self.client.get_model_repository_index(
             headers=dict(headers), as_json=True, client_timeout=timeout_s
         )
         return list(index.get("models", []))
 
-    def model_metadata(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]:
+    def model_metadata(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]:
         return dict(
             self.client.get_model_metadata(
                 name, headers=dict(headers), as_json=True, client_timeout=timeout_s
             )
         )
 
-    def model_config(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]:
+    def model_config(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]:
         wrapped = self.client.get_model_config(
             name, headers=dict(headers), as_json=True, client_timeout=timeout_s
         )
@@ -142,7 +143,7 @@ class GrpcChannel:
         outputs: list[Any],
         request_id: str,
         client_timeout: float,
-        headers: Mapping[str, str] | None,
+        headers: Headers | None,
         on_done: ReplyCallback,
     ) -> Call:
         with self._send_lock:
