@@ -37,7 +37,7 @@ from app.commands.common import (
 from app.commands.progress import Progress
 from app.inference.errors import SessionError
 from app.inference.profile import ProfileError
-from app.inference.result import InferenceResult, naming_input
+from app.inference.result import InferenceResult, naming_input, record_line
 from app.inference.session import TritonSession
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 
@@ -60,17 +60,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--output", default=None, metavar="FILE", help="write the JSON Lines here (default stdout)"
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="image files, folders (recursive), video files")
-
-
-def record_line(record: dict[str, Any], encoding: str | None) -> str:
-    """One JSON line, written as is when the stream can encode it, else fully escaped: a file
-    name that is not valid UTF-8 (surrogate escapes) never cuts the output short."""
-    line = json.dumps(record, ensure_ascii=False)
-    try:
-        line.encode(encoding or "utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(record, ensure_ascii=True)
-    return line + "\n"
 
 
 class RecordWriter:

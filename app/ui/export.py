@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TextIO
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetricsF, QImage, QImageWriter, QPainter, QPen
 
-from app.inference.result import Detection, InferenceResult
+from app.inference.result import Detection, InferenceResult, record_line
 from app.ui.colors import class_color, detection_label, text_color_on
 from app.ui.qimage import rgb_to_qimage
 
@@ -75,12 +77,30 @@ def result_json(result: InferenceResult, indent: int | None = 2) -> str:
     return json.dumps(result.to_record(), indent=indent, ensure_ascii=False)
 
 
+@contextlib.contextmanager
+def replacing(path: PathLike) -> Iterator[TextIO]:
+    """Write a file whole or not at all: into a temporary file beside it, renamed over `path`
+    only once everything was written (a failure leaves any previous file as it was)."""
+    target = os.fspath(path)
+    # open(): the usual permissions (umask), unlike mkstemp's 0600.
+    tmp = f"{target}.{uuid.uuid4().hex[:8]}.part"
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            yield f
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def write_jsonl(path: PathLike, results: Iterable[InferenceResult]) -> int:
-    """One compact record per line; returns how many were written."""
+    """One compact record per line, exactly as `python -m app infer` writes them (names that
+    are not valid UTF-8 escaped); returns how many were written."""
     n = 0
-    with open(path, "w", encoding="utf-8") as f:
+    with replacing(path) as f:
         for result in results:
-            f.write(json.dumps(result.to_record(), ensure_ascii=False) + "\n")
+            f.write(record_line(result.to_record(), "utf-8"))
             n += 1
     return n
 
@@ -119,5 +139,5 @@ def to_coco_results(
 
 
 def write_coco_results(path: PathLike, coco: list[dict[str, Any]]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
+    with replacing(path) as f:
         json.dump(coco, f)
