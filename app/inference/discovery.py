@@ -130,7 +130,7 @@ def model_info(
     except ProfileError as e:
         raise SessionError(
             f"model '{name}' on {url} is not understood: {e}. Describe it with a profile file "
-            "(--profile, or Model > Profile... in the viewer)",
+            "(--profile, or Model > Profile… in the viewer)",
             ErrorKind.UNSUPPORTED,
         ) from None
     return ModelInfo(
