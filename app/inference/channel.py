@@ -15,12 +15,12 @@ from typing import Any, Protocol
 
 import tritonclient.grpc as grpcclient
 
-# gRPC metadata: text, or bytes for a binary key (name ending in "-bin"; gRPC refuses a str there).
-Headers = Mapping[str, str | bytes]
-
 # Passing channel_args replaces ALL of tritonclient's defaults, including its 2 GiB message
 # limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
 MAX_MESSAGE_BYTES = 2**31 - 1
+
+# gRPC metadata: text, or bytes for a binary key (name ending in "-bin"; gRPC refuses a str there).
+Headers = Mapping[str, str | bytes]
 
 
 @dataclass(frozen=True)

@@ -106,12 +106,6 @@ class ConnectionController(QObject):
         self._local_restarts.clear()  # asked for by the user: the restart budget starts again
         self._start_connect(urls, model, model_is_hint, automatic=False)
 
-    def reconnect(self) -> None:
-        """Connect again to what was last asked for (the current model, its profile re-read)."""
-        if self.target is not None:
-            model = self.session.info.name if self.session is not None and self.session.info else None
-            self.connect_to(self.target.urls, model or self.target.model)
-
     def _start_connect(self, urls: list[str], model: str | None, hint: bool, automatic: bool) -> None:
         self._generation += 1
         self._abandon_connect()
@@ -341,7 +335,7 @@ class ConnectionController(QObject):
                 ConnectionState.FAILED,
                 f"the local Triton server stopped again ({len(self._local_restarts) + 1} times within "
                 f"{minutes:.0f} minutes); it is not restarted any more. Press Reconnect to start it "
-                "again (its log: run `python -m app serve` to see why it stops)",
+                "again (`python -m app serve` shows the server's own errors)",
             )
             return
         self._local_restarts.append(now)
