@@ -46,7 +46,7 @@ class Exporter:
             return
         path = path or self._ask("Export annotated image", "PNG image (*.png)", ".png")
         if path:
-            dets = self._gallery.visible_detections(result)
+            dets = self._gallery.drawable_detections(result)
             self._run(save_annotated_png, path, image, dets)
 
     def export_jsonl(self, whole_batch: bool, path: str | None = None) -> None:

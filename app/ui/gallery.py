@@ -135,7 +135,7 @@ class Gallery(QObject):
                 "open it again to run it again"
             )
         self.current_image = image
-        self.view.set_image(image, self.visible_detections())
+        self.view.set_image(image, self.drawable_detections())
         self.shown.emit(key)
 
     def current_result(self) -> InferenceResult | None:
@@ -144,18 +144,22 @@ class Gallery(QObject):
     def visible_detections(self, result: InferenceResult | None = None) -> list[Detection]:
         """The received detections of `result` (default: the shown one) that pass the sliders."""
         result = result or self.current_result()
-        if result is None or not result.ok or result.source in self.stale:
+        if result is None or not result.ok:
             return []
         return refilter(result.detections, self.thresholds.score(), self.thresholds.iou())
+
+    def drawable_detections(self, result: InferenceResult | None = None) -> list[Detection]:
+        """What may be drawn on the picture read from disk now: nothing when the file changed
+        since its result (the JSON exports keep the result as it was inferred)."""
+        result = result or self.current_result()
+        if result is not None and result.source in self.stale:
+            return []
+        return self.visible_detections(result)
 
     def _refilter(self, *_args: object) -> None:
         # No new request: the detections already received are filtered again.
         if self.current_image is not None:
-            self.view.set_detections(self.visible_detections())
-
-    def _status(self, key: str) -> bool | None:
-        result = self.results.get(key)
-        return None if result is None else result.ok
+            self.view.set_detections(self.drawable_detections())
 
 
 def _read_with_identity(path: str) -> tuple[np.ndarray, FileIdentity | None]:

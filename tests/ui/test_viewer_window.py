@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QThread, QTimer, QUrl
@@ -255,6 +256,12 @@ def test_a_file_changed_on_disk_is_never_shown_with_its_old_boxes(
     assert gallery.current_image.shape == data.coffee().shape
     assert viewer.window.view.box_items() == []
     assert "changed on disk since it was inferred" in viewer.window.banner.text()
+    png = tmp_path / "export.png"
+    viewer.exporter.export_png(str(png))
+    status = viewer.window.statusBar()
+    harness.run(until(lambda: status.currentMessage() == f"exported {png}", what="the PNG export"))
+    exported = cv2.cvtColor(cv2.imread(str(png)), cv2.COLOR_BGR2RGB)
+    assert np.array_equal(exported, data.coffee()), "the picture as it is now, with no old box drawn on it"
 
     # Opened again: inferred again (no face in the coffee), and the entry is current again.
     first = gallery.results[key]
