@@ -10,8 +10,10 @@ to 10,000 rows, so the viewer's RSS may rise until the log is full, then should 
 
 Run under a virtual display (the window is really drawn):
     xvfb-run -a .venv/bin/python tests/bench/soak.py [--minutes 30] [--batch-images 20]
-        [--in-flight 2] [--url HOST:PORT]
-Without a display it runs offscreen.
+        [--in-flight 2] [--url HOST:PORT] [--tracemalloc]
+Without a display it runs offscreen. --tracemalloc (slower) also prints where Python's own
+allocations grew from the end of minute 2 to the end: growth in RSS that is not there is
+native (Qt, gRPC, the allocator).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -96,6 +99,7 @@ class Soak:
         viewer.live.result.connect(lambda r: self.minute.on_result(r))
         viewer.runner.result.connect(lambda r: self.minute.on_result(r))
         self.rows: list[dict[str, float]] = []
+        self.baseline: tracemalloc.Snapshot | None = None
 
     def server_rss(self) -> float:
         if self.server is None or self.server.pid is None:
@@ -124,6 +128,8 @@ class Soak:
             batch_seconds, batch_ok = await self.batch()
             await asyncio.sleep(max(0.0, started + 60 - time.monotonic()))
             self.report(index, time.monotonic() - started, batch_ok, batch_seconds)
+            if index == 2 and tracemalloc.is_tracing():
+                self.baseline = tracemalloc.take_snapshot()
 
     async def batch(self) -> tuple[float, int]:
         """The same folder each minute: entries are replaced, not added (memory stays a
@@ -185,6 +191,12 @@ class Soak:
         print(f"  failed requests {sum(r['failures'] for r in rows)}")
         p50s = [r["request_p50"] for r in rows]
         print(f"  request p50     first minute {p50s[0]:.0f} ms, last {p50s[-1]:.0f} ms")
+        if self.baseline is not None:
+            diff = tracemalloc.take_snapshot().compare_to(self.baseline, "lineno")
+            total = sum(d.size_diff for d in diff) / 2**20
+            print(f"  Python allocations since minute 2: {total:+.2f} MB; largest changes:")
+            for d in diff[:8]:
+                print(f"    {d.size_diff / 2**10:+9.0f} KiB  {d.traceback}")
 
 
 def run(args: argparse.Namespace, url: str, video: Path, folder: Path, server: EmbeddedServer | None) -> None:
@@ -234,7 +246,10 @@ def main() -> int:
     parser.add_argument(
         "--url", default=None, help="Triton gRPC HOST:PORT (default: start the embedded server)"
     )
+    parser.add_argument("--tracemalloc", action="store_true", help="where Python allocations grew")
     args = parser.parse_args()
+    if args.tracemalloc:
+        tracemalloc.start()
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="soak-")))
         os.environ["TRITON_VIEWER_SETTINGS_DIR"] = str(tmp / "settings")

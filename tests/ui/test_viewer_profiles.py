@@ -56,6 +56,23 @@ def test_profile_option_makes_the_unknown_model_usable(triton: EmbeddedServer, t
     assert proc.stderr == ""
 
 
+def test_labels_option_reaches_the_session(triton: EmbeddedServer, tmp_path: Path) -> None:
+    # Two names make the [10, 7] output readable (5 + 2 columns: YOLOv5 with two classes).
+    labels = tmp_path / "pets.txt"
+    labels.write_text("cat\ndog\n")
+    out = tmp_path / "out.png"
+    image = write_png(tmp_path / "astronaut.png", data.astronaut())
+    proc = run_viewer(
+        tmp_path,
+        *("--url", triton.grpc_url, "--model", UNKNOWN, "--labels", str(labels)),
+        *("--open", str(image), "--screenshot", str(out)),
+    )
+    assert proc.returncode == 0, proc.stderr
+    missing = tmp_path / "missing.txt"
+    refused = run_viewer(tmp_path, "--url", triton.grpc_url, "--labels", str(missing))
+    assert refused.returncode == 2 and f"labels file {missing}: not found" in refused.stderr
+
+
 def test_bad_profile_option_is_a_usage_error(tmp_path: Path) -> None:
     profile = profile_file(tmp_path, "[postprocess]\nscore_threshold = nan\n")
     proc = run_viewer(tmp_path, "--url", "127.0.0.1:1", "--profile", str(profile))
