@@ -12,6 +12,7 @@ packages=(
   fonts-dejavu-core                # readable labels in screenshots
   binutils                         # objdump: the package's glibc-floor check (packaging/check_bundle.py)
   desktop-file-utils               # desktop-file-validate: the tests check the menu entry the app writes
+  openssl                          # tests: the certificate of a TLS test server
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
 from app.inference.channel import ConnectionOptions
 from app.inference.labels import read_labels_file
 from app.inference.profile import ProfileError, load_profile_file
@@ -99,7 +100,14 @@ def add_security_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="gRPC metadata sent with every call (repeatable; values are never printed)",
+        help="gRPC metadata sent with every call (repeatable; values are never printed; a key "
+        f"ending in -bin takes a base64 value). Also read from --header-file and {HEADERS_ENV}",
+    )
+    p.add_argument(
+        "--header-file",
+        default=None,
+        metavar="FILE",
+        help="KEY=VALUE lines of gRPC metadata (tokens kept out of the process list)",
     )
 
 
@@ -183,13 +191,10 @@ def urls_of(args: argparse.Namespace) -> list[str]:
 
 
 def connection_options(args: argparse.Namespace) -> ConnectionOptions:
-    headers: dict[str, str] = {}
-    for item in getattr(args, "header", None) or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            # Only the key is shown: the value may be a token.
-            raise UsageError(f"--header expects KEY=VALUE; got {key.strip() or '(empty)'!r} without '='")
-        headers[key.strip().lower()] = value
+    try:
+        headers = collect_headers(getattr(args, "header", None) or [], getattr(args, "header_file", None))
+    except HeaderError as e:
+        raise UsageError(str(e)) from None
     root = getattr(args, "root_certificates", None)
     if root is not None and not Path(root).is_file():
         raise UsageError(f"--root-certificates {root}: no such file")

@@ -11,6 +11,7 @@ from app.commands.common import (
     add_speed_arguments,
     connection_options,
     eprint,
+    profile_overrides,
 )
 
 
@@ -23,6 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Triton gRPC address (repeatable); default: start the bundled local server",
     )
     parser.add_argument("--model", default=None, help="model to use (default: face_detector or the only one)")
+    parser.add_argument(
+        "--profile",
+        default=None,
+        metavar="FILE",
+        help="TOML profile for the model (how to feed it and read its outputs; see the README); "
+        "Model > Profile… chooses one in the window and remembers it per model",
+    )
+    parser.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line")
     parser.add_argument(
         "--open", action="append", default=[], metavar="PATH", help="image or folder to open (repeatable)"
     )
@@ -51,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         connection = connection_options(args)
+        overrides = profile_overrides(args)  # read and checked now: a bad file is a usage error
     except UsageError as e:
         eprint(f"error: {e}")
         return EXIT_USAGE
@@ -65,5 +75,6 @@ def run(args: argparse.Namespace) -> int:
         transport=args.transport,
         client_batch=args.client_batch,
         batch_delay_ms=args.batch_delay_ms,
+        profile_overrides=overrides,
     )
     return run_viewer(options)

@@ -39,7 +39,7 @@ from app.commands.common import (
 from app.commands.progress import Progress
 from app.inference.errors import SessionError
 from app.inference.profile import ProfileError
-from app.inference.result import InferenceResult, naming_input
+from app.inference.result import InferenceResult, naming_input, record_line
 from app.inference.server_stats import ServerCounters, split
 from app.inference.session import TritonSession
 from app.inference.stats import TimingTotals
@@ -77,17 +77,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="jsonl: a file (default stdout); coco: the file to write; yolo/voc/labelme: the folder",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="image files, folders (recursive), video files")
-
-
-def record_line(record: dict[str, Any], encoding: str | None) -> str:
-    """One JSON line, written as is when the stream can encode it, else fully escaped: a file
-    name that is not valid UTF-8 (surrogate escapes) never cuts the output short."""
-    line = json.dumps(record, ensure_ascii=False)
-    try:
-        line.encode(encoding or "utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(record, ensure_ascii=True)
-    return line + "\n"
 
 
 class RecordWriter:

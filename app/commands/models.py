@@ -79,7 +79,7 @@ def describe_server(
 
 def _describe_model(
     channel: GrpcChannel,
-    headers: dict[str, str],
+    headers: dict[str, str | bytes],
     timeout_s: float,
     entry: ModelEntry,
     overrides: dict[str, Any] | None,

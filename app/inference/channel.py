@@ -19,7 +19,8 @@ import tritonclient.grpc as grpcclient
 # limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
 MAX_MESSAGE_BYTES = 2**31 - 1
 
-Headers = Mapping[str, str]
+# gRPC metadata: text, or bytes for a binary key (name ending in "-bin"; gRPC refuses a str there).
+Headers = Mapping[str, str | bytes]
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class ConnectionOptions:
     root_certificates: str | None = None
     private_key: str | None = None
     certificate_chain: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Headers = field(default_factory=dict)
     channels_per_server: int = 2
     keepalive_ms: int = 10_000
     # gRPC backs off reconnecting exponentially, up to 2 minutes by default: a server back

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tritonclient.utils import InferenceServerException
 
-from app.inference.channel import Channel
-from app.inference.errors import SessionError, classify_failure, first_paragraph
+from app.inference.channel import Channel, Headers
+from app.inference.errors import (
+    SessionError,
+    classify_failure,
+    closed_by_peer,
+    error_text,
+    first_paragraph,
+    redact,
+    unreachable_message,
+)
+from app.inference.port_probe import what_listens
 from app.inference.profile import ModelProfile, ProfileError, detect_profile
 from app.inference.result import ErrorKind
 
 PREFERRED_MODEL = "face_detector"
+PROBE_TIMEOUT_S = 1.0  # looking at what listens on a port that closed the connection
 
 
 @dataclass(frozen=True)
@@ -38,7 +47,7 @@ class ModelInfo:
     config: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
-def _call(url: str, secrets: list[str], fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _call(url: str, secrets: list[str | bytes], fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except InferenceServerException as e:
@@ -46,13 +55,26 @@ def _call(url: str, secrets: list[str], fn: Any, *args: Any, **kwargs: Any) -> A
         raise SessionError(failure.message, failure.kind) from None
 
 
-def check_live(channel: Channel, headers: Mapping[str, str], timeout_s: float) -> None:
+def check_live(channel: Channel, headers: Headers, timeout_s: float) -> None:
     url = channel.url
-    if not _call(url, list(headers.values()), channel.is_live, headers=headers, timeout_s=timeout_s):
+    secrets = list(headers.values())
+    try:
+        live = channel.is_live(headers=headers, timeout_s=timeout_s)
+    except InferenceServerException as e:
+        failure = classify_failure(e, url, secrets)
+        if failure.kind is ErrorKind.UNREACHABLE and closed_by_peer(failure.message):
+            # TLS server or HTTP port: the text cannot tell which; one look at the port can.
+            listener = what_listens(url, min(timeout_s, PROBE_TIMEOUT_S))
+            if listener is not None:
+                detail = redact(error_text(e), secrets)
+                kind = ErrorKind.TLS if listener == "tls" else ErrorKind.UNREACHABLE
+                raise SessionError(unreachable_message(url, detail, listener), kind) from None
+        raise SessionError(failure.message, failure.kind) from None
+    if not live:
         raise SessionError(f"Triton at {url} answers but is not live", ErrorKind.UNREACHABLE)
 
 
-def list_models(channel: Channel, headers: Mapping[str, str], timeout_s: float = 10.0) -> list[ModelEntry]:
+def list_models(channel: Channel, headers: Headers, timeout_s: float = 10.0) -> list[ModelEntry]:
     index = _call(
         channel.url, list(headers.values()), channel.repository_index, headers=headers, timeout_s=timeout_s
     )
@@ -96,7 +118,7 @@ def choose_model(models: list[ModelEntry], wanted: str | None, url: str) -> str:
 def model_info(
     channel: Channel,
     name: str,
-    headers: Mapping[str, str],
+    headers: Headers,
     overrides: dict[str, Any] | None = None,
     timeout_s: float = 10.0,
 ) -> ModelInfo:
@@ -108,7 +130,7 @@ def model_info(
     except ProfileError as e:
         raise SessionError(
             f"model '{name}' on {url} is not understood: {e}. Describe it with a profile file "
-            "(--profile, or Model > Profile... in the viewer)",
+            "(--profile, or Model > Profile… in the viewer)",
             ErrorKind.UNSUPPORTED,
         ) from None
     return ModelInfo(

@@ -54,7 +54,7 @@ def error_text(error: BaseException) -> str:
     return str(text or error)
 
 
-def classify_failure(error: BaseException, url: str, secrets: Iterable[str] = ()) -> Failure:
+def classify_failure(error: BaseException, url: str, secrets: Iterable[str | bytes] = ()) -> Failure:
     """Status, kind, clear message (with a hint where we know the usual cause) and transience."""
     code = grpc_status(error)
     text = redact(error_text(error), secrets)
@@ -97,17 +97,29 @@ def _looks_like_tls_mismatch(lowered: str) -> bool:
     return any(s in lowered for s in ("ssl", "tls", "handshake", "wrong_version_number", "certificate"))
 
 
-def unreachable_message(url: str, detail: str) -> str:
+def unreachable_message(url: str, detail: str, listener: str | None = None) -> str:
+    """`listener`: what app.inference.port_probe found on a port that closed the connection
+    ("tls", "http" or None when not probed / unknown)."""
     lowered = detail.lower()
-    if "http1" in lowered or url.rsplit(":", 1)[-1] in ("8000", "80"):
+    closed = closed_by_peer(detail)
+    if listener == "tls":
+        lead = (
+            f"cannot reach Triton at {url}: the server there speaks TLS. Add --ssl "
+            "(and --root-certificates FILE for a private certificate authority)"
+        )
+    elif listener == "http" or "http1" in lowered or (not closed and _port(url) in ("8000", "80")):
         lead = (
             f"cannot reach Triton at {url}: something answers there but does not speak gRPC. "
             "Is this Triton's HTTP port? The viewer speaks gRPC, usually port 8001"
         )
-    elif "socket closed" in lowered or "connection reset" in lowered:
+    elif closed:
+        # A plain gRPC client gets this from a TLS server and from Triton's HTTP port alike.
+        tls_first = _port(url) in ("443", "8443")
+        tls = "if the server uses TLS, add --ssl"
+        http = "if it is Triton's HTTP port, use the gRPC port (usually 8001)"
         lead = (
-            f"cannot reach Triton at {url}: the server closed the connection. If it is Triton's "
-            "HTTP port, use the gRPC port (usually 8001); if the server uses TLS, add --ssl"
+            f"cannot reach Triton at {url}: the server closed the connection, so it does not speak "
+            f"plain gRPC: {tls if tls_first else http}; {http if tls_first else tls}"
         )
     elif "settings frame" in lowered or "handshake" in lowered:
         lead = (
@@ -124,10 +136,20 @@ def unreachable_message(url: str, detail: str) -> str:
     return f"{lead} ({detail})"
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """Header values (tokens, keys) never appear in messages or logs."""
+def _port(url: str) -> str:
+    return url.rsplit(":", 1)[-1]
+
+
+def closed_by_peer(text: str) -> bool:
+    """The server accepted the connection, then closed it: not a plain gRPC server (TLS, HTTP)."""
+    lowered = text.lower()
+    return "socket closed" in lowered or "connection reset" in lowered
+
+
+def redact(text: str, secrets: Iterable[str | bytes]) -> str:
+    """Header values (tokens, keys) never appear in messages or logs (binary ones are not text)."""
     for secret in secrets:
-        if secret and len(secret) >= 3:
+        if isinstance(secret, str) and len(secret) >= 3:
             text = text.replace(secret, "***")
     return text
 

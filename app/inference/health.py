@@ -13,7 +13,11 @@ PROBE_TIMEOUT_S = 1.0
 
 class LivenessProbe:
     """One small gRPC client per URL, separate from the session's channels so a probe
-    never queues behind inference traffic. `check()` blocks up to ~1 s per server."""
+    never queues behind inference traffic. `check()` blocks up to ~1 s per server.
+
+    A failed check drops that URL's client: the next check connects afresh instead of
+    waiting out gRPC's reconnect back-off, so a server that is back is seen at the first
+    check after it is ready (then the viewer rebuilds its session's channels too)."""
 
     def __init__(self, urls: list[str], options: ConnectionOptions | None = None) -> None:
         self.urls = list(urls)
@@ -40,7 +44,14 @@ class LivenessProbe:
                         down.append(f"{url} is not live")
                 except Exception as e:
                     down.append(redact(f"{url}: {str(e).splitlines()[0][:200]}", headers.values()))
+                    self._drop(url)
         return len(down) < len(self.urls), "; ".join(down)
+
+    def _drop(self, url: str) -> None:
+        client = self._clients.pop(url, None)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
 
     def close(self) -> None:
         with self._lock:

@@ -46,6 +46,7 @@ it detected. Every key is optional; keys given win over the detected values::
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -73,6 +74,8 @@ def _lower(v: Any) -> str:
 def _number(v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, int | float):
         raise TypeError("expected a number")
+    if not math.isfinite(v):  # TOML has nan and inf
+        raise TypeError("expected a finite number")
     return float(v)
 
 
@@ -162,6 +165,40 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
 }
 assert set(_CONVERT) == {f.name for f in dataclasses.fields(ModelProfile)}
 
+MAX_INPUT_SIDE = 8192  # pixels: beyond this a model input is a mistake (and gigabytes per request)
+MAX_COUNT = 100_000  # detections kept, classes
+
+
+def _within(low: float, high: float) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        return None if low <= v <= high else f"must be within {low:g}..{high:g}"
+
+    return check
+
+
+def _side_sizes(v: Any) -> str | None:
+    if v is None or all(1 <= side <= MAX_INPUT_SIDE for side in v):
+        return None
+    return f"sides must be within 1..{MAX_INPUT_SIDE} pixels"
+
+
+def _no_zero(v: Any) -> str | None:
+    values = v if isinstance(v, tuple) else (v,)
+    return "must not be 0 (the pixels are multiplied or divided by it)" if 0 in values else None
+
+
+# Ranges checked after conversion (types and finiteness are the converters' job).
+_RANGES: dict[str, Callable[[Any], str | None]] = {
+    "input_size": _side_sizes,
+    "pad_value": _within(0, 255),
+    "scale": _no_zero,
+    "std": _no_zero,
+    "score_threshold": _within(0, 1),
+    "iou_threshold": _within(0, 1),
+    "max_detections": _within(1, MAX_COUNT),
+    "num_classes": _within(1, MAX_COUNT),
+}
+
 # TOML [section] key -> ModelProfile field.
 _TOML_KEYS: dict[str, dict[str, str]] = {
     "input": {
@@ -197,6 +234,9 @@ def normalise_overrides(overrides: Mapping[str, Any], source: str) -> dict[str, 
             out[key] = convert(value)
         except TypeError as exc:
             raise ProfileError(f"{source}: {key} = {value!r}: {exc}") from None
+        problem = _RANGES[key](out[key]) if key in _RANGES and out[key] is not None else None
+        if problem:
+            raise ProfileError(f"{source}: {key} = {value!r}: {problem}")
     return out
 
 

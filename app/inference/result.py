@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,3 +189,15 @@ def naming_input(source: str | None, error: str, frame: int | None = None) -> st
     if source and error.startswith(source):
         return error if frame is None else f"{error} (frame {frame})"
     return f"{where}: {error}"
+
+
+def record_line(record: dict[str, Any], encoding: str | None = "utf-8") -> str:
+    """One JSON line, written as is when `encoding` can encode it, else fully escaped (\\uXXXX):
+    a file name that is not valid UTF-8 (surrogate escapes from os.fsdecode) never cuts the
+    output short. The command line and the viewer's export write records with this."""
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode(encoding or "utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(record, ensure_ascii=True)
+    return line + "\n"

@@ -7,7 +7,7 @@ import ipaddress
 import logging
 from collections.abc import Mapping
 
-from app.inference.channel import Channel
+from app.inference.channel import Channel, Headers
 from app.inference.discovery import ModelInfo
 from app.inference.errors import error_text
 from app.inference.shm import ShmRegion, remove_dead_owners_regions
@@ -50,7 +50,7 @@ def choose_transport(
     kind: TransportKind,
     channels: Mapping[str, Channel],
     info: ModelInfo,
-    headers: Mapping[str, str],
+    headers: Headers,
     max_batch: int,
 ) -> tuple[Transport, str]:
     """(the transport, a note for the user when the choice differs from what was asked)."""

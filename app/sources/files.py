@@ -44,6 +44,24 @@ class InputItem(NamedTuple):
         return self.kind in ("image", "video")
 
 
+class FileIdentity(NamedTuple):
+    """Which version of a file: the same path with another size or modification time is
+    other content (a result computed on one must not be shown on the other)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+def file_identity(path: str | Path) -> FileIdentity | None:
+    """The identity of the file at `path` now (None when it cannot be read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return FileIdentity(os.fspath(path), st.st_size, st.st_mtime_ns)
+
+
 def named_like_media(path: Path) -> bool:
     suffix = path.suffix.lower()
     return suffix in IMAGE_SUFFIXES or suffix in VIDEO_SUFFIXES

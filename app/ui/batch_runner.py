@@ -18,6 +18,7 @@ from app.inference.result import InferenceResult
 from app.inference.session import TritonSession
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.thumbnails import THUMB_SIZE
+from app.sources.files import file_identity
 from app.ui.bridge import GuiBridge
 
 DEFAULT_WINDOW = 8  # a batch's requests in flight: leaves the session's other slots to live streams
@@ -27,7 +28,8 @@ class BatchRunner(QObject):
     started = Signal(int, int)  # job id, inputs
     progress = Signal(int, object)  # job id, BatchCounts
     finished = Signal(int, object, float)  # job id, BatchCounts, seconds
-    entry_added = Signal(str, object)  # key (source), thumbnail (RGB uint8)
+    # key (source), thumbnail (RGB uint8), FileIdentity of what was read (None: unknown)
+    entry_added = Signal(str, object, object)
     result = Signal(object)  # every result of every job, local failures included
 
     def __init__(self, bridge: GuiBridge, window: int = DEFAULT_WINDOW) -> None:
@@ -62,7 +64,7 @@ class BatchRunner(QObject):
             wrap(self._on_result(job_id)),
             window=self.window,
             videos=VideoPolicy.REFUSE,
-            on_thumbnail=wrap(self.entry_added.emit),
+            on_thumbnail=self._thumbnail_with_identity(wrap(self.entry_added.emit)),
             on_started=wrap(lambda total: self.started.emit(job_id, total)),
             on_finished=wrap(self._on_finished(job_id)),
         )
@@ -70,6 +72,15 @@ class BatchRunner(QObject):
         self._started[job_id] = time.monotonic()
         job.start()
         return job_id
+
+    @staticmethod
+    def _thumbnail_with_identity(emit: Callable[..., None]) -> Callable[[str, np.ndarray], None]:
+        def thumbnail(source: str, image: np.ndarray) -> None:
+            # The feeding thread, right after the image was read: stat here, never on the GUI
+            # thread. The result of this request belongs to this version of the file.
+            emit(source, image, file_identity(source))
+
+        return thumbnail
 
     def cancel(self, job_id: int | None = None) -> None:
         """Cancel one job (default: all). Returns at once; their "finished" follows."""

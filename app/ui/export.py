@@ -4,9 +4,12 @@ The dataset formats (COCO, YOLO, VOC, labelme, crops) are Qt-free: app.pipeline.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TextIO
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -14,7 +17,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QImageWriter, QP
 
 from app.inference.keypoints import VISIBLE_SCORE
 from app.inference.masks import BinaryMask
-from app.inference.result import ClassScore, Detection, InferenceResult, SemanticMask
+from app.inference.result import ClassScore, Detection, InferenceResult, SemanticMask, record_line
 from app.ui.colors import class_color, detection_label, text_color_on
 from app.ui.overlay_items import OverlayStyle
 from app.ui.qimage import rgb_to_qimage
@@ -149,11 +152,29 @@ def result_json(result: InferenceResult, indent: int | None = 2) -> str:
     return json.dumps(result.to_record(), indent=indent, ensure_ascii=False)
 
 
+@contextlib.contextmanager
+def replacing(path: PathLike) -> Iterator[TextIO]:
+    """Write a file whole or not at all: into a temporary file beside it, renamed over `path`
+    only once everything was written (a failure leaves any previous file as it was)."""
+    target = os.fspath(path)
+    # open(): the usual permissions (umask), unlike mkstemp's 0600.
+    tmp = f"{target}.{uuid.uuid4().hex[:8]}.part"
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            yield f
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def write_jsonl(path: PathLike, results: Iterable[InferenceResult]) -> int:
-    """One compact record per line; returns how many were written."""
+    """One compact record per line, exactly as `python -m app infer` writes them (names that
+    are not valid UTF-8 escaped); returns how many were written."""
     n = 0
-    with open(path, "w", encoding="utf-8") as f:
+    with replacing(path) as f:
         for result in results:
-            f.write(json.dumps(result.to_record(), ensure_ascii=False) + "\n")
+            f.write(record_line(result.to_record(), "utf-8"))
             n += 1
     return n

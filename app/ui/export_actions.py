@@ -103,8 +103,8 @@ class Exporter:
         stem = Path(self._gallery.current_key or "image").stem
         path = path or self.ask_file("Export the annotated image", "png", f"{stem}-annotated.png")
         if path:
-            dets = self._gallery.visible_detections(result)
-            ok = result is not None and result.ok
+            dets = self._gallery.drawable_detections(result)
+            ok = result is not None and result.ok and result.source not in self._gallery.stale
             masks = result.masks if ok and result is not None else None
             classes = result.classes if ok and result is not None else None
             style = self._gallery.view.overlay_style()

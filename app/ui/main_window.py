@@ -302,6 +302,11 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self.quit_action = self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit)
 
+        self.model_menu = model_menu = self._menu("&Model")
+        self.profile_action = self._action(model_menu, "&Profile…")
+        self.profile_action.setToolTip("A TOML profile file describing how to feed the model and read it")
+        self.detected_profile_action = self._action(model_menu, "Use the &detected profile")
+
         self.view_menu = view_menu = self._menu("&View")
         self.fit_action = self._action(view_menu, "&Fit to window", "Ctrl+0", "F")
         self.fit_action.triggered.connect(self.view.fit)

@@ -189,6 +189,8 @@ class ServerPanel(QWidget):
         self.state_label.setText(f"<b style='color:{color}'>{title}</b> · {html.escape(lead)}")
         self.state_label.setToolTip(detail)
         self.busy.setVisible(state in (ConnectionState.STARTING, ConnectionState.CONNECTING))
+        lost = state in (ConnectionState.DISCONNECTED, ConnectionState.FAILED)
+        self.connect_button.setText("Reconnect" if lost else "Connect")
         self._state = state
 
     def state(self) -> ConnectionState:

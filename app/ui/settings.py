@@ -1,12 +1,22 @@
 """Settings remembered between runs (QSettings). TRITON_VIEWER_SETTINGS_DIR relocates them
-(tests use a temporary folder so they never touch the user's real settings)."""
+(tests use a temporary folder so they never touch the user's real settings).
+
+A settings file can be edited by hand or left by another version: every value read is
+checked, and a bad one is ignored with a warning naming the file and the key (the viewer
+then uses its default), never passed on to break something later.
+"""
 
 from __future__ import annotations
 
+import logging
+import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
+
+log = logging.getLogger(__name__)
 
 SETTINGS_DIR_ENV = "TRITON_VIEWER_SETTINGS_DIR"
 MAX_RECENT_SERVERS = 10
@@ -25,6 +35,14 @@ class ViewerSettings:
 
     def __init__(self, settings: QSettings | None = None) -> None:
         self.qsettings = settings or open_settings()
+        # Where warnings about bad values go besides the log (the viewer shows them).
+        self.on_warning: Callable[[str], None] | None = None
+
+    def warn_ignored(self, key: str, value: object, why: str) -> None:
+        message = f"settings {self.qsettings.fileName()}: {key} = {value!r} {why}; ignored"
+        log.warning("%s", message)
+        if self.on_warning is not None:
+            self.on_warning(message)
 
     def recent_servers(self) -> list[str]:
         value = self.qsettings.value("servers/recent", [])
@@ -44,14 +62,19 @@ class ViewerSettings:
         self.qsettings.setValue("model/name", name)
 
     def thresholds(self, model: str) -> tuple[float, float] | None:
-        score = self.qsettings.value(f"thresholds/{model}/score")
-        iou = self.qsettings.value(f"thresholds/{model}/iou")
-        if score is None or iou is None:
-            return None
-        try:
-            return float(str(score)), float(str(iou))
-        except (TypeError, ValueError):
-            return None
+        """The remembered (score, IoU) of `model`; None when absent or not usable."""
+        values = []
+        for name in ("score", "iou"):
+            key = f"thresholds/{model}/{name}"
+            raw = self.qsettings.value(key)
+            if raw is None:
+                return None
+            value = _unit_interval(raw)
+            if value is None:
+                self.warn_ignored(key, raw, "is not a number within 0..1 (the model's default is used)")
+                return None
+            values.append(value)
+        return values[0], values[1]
 
     def set_thresholds(self, model: str, score: float, iou: float) -> None:
         self.qsettings.setValue(f"thresholds/{model}/score", score)
@@ -83,6 +106,22 @@ class ViewerSettings:
         self.qsettings.setValue("transport/kind", kind)
         self.qsettings.setValue("transport/client_batch", client_batch)
 
+    def profile(self, model: str) -> str | None:
+        """The profile file chosen for `model` (Model > Profile…), if any."""
+        value = self.qsettings.value(f"profiles/{model}")
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str):
+            self.warn_ignored(f"profiles/{model}", value, "is not a file name")
+            return None
+        return value
+
+    def set_profile(self, model: str, path: str | None) -> None:
+        if path:
+            self.qsettings.setValue(f"profiles/{model}", path)
+        else:
+            self.qsettings.remove(f"profiles/{model}")
+
     def window_state(self) -> tuple[QByteArray | None, QByteArray | None]:
         geometry = self.qsettings.value("window/geometry")
         state = self.qsettings.value("window/state")
@@ -105,3 +144,12 @@ class ViewerSettings:
 
     def sync(self) -> None:
         self.qsettings.sync()
+
+
+def _unit_interval(raw: object) -> float | None:
+    """A finite number within 0..1, from what QSettings returns (a str from an INI file)."""
+    try:
+        value = float(str(raw))
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and 0.0 <= value <= 1.0 else None

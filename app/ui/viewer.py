@@ -7,16 +7,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QImageWriter
-from PySide6.QtWidgets import QDialog, QInputDialog
+from PySide6.QtWidgets import QDialog, QFileDialog, QInputDialog
 
 from app.inference.channel import ConnectionOptions
 from app.inference.discovery import ModelEntry
+from app.inference.profile import ProfileError, load_profile_file
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 from app.inference.server_info import server_version
 from app.inference.server_stats import ServerCounters, ServerSplit, split
@@ -71,6 +74,8 @@ class ViewerOptions:
     transport: str | None = None
     client_batch: int | None = None
     batch_delay_ms: float = 2.0
+    # --profile / --labels, already read: for the model opened first (or --model).
+    profile_overrides: dict[str, Any] | None = None
 
 
 class Viewer(QObject):
@@ -127,6 +132,13 @@ class Viewer(QObject):
         self._shutting_down = False
         self._model: str | None = None
         self._asked_for_server = False
+        # --profile/--labels apply to --model, else to the model opened first; once the user
+        # chooses a profile for that model (Model menu) the choice wins.
+        self._cli_profile = options.profile_overrides
+        self._cli_profile_model = options.model
+        self._failure: str | None = None  # the last connection failure (for --screenshot)
+        self._connection_lost = False  # failed or disconnected since the last connect
+        self._models_listed: list[str] = []
         self.server_dialog: QInputDialog | None = None
         self._wire()
 
@@ -138,6 +150,16 @@ class Viewer(QObject):
         c.session_closing.connect(self._on_session_closing)
         c.local_server_unavailable.connect(self._on_local_server_unavailable)
         c.models_listed.connect(self._on_models_listed)
+        c.profile_ignored.connect(
+            lambda model, path, why: self.settings.warn_ignored(
+                f"profiles/{model}", path, f"cannot be used: {why}"
+            )
+        )
+        c.profile_for = self._profile_for
+        c.session_in_use = self.runner.active
+        self.settings.on_warning = lambda message: self.report(message, True)
+        w.profile_action.triggered.connect(self.choose_profile)
+        w.detected_profile_action.triggered.connect(lambda: self.set_profile(None))
         w.server_panel.connect_requested.connect(self._on_connect_requested)
         w.server_panel.model_chosen.connect(lambda name: c.connect_to(self._session_urls(), name))
         w.server_panel.transport_chosen.connect(self._on_transport_chosen)
@@ -284,7 +306,9 @@ class Viewer(QObject):
         self.server_dialog = ask_for_server(self.window, reason, suggestion, self._on_connect_requested)
 
     def _session_urls(self) -> list[str]:
-        return [] if self.connection.urls == self.connection.local_urls() else self.connection.urls
+        """The servers last asked for ([] = the local one), connected or not."""
+        target = self.connection.target
+        return list(target.urls) if target is not None else list(self.options.urls)
 
     def _on_state(self, value: str, detail: str) -> None:
         state = ConnectionState(value)
@@ -299,17 +323,85 @@ class Viewer(QObject):
             panel.set_models([], None)
             self.window.banner.clear(Context.CONNECTION)
         elif state is ConnectionState.CONNECTED:
+            # Back: what the banner said (the outage, the requests it failed) is over; the
+            # failed requests stay in the log.
+            self._failure = None
             self.window.banner.clear(Context.CONNECTION)
+            if self._connection_lost:
+                # What the stream or batch reported meanwhile was the outage's doing.
+                self._connection_lost = False
+                self.window.banner.clear(Context.LIVE)
+                self.window.banner.clear(Context.BATCH)
         elif state in (ConnectionState.FAILED, ConnectionState.DISCONNECTED):
+            self._connection_lost = True
             if state is ConnectionState.FAILED:
                 panel.set_info(None)
+                self._failure = detail
             self.window.banner.show_error(detail, Context.CONNECTION)
         self.actions.refresh()
 
     def _on_models_listed(self, names: list[str]) -> None:
         """A connect failed but the server answered: offer its models to choose from."""
+        self._models_listed = list(names)
         entries = [ModelEntry(name, "", "", "") for name in names]
-        self.window.server_panel.set_models(entries, None)
+        target = self.connection.target
+        self.window.server_panel.set_models(entries, target.model if target is not None else None)
+
+    # -- profiles ------------------------------------------------------------------------------
+    def _profile_for(self, model: str | None) -> dict[str, Any] | Path | None:
+        """What `model` is opened with: the command line's profile (for its model), else the
+        profile file chosen for it earlier (read by the connection, on the executor)."""
+        cli = self._cli_profile
+        if cli is not None and (self._cli_profile_model is None or model in (None, self._cli_profile_model)):
+            return cli
+        if model is None:
+            return None
+        path = self.settings.profile(model)
+        return Path(path) if path else None
+
+    def _profile_model(self) -> str | None:
+        """The model a profile choice is for: the one open, else the one last asked for."""
+        target = self.connection.target
+        return self._model or self.window.server_panel.current_model() or (target.model if target else None)
+
+    def choose_profile(self) -> None:
+        """Model > Profile…: a file chooser; the choice is checked, remembered for the model
+        and applied by reconnecting."""
+        model = self._profile_model()
+        if model is None:
+            self.report("choose a model first: a profile is remembered per model", True)
+            return
+        path, _ = QFileDialog.getOpenFileName(
+            self.window,
+            f"Profile for model {model}",
+            "",
+            "Profile (*.toml);;All files (*)",
+            options=QFileDialog.Option.DontUseNativeDialog,
+        )
+        if path:
+            self.set_profile(path, model)
+
+    def set_profile(self, path: str | None, model: str | None = None) -> None:
+        """Use the profile file `path` for `model` (default: the current one); None: the
+        detected profile. The file is read on the executor; a bad one is refused with its message."""
+        model = model or self._profile_model()
+        if model is None:
+            self.report("choose a model first: a profile is remembered per model", True)
+            return
+        self.tasks.spawn(self._apply_profile(model, path), name="profile")
+
+    async def _apply_profile(self, model: str, path: str | None) -> None:
+        if path is not None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(self.executor, load_profile_file, path)
+            except ProfileError as e:
+                self.report(str(e), True)
+                return
+        self.settings.set_profile(model, path)
+        if self._cli_profile_model in (None, model):
+            self._cli_profile = None  # the user's choice wins over the command line's
+        self.report(f"model {model}: {'profile ' + path if path else 'the detected profile'}", False)
+        self.connection.connect_to(self._session_urls(), model)
 
     def _apply_transport(self, kind: str, client_batch: int) -> None:
         self.connection.speed = {
@@ -343,6 +435,8 @@ class Viewer(QObject):
         info = session.info
         assert info is not None
         self._model = info.name
+        if self._cli_profile is not None and self._cli_profile_model is None:
+            self._cli_profile_model = info.name  # the command line's profile is this model's
         self.runner.set_session(session)
         panel = self.window.server_panel
         panel.set_models(session.models, info.name)
@@ -382,8 +476,8 @@ class Viewer(QObject):
         if not self._flush_timer.isActive():
             self._flush_timer.start()
 
-    def _on_entry_added(self, key: str, thumbnail: object) -> None:
-        self.gallery.add_entry(key, thumbnail)  # type: ignore[arg-type]
+    def _on_entry_added(self, key: str, thumbnail: object, identity: object) -> None:
+        self.gallery.add_entry(key, thumbnail, identity)  # type: ignore[arg-type]
         self.actions.refresh()
 
     def _on_batch_result(self, result: InferenceResult) -> None:
@@ -536,6 +630,10 @@ class Viewer(QObject):
             self.exit_code = 1
         elif self.connection.state is ConnectionState.FAILED or self.live.error is not None:
             self.exit_code = 1
+            # Scripted runs see why on stderr (the window showed it in the banner).
+            print(f"error: {self._failure or self.live.error}", file=sys.stderr, flush=True)
+            if self._models_listed:
+                print(f"models on the server: {', '.join(self._models_listed)}", file=sys.stderr, flush=True)
         self.request_close()
 
     # -- shutdown -------------------------------------------------------------------------------

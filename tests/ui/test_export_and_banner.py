@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
 
-from app.inference.result import Detection, Status
+from app.inference.result import Detection, InferenceResult, Status
 from app.ui.banner import ErrorBanner
 from app.ui.colors import class_rgb
 from app.ui.export import result_json, save_annotated_png, write_jsonl
@@ -58,3 +61,29 @@ def test_error_banner_shows_latest_with_count(qtbot: QtBot) -> None:
     with qtbot.waitSignal(banner.dismissed, timeout=200):
         banner.close_button.click()
     assert banner.isHidden() and banner.count() == 0
+
+
+def test_jsonl_export_escapes_names_that_are_not_utf8_like_the_command_line(tmp_path: Path) -> None:
+    from app.inference.result import record_line
+
+    name = os.fsdecode(b"/data/caf\xe9.jpg")  # Latin-1 bytes: a surrogate escape in Python
+    results = [make_result(1, source=name), make_result(2, source="b.jpg")]
+    path = tmp_path / "r.jsonl"
+    assert write_jsonl(path, results) == 2
+    raw = path.read_bytes()
+    assert raw.decode("utf-8").splitlines(keepends=True) == [record_line(r.to_record()) for r in results]
+    assert json.loads(raw.splitlines()[0])["source"] == name  # the same str back, escapes and all
+
+
+def test_a_failed_export_leaves_no_partial_file(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text("previous export\n")
+
+    def results() -> Iterator[InferenceResult]:
+        yield make_result(1)
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_jsonl(path, results())
+    assert path.read_text() == "previous export\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.jsonl"]  # no temporary left behind

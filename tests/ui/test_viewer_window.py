@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QThread, QTimer, QUrl
@@ -226,3 +229,50 @@ def test_remembered_model_missing_on_the_server_falls_back(harness: Harness, tri
     assert viewer.connection.session.info is not None
     assert viewer.connection.session.info.name == "face_detector"
     assert viewer.window.server_panel.current_model() == "face_detector"
+
+
+def test_a_file_changed_on_disk_is_never_shown_with_its_old_boxes(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    path = write_png(tmp_path / "photo.png", data.astronaut())  # one face
+    other = write_png(tmp_path / "other.png", data.coffee())
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    viewer.open_paths([str(path), str(other)])
+    key = str(path)
+    gallery = viewer.gallery
+    harness.run(until(lambda: job_done(viewer) and key in gallery.results, what="results"))
+    gallery.select(key)
+    harness.run(until(lambda: gallery.current_key == key and gallery.current_image is not None, what="shown"))
+    assert len(viewer.window.view.box_items()) == 1
+
+    # The file is replaced (another picture, another size): showing it again draws no old box.
+    write_png(path, data.coffee())
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+    gallery.select(str(other))
+    harness.run(until(lambda: gallery.current_key == str(other) and gallery.current_image is not None))
+    gallery.select(key)
+    harness.run(until(lambda: gallery.current_image is not None and key in gallery.stale, what="stale"))
+    assert gallery.current_image.shape == data.coffee().shape
+    assert viewer.window.view.box_items() == []
+    assert "changed on disk since it was inferred" in viewer.window.banner.text()
+    png = tmp_path / "export.png"
+    viewer.exporter.export_png(str(png))
+    status = viewer.window.statusBar()
+    harness.run(until(lambda: status.currentMessage() == f"exported {png}", what="the PNG export"))
+    exported = cv2.cvtColor(cv2.imread(str(png)), cv2.COLOR_BGR2RGB)
+    assert np.array_equal(exported, data.coffee()), "the picture as it is now, with no old box drawn on it"
+
+    # Opened again: inferred again (no face in the coffee), and the entry is current again.
+    first = gallery.results[key]
+    viewer.open_paths([str(path)])
+    harness.run(
+        until(
+            lambda: job_done(viewer) and gallery.results.get(key) not in (None, first), what="the new result"
+        )
+    )
+    harness.run(until(lambda: gallery.current_image is not None, what="shown again"))
+    assert gallery.results[key].ok and gallery.results[key].detections == []
+    assert key not in gallery.stale
+    assert gallery.current_image.shape == data.coffee().shape
+    assert viewer.window.view.box_items() == []

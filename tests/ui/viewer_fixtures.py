@@ -59,8 +59,10 @@ class Harness:
     def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 120.0) -> Any:
         return self.loop.run_until_complete(asyncio.wait_for(coro, timeout))
 
-    def viewer(self, url: str, model: str | None = None, **kwargs: Any) -> Viewer:
-        viewer = Viewer(ViewerOptions(urls=[url], model=model, **kwargs), self.executor)
+    def viewer(self, url: str | None, model: str | None = None, **kwargs: Any) -> Viewer:
+        """A viewer on `url` (None: its own embedded server), shown and started."""
+        urls = [url] if url is not None else []
+        viewer = Viewer(ViewerOptions(urls=urls, model=model, **kwargs), self.executor)
         self.viewers.append(viewer)
         viewer.window.show()
         viewer.start()

@@ -89,3 +89,18 @@ def test_messages_name_their_input_once() -> None:
     assert naming_input("a.jpg", "deadline exceeded") == "a.jpg: deadline exceeded"
     assert naming_input("v.mp4", "deadline exceeded", frame=3) == "v.mp4 frame 3: deadline exceeded"
     assert naming_input(None, "boom") == "request: boom"
+
+
+def test_a_port_that_closes_the_connection_gets_the_hint_of_what_listens_there() -> None:
+    from app.inference.errors import unreachable_message
+
+    detail = "failed to connect to all addresses; last error: UNAVAILABLE: Socket closed"
+    tls = unreachable_message("h:443", detail, "tls")
+    assert "speaks TLS" in tls and "--ssl" in tls and "HTTP port" not in tls
+    http = unreachable_message("h:9000", detail, "http")
+    assert "Is this Triton's HTTP port?" in http and "--ssl" not in http
+    # Not probed: both causes, the likelier first (TLS on 443, the HTTP port elsewhere).
+    unknown_443 = unreachable_message("h:443", detail)
+    assert unknown_443.index("--ssl") < unknown_443.index("HTTP port")
+    unknown_8000 = unreachable_message("h:8000", detail)
+    assert unknown_8000.index("HTTP port") < unknown_8000.index("--ssl")

@@ -1,0 +1,83 @@
+"""gRPC metadata for remote servers, from three places (later wins):
+
+1. the environment variable TRITON_VIEWER_HEADERS (KEY=VALUE entries, one per line),
+2. `--header-file FILE` (KEY=VALUE lines; blank lines and `#` comments ignored),
+3. `--header KEY=VALUE` (repeatable).
+
+The first two keep tokens out of the process list (`ps` shows the command line).
+A key ending in `-bin` is gRPC binary metadata: gRPC sends it as bytes, so its value is
+given in base64 (the way gRPC itself writes binary metadata as text) and decoded here.
+Messages name the key and where it came from, never the value (it may be a token).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+HEADERS_ENV = "TRITON_VIEWER_HEADERS"
+BINARY_SUFFIX = "-bin"
+
+
+class HeaderError(ValueError):
+    """A header that cannot be sent: the message names its key and origin, never its value."""
+
+
+def parse_header(item: str, origin: str) -> tuple[str, str | bytes]:
+    """`KEY=VALUE` -> (lower-case key, value); bytes for a `-bin` key (base64 decoded)."""
+    key, sep, value = item.partition("=")
+    key = key.strip().lower()
+    if not sep or not key:
+        # Not echoed: an entry without '=' may well be the token itself.
+        raise HeaderError(f"{origin} expects KEY=VALUE; this entry has no key or no '='")
+    if any(c.isspace() for c in key):
+        raise HeaderError(f"{origin}: the header name {key!r} contains a space")
+    if not key.endswith(BINARY_SUFFIX):
+        return key, value
+    try:
+        text = value.strip()
+        # Padding is optional in gRPC's text form; URL-safe characters are accepted too.
+        return key, base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        raise HeaderError(
+            f"{origin}: {key!r} is binary metadata (its name ends in -bin): give its value in base64"
+        ) from None
+
+
+def parse_lines(lines: Iterable[str], origin: str) -> dict[str, str | bytes]:
+    headers: dict[str, str | bytes] = {}
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, value = parse_header(stripped, f"{origin} line {number}")
+        headers[key] = value
+    return headers
+
+
+def read_header_file(path: str | Path) -> dict[str, str | bytes]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise HeaderError(f"--header-file {p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HeaderError(f"--header-file {p}: cannot read it ({exc})") from None
+    return parse_lines(text.splitlines(), f"--header-file {p}")
+
+
+def collect_headers(
+    items: Iterable[str], header_file: str | None, environ: Mapping[str, str] | None = None
+) -> dict[str, str | bytes]:
+    """The headers from the environment, the file and the command line (later wins)."""
+    env = os.environ if environ is None else environ
+    headers = parse_lines(env.get(HEADERS_ENV, "").splitlines(), HEADERS_ENV)
+    if header_file:
+        headers.update(read_header_file(header_file))
+    for item in items:
+        key, value = parse_header(item, "--header")
+        headers[key] = value
+    return headers

@@ -1,0 +1,277 @@
+"""Soak: the real viewer playing a looped face video live for --minutes, plus a batch of
+images every minute; one line of figures per minute, a summary at the end.
+
+Per minute: the viewer's resident memory (RSS), its threads (OS threads, gRPC's included;
+Python threads), open file descriptors, the live display rate, capture-to-display latency
+p50/p95, request latency p50/p95/p99 (live and batch requests), the batch's result, and
+the embedded server's RSS (tritonserver and its backend stubs) when the script started it.
+Growth that does not level off (RSS, threads, fds) is a leak; the request log is bounded
+to 10,000 rows, so the viewer's RSS may rise until the log is full, then should stay flat.
+
+Run under a virtual display (the window is really drawn):
+    xvfb-run -a .venv/bin/python tests/bench/soak.py [--minutes 30] [--batch-images 20]
+        [--in-flight 2] [--url HOST:PORT] [--tracemalloc]
+Without a display it runs offscreen. --tracemalloc (slower) also prints where Python's own
+allocations grew from the end of minute 2 to the end: growth in RSS that is not there is
+native (Qt, gRPC, the allocator).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import cv2
+import numpy as np
+import qasync
+import skimage.data
+from PySide6.QtCore import qInstallMessageHandler
+from PySide6.QtWidgets import QApplication
+
+from app.inference.result import InferenceResult
+from app.resources import model_repository
+from app.server.embedded import EmbeddedServer
+from app.server.process_group import live_members
+from app.ui.qt_app import qt_message
+from app.ui.viewer import Viewer, ViewerOptions
+from tests.media import make_face_video
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def os_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+@dataclass
+class Minute:
+    """What the GUI thread saw during one minute (signals arrive on the GUI thread)."""
+
+    display_ages: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    failures: int = 0
+
+    def on_shown(self, _index: int, age_ms: float) -> None:
+        self.display_ages.append(age_ms)
+
+    def on_result(self, result: InferenceResult) -> None:
+        if result.ok and result.latency_ms is not None:
+            self.latencies.append(result.latency_ms)
+        elif not result.ok:
+            self.failures += 1
+
+
+class Soak:
+    def __init__(self, viewer: Viewer, folder: Path, images: int, server: EmbeddedServer | None) -> None:
+        self.viewer, self.folder, self.images, self.server = viewer, folder, images, server
+        self.minute = Minute()
+        viewer.live.frame_shown.connect(lambda i, age: self.minute.on_shown(i, age))
+        viewer.live.result.connect(lambda r: self.minute.on_result(r))
+        viewer.runner.result.connect(lambda r: self.minute.on_result(r))
+        self.rows: list[dict[str, float]] = []
+        self.baseline: tracemalloc.Snapshot | None = None
+
+    def server_rss(self) -> float:
+        if self.server is None or self.server.pid is None:
+            return float("nan")
+        return sum(rss_mb(pid) for pid in live_members(os.getpgid(self.server.pid)))
+
+    async def run(self, minutes: float) -> None:
+        viewer = self.viewer
+        while viewer.live.meter.shown < 10:
+            if viewer.live.error or viewer.connection.state == "failed":
+                raise SystemExit(
+                    f"the live preview did not start: {viewer.live.error or viewer.connection.state}"
+                )
+            await asyncio.sleep(0.1)
+        print(
+            "min  rss MB  os thr  py thr  fds  display fps  display p50/p95 ms  request p50/p95/p99 ms"
+            "  fails  batch ok/n  batch s  server MB",
+            flush=True,
+        )
+        end = time.monotonic() + minutes * 60
+        index = 0
+        while time.monotonic() < end:
+            index += 1
+            self.minute = Minute()
+            started = time.monotonic()
+            batch_seconds, batch_ok = await self.batch()
+            await asyncio.sleep(max(0.0, started + 60 - time.monotonic()))
+            self.report(index, time.monotonic() - started, batch_ok, batch_seconds)
+            if index == 2 and tracemalloc.is_tracing():
+                self.baseline = tracemalloc.take_snapshot()
+
+    async def batch(self) -> tuple[float, int]:
+        """The same folder each minute: entries are replaced, not added (memory stays a
+        measure of leaks, not of more images kept)."""
+        runner = self.viewer.runner
+        jobs = len(runner._jobs)
+        started = time.monotonic()
+        self.viewer.open_paths([str(self.folder)])
+        while len(runner._jobs) == jobs or runner.active():
+            await asyncio.sleep(0.05)
+        counts = runner.latest_counts()
+        return time.monotonic() - started, counts.ok if counts else 0
+
+    def report(self, index: int, seconds: float, batch_ok: int, batch_s: float) -> None:
+        m = self.minute
+        row = {
+            "minute": index,
+            "rss": rss_mb(os.getpid()),
+            "os_threads": os_threads(),
+            "py_threads": threading.active_count(),
+            "fds": open_fds(),
+            "display_fps": len(m.display_ages) / seconds,
+            "display_p50": percentile(m.display_ages, 50),
+            "display_p95": percentile(m.display_ages, 95),
+            "request_p50": percentile(m.latencies, 50),
+            "request_p95": percentile(m.latencies, 95),
+            "request_p99": percentile(m.latencies, 99),
+            "failures": m.failures,
+            "batch_ok": batch_ok,
+            "batch_s": batch_s,
+            "server_rss": self.server_rss(),
+        }
+        self.rows.append(row)
+        print(
+            f"{index:3d}  {row['rss']:6.0f}  {row['os_threads']:6d}  {row['py_threads']:6d}  {row['fds']:3d}"
+            f"  {row['display_fps']:11.1f}  {row['display_p50']:7.0f} / {row['display_p95']:5.0f}     "
+            f"  {row['request_p50']:5.0f} / {row['request_p95']:4.0f} / {row['request_p99']:4.0f}    "
+            f"  {m.failures:5d}  {batch_ok:4d}/{self.images:<4d}  {batch_s:7.1f}  {row['server_rss']:9.0f}",
+            flush=True,
+        )
+
+    def summary(self) -> None:
+        rows = self.rows
+        if len(rows) < 2:
+            return
+        first, last = rows[0], rows[-1]
+        half = rows[len(rows) // 2 :]
+        slope = (
+            np.polyfit([r["minute"] for r in half], [r["rss"] for r in half], 1)[0] if len(half) > 1 else 0
+        )
+        print(f"\nover {len(rows)} minutes:")
+        print(f"  viewer RSS      {first['rss']:.0f} MB -> {last['rss']:.0f} MB "
+              f"(max {max(r['rss'] for r in rows):.0f}); second half {slope:+.2f} MB/min")  # fmt: skip
+        print(f"  OS threads      {first['os_threads']} -> {last['os_threads']}; "
+              f"Python threads {first['py_threads']} -> {last['py_threads']}")  # fmt: skip
+        print(f"  open fds        {first['fds']} -> {last['fds']}")
+        print(f"  server RSS      {first['server_rss']:.0f} MB -> {last['server_rss']:.0f} MB")
+        print(f"  batches         {sum(r['batch_ok'] for r in rows)} of {len(rows) * self.images} images ok")
+        print(f"  failed requests {sum(r['failures'] for r in rows)}")
+        p50s = [r["request_p50"] for r in rows]
+        print(f"  request p50     first minute {p50s[0]:.0f} ms, last {p50s[-1]:.0f} ms")
+        if self.baseline is not None:
+            diff = tracemalloc.take_snapshot().compare_to(self.baseline, "lineno")
+            total = sum(d.size_diff for d in diff) / 2**20
+            print(f"  Python allocations since minute 2: {total:+.2f} MB; largest changes:")
+            for d in diff[:8]:
+                print(f"    {d.size_diff / 2**10:+9.0f} KiB  {d.traceback}")
+
+
+def run(args: argparse.Namespace, url: str, video: Path, folder: Path, server: EmbeddedServer | None) -> None:
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    assert isinstance(app, QApplication)
+    app.setQuitOnLastWindowClosed(False)
+    qInstallMessageHandler(qt_message)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    executor = ThreadPoolExecutor(4, thread_name_prefix="soak-io")
+    viewer = Viewer(ViewerOptions(urls=[url], model="face_detector"), executor)
+    viewer.live_ui.toolbar.in_flight.setValue(args.in_flight)
+    viewer.live_ui.toolbar.loop.setChecked(True)
+    viewer.live_ui._options_changed()
+    soak = Soak(viewer, folder, args.batch_images, server)
+    try:
+        viewer.window.show()
+        viewer.start()
+        viewer.live.open(str(video))
+        loop.run_until_complete(soak.run(args.minutes))
+        viewer.request_close()
+        loop.run_until_complete(viewer.closed.wait())
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        loop.close()
+        asyncio.set_event_loop(None)
+    soak.summary()
+
+
+def make_folder(folder: Path, count: int) -> Path:
+    folder.mkdir()
+    photos = [skimage.data.astronaut(), skimage.data.coffee(), skimage.data.chelsea()]
+    for i in range(count):
+        cv2.imwrite(
+            str(folder / f"img_{i:03d}.jpg"), cv2.cvtColor(photos[i % len(photos)], cv2.COLOR_RGB2BGR)
+        )
+    return folder
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--batch-images", type=int, default=20)
+    parser.add_argument("--in-flight", type=int, default=2)
+    parser.add_argument(
+        "--url", default=None, help="Triton gRPC HOST:PORT (default: start the embedded server)"
+    )
+    parser.add_argument("--tracemalloc", action="store_true", help="where Python allocations grew")
+    args = parser.parse_args()
+    if args.tracemalloc:
+        tracemalloc.start()
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="soak-")))
+        os.environ["TRITON_VIEWER_SETTINGS_DIR"] = str(tmp / "settings")
+        video = tmp / "face.avi"
+        print("writing a 10 s 640x480 30 fps face video (looped)…", file=sys.stderr)
+        make_face_video(video, frames=300, fps=30, size=(640, 480))
+        folder = make_folder(tmp / "batch", args.batch_images)
+        server = None
+        url = args.url
+        if url is None:
+            print("starting the embedded server…", file=sys.stderr)
+            server = stack.enter_context(EmbeddedServer(model_repository()))
+            url = server.grpc_url
+        print(
+            f"soak: {args.minutes:g} min of a looped 640x480 video live (in-flight {args.in_flight}) plus "
+            f"{args.batch_images} images each minute; {os.cpu_count()} CPUs, "
+            f"display: {os.environ.get('QT_QPA_PLATFORM') or 'xcb on ' + os.environ['DISPLAY']}",
+            flush=True,
+        )
+        run(args, url, video, folder, server)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

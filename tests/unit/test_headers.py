@@ -1,0 +1,33 @@
+"""Header parsing: text and binary (-bin, base64) values, files, the environment, precedence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers, parse_header
+
+
+def test_binary_values_are_base64_with_or_without_padding_and_url_safe() -> None:
+    assert parse_header("X-Trace-Bin=AAH/", "--header") == ("x-trace-bin", b"\x00\x01\xff")
+    assert parse_header("x-trace-bin=AAH_", "--header") == ("x-trace-bin", b"\x00\x01\xff")
+    assert parse_header("x-bin=AAE", "--header") == ("x-bin", b"\x00\x01")
+    assert parse_header("authorization=Bearer a=b", "--header") == ("authorization", "Bearer a=b")
+
+
+def test_errors_never_show_the_value() -> None:
+    with pytest.raises(HeaderError) as caught:
+        parse_header("x-bin=s3cret!!", "--header")
+    assert "s3cret" not in str(caught.value) and "'x-bin'" in str(caught.value)
+    with pytest.raises(HeaderError) as caught:
+        parse_header("Bearer-s3cret", "--header")
+    assert "s3cret" not in str(caught.value)
+
+
+def test_precedence_environment_then_file_then_command_line(tmp_path: Path) -> None:
+    f = tmp_path / "h"
+    f.write_text("a=file\nb=file\n# c=comment\n")
+    env = {HEADERS_ENV: "a=env\nb=env\nc=env"}
+    assert collect_headers(["b=cli"], str(f), env) == {"a": "file", "b": "cli", "c": "env"}
+    assert collect_headers([], None, {}) == {}
