@@ -35,7 +35,15 @@ import numpy as np
 
 from app.inference.batcher import ClientBatcher
 from app.inference.channel import Call, Channel, ChannelFactory, ConnectionOptions, GrpcChannel, Reply
-from app.inference.discovery import ModelEntry, ModelInfo, check_live, choose_model, list_models, model_info
+from app.inference.discovery import (
+    ModelEntry,
+    ModelInfo,
+    check_live,
+    check_version,
+    choose_model,
+    list_models,
+    model_info,
+)
 from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify_failure, redact
 from app.inference.group import RequestGroup
 from app.inference.letterbox import BoxTransform
@@ -126,6 +134,7 @@ class TritonSession:
         transport: TransportKind = TransportKind.AUTO,
         client_batch: int = 1,
         batch_delay_ms: float = 2.0,
+        model_version: str = "",
     ) -> None:
         self.urls = [urls] if isinstance(urls, str) else list(urls)
         if not self.urls:
@@ -133,6 +142,8 @@ class TritonSession:
         if not (math.isfinite(timeout_s) and timeout_s > 0):
             raise ValueError(f"the timeout must be a positive number of seconds, not {timeout_s}")
         self.requested_model = model
+        # Triton's model version ("": the server's choice, its version policy's latest).
+        self.model_version = str(model_version or "").strip()
         self.options = options or ConnectionOptions()
         self.profile_overrides = profile_overrides
         self.timeout_s = timeout_s
@@ -213,8 +224,11 @@ class TritonSession:
             self.models = list_models(first, self._headers, self.timeout_s)
             names = sorted({m.name for m in self.models})
             name = choose_model(self.models, self.requested_model, first.url)
+            check_version(self.models, name, self.model_version, first.url)
             try:
-                self.info = model_info(first, name, self._headers, self.profile_overrides, self.timeout_s)
+                self.info = model_info(
+                    first, name, self._headers, self.profile_overrides, self.timeout_s, self.model_version
+                )
             except SessionError as e:
                 raise SessionError(str(e), e.kind, e.models or names) from None
             self._check_model_everywhere(pool, live, name)
@@ -265,7 +279,9 @@ class TritonSession:
 
     def _check_model_everywhere(self, pool: ConnectionPool, live: list[str], name: str) -> None:
         for url in live[1:]:
-            choose_model(list_models(pool.first_channel(url), self._headers, self.timeout_s), name, url)
+            models = list_models(pool.first_channel(url), self._headers, self.timeout_s)
+            choose_model(models, name, url)
+            check_version(models, name, self.model_version, url)
 
     def _batch_size(self) -> int:
         """Requests per call: 1 unless client batching is on and the model batches."""
@@ -294,7 +310,7 @@ class TritonSession:
         for url in self._pool.urls:
             channel = self._pool.first_channel(url)
             raw = channel.inference_statistics(
-                self.info.name, headers=self._headers, timeout_s=self.timeout_s
+                self.info.name, headers=self._headers, timeout_s=self.timeout_s, version=self.model_version
             )
             counters = parse_counters(raw, self.info.name)
             total = counters if total is None else _add(total, counters)
@@ -576,6 +592,7 @@ class TritonSession:
         try:
             send.call = channel.send(
                 model_name=self.info.name,
+                model_version=self.model_version,
                 inputs=send.lease.inputs,
                 outputs=send.lease.outputs,
                 request_id=send.id,
