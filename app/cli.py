@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "models": ("app.commands.models", "list the models on a server and the detected profile"),
     "infer": ("app.commands.infer", "headless detection of images, folders and videos (JSON Lines out)"),
     "bench": ("app.commands.bench", "concurrency sweep: the app's pipeline vs a plain tritonclient loop"),
+    "compare": ("app.commands.compare", "two models (or versions, or servers) on the same inputs, matched"),
 }
 VIEWER = "app.commands.gui"
 SMOKE_TEST = "app.commands.smoke"

@@ -44,6 +44,7 @@ from app.inference.server_stats import ServerCounters, split
 from app.inference.session import TritonSession
 from app.inference.stats import TimingTotals
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
+from app.pipeline.tracking import FrameOrder, StreamTrackers
 
 # Image-decoding threads (OpenCV releases the GIL while decoding); 0: the main thread reads.
 READERS = 0 if SMALL_MACHINE else 2
@@ -63,6 +64,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--output", default=None, metavar="FILE", help="write the JSON Lines here (default stdout)"
+    )
+    p.add_argument(
+        "--track",
+        action="store_true",
+        help="video frames: give each detection a track id that follows the object across frames",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="image files, folders (recursive), video files")
 
@@ -174,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
             )
             session.open()
             try:
-                return _process(session, args.paths, args.concurrency, out)
+                return _process(session, args.paths, args.concurrency, out, getattr(args, "track", False))
             finally:
                 session.close(drain_timeout=0.5)
     except (UsageError, SessionError, ProfileError) as e:
@@ -188,9 +194,14 @@ def run(args: argparse.Namespace) -> int:
             out.close()
 
 
-def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out: TextIO) -> int:
+def _process(
+    session: TritonSession, paths: Sequence[str], concurrency: int, out: TextIO, track: bool = False
+) -> int:
     progress = Progress(None, what="inputs")
     writer = RecordWriter(out, progress)
+    # --track: each video's frames reach its own tracker in frame order, then the writer.
+    trackers = StreamTrackers() if track else None
+    order = FrameOrder(lambda r: writer.write_result(trackers.track(r))) if trackers is not None else None
     names = _display_names(paths)
     model = session.info.name if session.info else "?"
 
@@ -204,7 +215,7 @@ def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out
     job = BatchJob(
         session,
         paths,
-        writer.write_result,
+        order.add if order is not None else writer.write_result,
         window=concurrency,
         videos=VideoPolicy.FRAMES,
         on_started=started,
@@ -221,11 +232,18 @@ def _process(session: TritonSession, paths: Sequence[str], concurrency: int, out
         interrupted = True
         eprint("\ninterrupted: the requests in flight were cancelled")
         counts = job.counts()
+    if order is not None:
+        order.flush()  # frames behind one never sent (interrupted): written in order
     seconds = time.monotonic() - t0
     progress.finish()
     summary = _summary(writer, counts, seconds, interrupted)
     summary["timing"] = _timing(writer.timing, session, counters_before)
     summary["transport"] = session.transport.kind.value if session.transport else None
+    if trackers is not None:  # per video: how many tracks, how many flickered (< 3 frames)
+        summary["tracks"] = {
+            source: tracker.book.flicker(ended_only=False).to_record()
+            for source, tracker in trackers.trackers.items()
+        }
     try:
         out.write(json.dumps({"summary": summary}) + "\n")
         out.flush()
