@@ -54,6 +54,7 @@ class LiveController(QObject):
     frame_shown = Signal(int, float)  # frame index, capture-to-display latency (ms)
     recording_changed = Signal(bool)
     result = Signal(object)  # every result of the live stream (GUI thread), for the log
+    painted = Signal(object)  # the result just drawn (its frame in .tag), e.g. for track trails
 
     def __init__(
         self,
@@ -82,6 +83,8 @@ class LiveController(QObject):
         self.meter = DisplayMeter()
         self.recording = LiveRecording()
         self.opener: Opener | None = None  # how the capture opens sources (a seam for tests)
+        # Applied to every ok result before it is recorded or drawn (e.g. adds track ids).
+        self.result_hook: Callable[[InferenceResult], InferenceResult] | None = None
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
         self._pending_index = -1
@@ -175,6 +178,8 @@ class LiveController(QObject):
         if not result.ok:
             self._report_error(result)
             return
+        if self.result_hook is not None:
+            result = self.result_hook(result)
         self.recording.write(frame, self._visible(result))
         if frame.index <= self._shown_index:
             return  # arrived after a newer frame was drawn: never step back in time
@@ -199,6 +204,7 @@ class LiveController(QObject):
         self._shown = result
         self._shown_index = frame.index
         age_ms = self.meter.drawn(frame.timestamp)
+        self.painted.emit(result)
         self.frame_shown.emit(frame.index, age_ms)
 
     def _visible(self, result: InferenceResult) -> list[Detection]:

@@ -19,6 +19,7 @@ from app.inference.discovery import ModelEntry
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 from app.inference.session import TritonSession
 from app.pipeline.batch import BatchCounts
+from app.ui.analysis import AnalysisUi
 from app.ui.batch_runner import PLACEHOLDER, BatchRunner
 from app.ui.bridge import GuiBridge
 from app.ui.connection import ConnectionController
@@ -79,6 +80,7 @@ class Viewer(QObject):
             on_take_view=self._live_takes_view,
         )
         self.live_ui = LiveUi(w, w.file_menu, self.live, executor, self.tasks)
+        self.analysis = AnalysisUi(w, w.view, self.live, executor, self.tasks, self.bridge, self.report)
         self._pending_paths: list[str] = []
         self._log_buffer: list[InferenceResult] = []
         self._shutting_down = False
@@ -205,11 +207,13 @@ class Viewer(QObject):
         if paths:
             self.open_paths(paths)
         self.live.set_session(session)
+        self.analysis.set_session(session)
 
     def _on_session_closing(self, _session: TritonSession) -> None:
         self.runner.cancel()  # stop feeding the old session; its requests end as cancelled
         self.runner.set_session(None)
         self.live.set_session(None)  # the stream stops feeding the old session
+        self.analysis.set_session(None)
 
     # -- results (GUI thread, through the bridge) ---------------------------------------------
     def _log(self, result: InferenceResult) -> None:
@@ -320,6 +324,7 @@ class Viewer(QObject):
             self._flush_timer.stop()
             self.bridge.close()  # from now on results are dropped, not delivered
             await self.live.shutdown()  # stop the stream, release the capture on its thread
+            await self.analysis.shutdown()  # the compare window's runs and sessions
             self.runner.cancel()  # stop submitting
             await self.connection.shutdown(CLOSE_DRAIN_S)  # cancel in flight, close channels, stop server
             await self.tasks.cancel_all()  # nothing left pending when the loop closes
