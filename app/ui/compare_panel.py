@@ -37,7 +37,7 @@ class _Sortable(QTableWidgetItem):
         mine, theirs = self.data(Qt.ItemDataRole.UserRole), other.data(Qt.ItemDataRole.UserRole)
         if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
             return mine < theirs
-        return super().__lt__(other)
+        return self.text() < other.text()  # (not super(): PySide would call this again)
 
 
 class ComparePanel(QWidget):

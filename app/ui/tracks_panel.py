@@ -35,7 +35,7 @@ class _Number(QTableWidgetItem):
         mine, theirs = self.data(Qt.ItemDataRole.UserRole), other.data(Qt.ItemDataRole.UserRole)
         if isinstance(mine, int) and isinstance(theirs, int):
             return mine < theirs
-        return super().__lt__(other)
+        return self.text() < other.text()  # (not super(): PySide would call this again)
 
 
 class TracksPanel(QWidget):
