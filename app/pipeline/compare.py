@@ -209,11 +209,21 @@ class CompareTally:
         self.rows: list[Disagreement] = []  # one per input both models answered
 
     def add(self, pair: ComparedInput, now: float | None = None) -> Disagreement | None:
+        """A compared input: both models' figures and their agreement."""
         now = time.monotonic() if now is None else now
+        self.add_result(Side.A, pair.a, now)
+        self.add_result(Side.B, pair.b, now)
+        return self.add_match(pair)
+
+    def add_result(self, side: Side, result: InferenceResult, now: float | None = None) -> None:
+        """One model's result (live: every result counts, paired or not)."""
+        with self._lock:
+            self.sides[side].add(result, time.monotonic() if now is None else now)
+
+    def add_match(self, pair: ComparedInput) -> Disagreement | None:
+        """How the two results of an input agree (its row, None unless both are ok)."""
         with self._lock:
             self.total += 1
-            self.sides[Side.A].add(pair.a, now)
-            self.sides[Side.B].add(pair.b, now)
             if pair.skipped:
                 self.skipped += 1
             elif pair.ok:

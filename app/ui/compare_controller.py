@@ -197,6 +197,7 @@ class CompareController(QObject):
         wrap = self._bridge.wrap
         self.pairer = LivePairer(iou_threshold=self.window.iou.value())
         self.meter = DisplayMeter()
+        self.tally = CompareTally()
         self._shown_index = -1
         self.live = CompareLiveRun(
             source,
@@ -294,6 +295,7 @@ class CompareController(QObject):
             return
         if side is Side.A:
             self.meter.result()
+        self.tally.add_result(side, result)  # each model's own figures, paired or not
         if not result.ok:
             self._report(
                 f"compare {side.upper()}: {result.source} frame {result.frame}: {result.error}", True
@@ -334,7 +336,7 @@ class CompareController(QObject):
         if pair is None or pair.index <= self._shown_index:
             return  # never step back in time
         if pair.a is not None and pair.b is not None:
-            self.tally.add(ComparedInput(pair.a, pair.b, pair.match))
+            self.tally.add_match(ComparedInput(pair.a, pair.b, pair.match))
         if self._pending is None or pair.index > self._pending.index:
             self._pending = pair
         if not self._paint_timer.isActive():
@@ -373,6 +375,8 @@ class CompareController(QObject):
         self.pairer.iou_threshold = value
         if self.batch is not None:
             self.batch.pairer.iou_threshold = value
+        if not self.pairs:  # live: the frames from now on are matched with the new threshold
+            return
         tally = CompareTally(self.tally.started)
         self.window.panel.clear_rows()
         for key, pair in list(self.pairs.items()):

@@ -4,6 +4,7 @@ a click opens that input in the compare view."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -108,7 +109,8 @@ class ComparePanel(QWidget):
         self.table.setSortingEnabled(False)
         r = self.table.rowCount()
         self.table.insertRow(r)
-        name = _Sortable(row.source or "")
+        name = _Sortable(Path(row.source).name if row.source else "")
+        name.setToolTip(row.source or "")
         name.setData(Qt.ItemDataRole.UserRole + 1, key)
         cells = [
             name,

@@ -10,15 +10,14 @@ from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from app.pipeline.tracking import Track
-from app.ui.colors import class_color
 
 TRAIL_WIDTH = 2.5  # screen pixels, whatever the zoom
 HEAD_RADIUS = 3.0
 
 
 def track_color(track_id: int) -> QColor:
-    """A track's colour: the palette walked with a stride, so ids 1, 2, 3 differ strongly."""
-    return class_color(track_id * 7)
+    """A track's colour: vivid hues a golden angle apart, so ids 1, 2, 3 differ strongly."""
+    return QColor.fromHsvF((0.13 + track_id * 0.618034) % 1.0, 0.9, 1.0)
 
 
 class TrailsItem(QGraphicsItem):
