@@ -116,7 +116,7 @@ def test_the_face_detector_against_its_own_version_on_a_folder_and_live(
     harness.run(until(lambda: compare.live is None, what="the end of the file"))
     assert compare.pairer.complete >= 20
     live = compare.tally.summary()
-    assert live["agreement"] == 1.0 and live["a"]["ok"] == live["b"]["ok"] >= 20
+    assert live["agreement"] == 1.0 and min(live["a"]["ok"], live["b"]["ok"]) >= 20
     harness.close(viewer)
     assert not live_threads()
 
