@@ -197,3 +197,50 @@ def test_infer_without_track_writes_no_track_ids(triton: EmbeddedServer, tmp_pat
     records, summary = parse(proc.stdout)
     assert all("track_id" not in d for r in records for d in r["detections"])
     assert "tracks" not in summary
+
+
+@pytest.mark.parametrize(
+    ("model", "kind"),
+    [
+        ("fixed_pose", "keypoints"),
+        ("fixed_segment", "mask"),
+        ("fixed_yolov8", "box"),
+        ("fixed_semantic", "masks"),
+        ("fixed_classify", "classes"),
+    ],
+)
+def test_every_model_kind_agrees_with_itself(
+    triton: EmbeddedServer, photos: Path, model: str, kind: str
+) -> None:
+    proc = run_cli(
+        "compare", "--url", triton.grpc_url, "--model", model, str(photos / "astronaut.png"),
+        str(photos / "wide.png"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    records, summary = parse(proc.stdout)
+    assert len(records) == 2 and summary["agreement"] == 1.0 and summary["matched"] >= 2
+    for record in records:
+        a = record["a"]
+        if kind == "masks":  # semantic: one mask per class present, matched per class by mask IoU
+            items = a["masks"]
+        elif kind == "classes":  # classifiers: the top class
+            items = a["classes"][:1]
+        else:
+            items = a["detections"]
+            assert all(kind in d for d in items) or kind == "box"
+        assert items and [m[:2] for m in record["matched"]] == [[i, i] for i in range(len(items))]
+        assert all(m[2] == 1.0 for m in record["matched"])
+        assert record["only_a"] == record["only_b"] == []
+
+
+def test_tracking_carries_keypoints_and_masks(triton: EmbeddedServer, tmp_path: Path) -> None:
+    video = tmp_path / "face.avi"
+    make_face_video(video, frames=8, fps=30, size=(320, 240))
+    for model, part in (("fixed_pose", "keypoints"), ("fixed_segment", "mask")):
+        proc = run_cli("infer", "--url", triton.grpc_url, "--model", model, "--track", str(video))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        records, summary = parse(proc.stdout)
+        # Fixed outputs: the same two objects on every frame keep ids 1 and 2 throughout.
+        assert all(sorted(d["track_id"] for d in r["detections"]) == [1, 2] for r in records), model
+        assert all(part in d for r in records for d in r["detections"])
+        assert summary["tracks"][str(video)]["tracks"] == 2
