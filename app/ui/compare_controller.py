@@ -179,7 +179,7 @@ class CompareController(QObject):
             wrap(functools.partial(self._on_pair, run)),
             iou_threshold=self.window.iou.value(),
             videos=VideoPolicy.REFUSE,
-            on_started=wrap(lambda total: self._status(f"comparing {total} input(s)…")),
+            on_started=wrap(functools.partial(self._on_batch_started, run)),
             on_finished=wrap(functools.partial(self._on_batch_finished, run)),
         )
         self.batch.start()
@@ -221,6 +221,7 @@ class CompareController(QObject):
         batch, self.batch = self.batch, None
         if batch is not None:
             batch.cancel()
+            self.window.progress.hide()
         live, self.live = self.live, None
         if live is not None:
             await asyncio.get_running_loop().run_in_executor(
@@ -242,6 +243,7 @@ class CompareController(QObject):
             return
         key = key_of(pair.a)
         self.pairs[key] = pair
+        self.window.progress.setValue(len(self.pairs))
         row = self.tally.add(pair)
         if row is not None:
             self.window.panel.add_row(row)
@@ -251,9 +253,19 @@ class CompareController(QObject):
         if self._selected is None and pair.ok:
             self._show_key(key)
 
+    def _on_batch_started(self, run: int, total: int) -> None:
+        if run != self._run:
+            return
+        self._status(f"comparing {total} input(s)…")
+        bar = self.window.progress
+        bar.setRange(0, max(total, 1))
+        bar.setValue(0)
+        bar.show()
+
     def _on_batch_finished(self, run: int, a: BatchCounts, b: BatchCounts) -> None:
         if run != self._run:
             return
+        self.window.progress.hide()
         self.update_figures()
         self.window.panel.sort_by_disagreement()
         s = self.tally.summary()

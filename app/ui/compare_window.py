@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMainWindow,
+    QProgressBar,
     QToolBar,
     QWidget,
 )
@@ -136,6 +137,10 @@ class CompareWindow(QMainWindow):
         self.open_folder_action.triggered.connect(self._open_folder)
         self.open_video_action.triggered.connect(self._open_video)
         self.stop_action.triggered.connect(self.stop_requested.emit)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(240)
+        self.progress.hide()
+        self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().showMessage("Open images, a folder or a video: each goes to both models")
         self.resize(1300, 800)
 
