@@ -18,10 +18,10 @@ from pathlib import Path
 from app.inference.result import InferenceResult
 from app.inference.session import TritonSession
 from app.pipeline.compare import Side
-from app.pipeline.live import LiveEvent, LiveJob, LiveOptions, StreamStats
+from app.pipeline.live import LiveEvent, LiveJob, LiveOptions, StreamStats, capture_for
 from app.pipeline.matching import DEFAULT_IOU, Match, match_results
 from app.sources.frame import Frame
-from app.sources.live import CaptureStats, LiveCapture, Opener
+from app.sources.live import CaptureStats, Opener
 
 DEFAULT_DEADLINE_S = 0.25  # how long a frame's first result waits for the other one
 
@@ -53,16 +53,7 @@ class CompareLiveRun:
             for side, session in sessions.items()
         }
         self._stopped = False
-        self.capture = LiveCapture(
-            source,
-            on_frame=self._offer,
-            on_error=lambda message: on_event(LiveEvent.ERROR, message),
-            on_end=lambda: on_event(LiveEvent.END, ""),
-            resolution=self.options.resolution,
-            realtime=not self.options.frame_by_frame,
-            loop=self.options.loop,
-            opener=opener,
-        )
+        self.capture = capture_for(source, self._offer, on_event, self.options, opener)
 
     def _offer(self, frame: Frame) -> None:
         # The capture thread. In live mode neither offer blocks, so B's full window never
