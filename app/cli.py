@@ -25,6 +25,7 @@ SUBCOMMANDS = {
         "headless detection of images, folders, videos (JSON Lines, COCO, YOLO, VOC, labelme)",
     ),
     "bench": ("app.commands.bench", "concurrency sweep: the app's pipeline vs a plain tritonclient loop"),
+    "compare": ("app.commands.compare", "two models (or versions, or servers) on the same inputs, matched"),
 }
 EXAMPLES = {
     None: """\
@@ -55,6 +56,11 @@ examples:
 examples:
   triton-viewer bench
   triton-viewer bench --url my-triton:8001 --concurrency 1,4,16 --requests 500 --output bench.json""",
+    "compare": """\
+examples:
+  triton-viewer compare --model face_detector --model face_detector_v2 photos/
+  triton-viewer compare --model my_yolo --version-a 1 --version-b 2 photos/ clip.mp4
+  triton-viewer compare --url old-triton:8001 --url-b new-triton:8001 --model my_yolo photos/""",
     "serve": """\
 examples:
   triton-viewer serve

@@ -149,10 +149,14 @@ class FakeChannel:
     def repository_index(self, *, headers: Mapping[str, str], timeout_s: float) -> list[dict[str, Any]]:
         return [{"name": MODEL, "version": "1", "state": "READY"}]
 
-    def model_metadata(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]:
+    def model_metadata(
+        self, name: str, *, headers: Mapping[str, str], timeout_s: float, version: str = ""
+    ) -> dict[str, Any]:
         return METADATA
 
-    def model_config(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]:
+    def model_config(
+        self, name: str, *, headers: Mapping[str, str], timeout_s: float, version: str = ""
+    ) -> dict[str, Any]:
         return CONFIG
 
     def send(
@@ -165,6 +169,7 @@ class FakeChannel:
         client_timeout: float,
         headers: Mapping[str, str] | None,
         on_done: ReplyCallback,
+        model_version: str = "",
     ) -> Call:
         if self.closed:
             raise InferenceServerException(msg="Channel closed!", status="StatusCode.CANCELLED")
@@ -186,7 +191,7 @@ class FakeChannel:
         pass
 
     def inference_statistics(
-        self, model: str, *, headers: Mapping[str, str], timeout_s: float
+        self, model: str, *, headers: Mapping[str, str], timeout_s: float, version: str = ""
     ) -> dict[str, Any]:
         return {"model_stats": []}
 

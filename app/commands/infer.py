@@ -46,6 +46,8 @@ from app.inference.stats import TimingTotals
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.exports import FORMATS
 from app.pipeline.exports.stream import ExportStream
+from app.pipeline.frame_order import StreamsInOrder
+from app.pipeline.tracking import StreamTrackers
 
 # Image-decoding threads (OpenCV releases the GIL while decoding); 0: the main thread reads.
 READERS = 0 if SMALL_MACHINE else 2
@@ -75,6 +77,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="PATH",
         help="jsonl: a file (default stdout); coco: the file to write; yolo/voc/labelme: the folder",
+    )
+    p.add_argument(
+        "--track",
+        action="store_true",
+        help="video frames: give each detection a track id that follows the object across frames",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="image files, folders (recursive), video files")
 
@@ -203,7 +210,9 @@ def run(args: argparse.Namespace) -> int:
                 if fmt != "jsonl":
                     labels = session.info.profile.labels if session.info else []
                     export = ExportStream(fmt, args.output, args.paths, labels)
-                return _process(session, args.paths, args.concurrency, out, export)
+                return _process(
+                    session, args.paths, args.concurrency, out, export, getattr(args, "track", False)
+                )
             finally:
                 session.close(drain_timeout=0.5)
     except (UsageError, SessionError, ProfileError) as e:
@@ -223,10 +232,14 @@ def _process(
     concurrency: int,
     out: TextIO,
     export: ExportStream | None = None,
+    track: bool = False,
 ) -> int:
     progress = Progress(None, what="inputs")
     # With another --format, the records go to the export and only the summary to `out`.
     writer = RecordWriter(out if export is None else None, progress, export)
+    # --track: each video's frames reach its own tracker in frame order, then the writer.
+    trackers = StreamTrackers() if track else None
+    order = StreamsInOrder(lambda r: writer.write_result(trackers.track(r))) if trackers is not None else None
     names = _display_names(paths)
     model = session.info.name if session.info else "?"
 
@@ -240,7 +253,7 @@ def _process(
     job = BatchJob(
         session,
         paths,
-        writer.write_result,
+        order.add if order is not None else writer.write_result,
         window=concurrency,
         videos=VideoPolicy.FRAMES,
         on_started=started,
@@ -257,6 +270,8 @@ def _process(
         interrupted = True
         eprint("\ninterrupted: the requests in flight were cancelled")
         counts = job.counts()
+    if order is not None:
+        order.flush()  # frames behind one never sent (interrupted): written in order
     seconds = time.monotonic() - t0
     progress.finish()
     if export is not None and writer.broken is None:
@@ -268,6 +283,11 @@ def _process(
     summary = _summary(writer, counts, seconds, interrupted)
     summary["timing"] = _timing(writer.timing, session, counters_before)
     summary["transport"] = session.transport.kind.value if session.transport else None
+    if trackers is not None:  # per video: how many tracks, how many flickered (< 3 frames)
+        summary["tracks"] = {
+            source: tracker.book.flicker(ended_only=False).to_record()
+            for source, tracker in trackers.trackers.items()
+        }
     try:
         out.write(json.dumps({"summary": summary}) + "\n")
         out.flush()

@@ -76,8 +76,13 @@ class Channel(Protocol):
 
     def is_live(self, *, headers: Headers, timeout_s: float) -> bool: ...
     def repository_index(self, *, headers: Headers, timeout_s: float) -> list[dict[str, Any]]: ...
-    def model_metadata(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]: ...
-    def model_config(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]: ...
+    # version "": the server's choice (its version policy's latest); else that version.
+    def model_metadata(
+        self, name: str, *, headers: Headers, timeout_s: float, version: str = ""
+    ) -> dict[str, Any]: ...
+    def model_config(
+        self, name: str, *, headers: Headers, timeout_s: float, version: str = ""
+    ) -> dict[str, Any]: ...
     def send(
         self,
         *,
@@ -88,10 +93,13 @@ class Channel(Protocol):
         client_timeout: float,
         headers: Headers | None,
         on_done: ReplyCallback,
+        model_version: str = "",
     ) -> Call: ...
     def register_system_shm(self, name: str, key: str, byte_size: int, *, headers: Headers) -> None: ...
     def unregister_system_shm(self, name: str, *, headers: Headers) -> None: ...
-    def inference_statistics(self, model: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]: ...
+    def inference_statistics(
+        self, model: str, *, headers: Headers, timeout_s: float, version: str = ""
+    ) -> dict[str, Any]: ...
     def close(self) -> None: ...
 
 
@@ -125,16 +133,20 @@ class GrpcChannel:
         )
         return list(index.get("models", []))
 
-    def model_metadata(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]:
+    def model_metadata(
+        self, name: str, *, headers: Headers, timeout_s: float, version: str = ""
+    ) -> dict[str, Any]:
         return dict(
             self.client.get_model_metadata(
-                name, headers=dict(headers), as_json=True, client_timeout=timeout_s
+                name, version, headers=dict(headers), as_json=True, client_timeout=timeout_s
             )
         )
 
-    def model_config(self, name: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]:
+    def model_config(
+        self, name: str, *, headers: Headers, timeout_s: float, version: str = ""
+    ) -> dict[str, Any]:
         wrapped = self.client.get_model_config(
-            name, headers=dict(headers), as_json=True, client_timeout=timeout_s
+            name, version, headers=dict(headers), as_json=True, client_timeout=timeout_s
         )
         return dict(wrapped.get("config", wrapped))
 
@@ -148,10 +160,12 @@ class GrpcChannel:
         client_timeout: float,
         headers: Headers | None,
         on_done: ReplyCallback,
+        model_version: str = "",
     ) -> Call:
         with self._send_lock:
             return self.client.async_infer(
                 model_name=model_name,
+                model_version=model_version,
                 inputs=inputs,
                 outputs=outputs,
                 request_id=request_id,
@@ -167,9 +181,11 @@ class GrpcChannel:
         # By name, never "all": that would free other clients' regions too.
         self.client.unregister_system_shared_memory(name, headers=dict(headers))
 
-    def inference_statistics(self, model: str, *, headers: Headers, timeout_s: float) -> dict[str, Any]:
+    def inference_statistics(
+        self, model: str, *, headers: Headers, timeout_s: float, version: str = ""
+    ) -> dict[str, Any]:
         stats = self.client.get_inference_statistics(
-            model, headers=dict(headers), as_json=True, client_timeout=timeout_s
+            model, version, headers=dict(headers), as_json=True, client_timeout=timeout_s
         )
         return dict(stats)
 

@@ -115,16 +115,44 @@ def choose_model(models: list[ModelEntry], wanted: str | None, url: str) -> str:
     )
 
 
+def check_version(models: list[ModelEntry], name: str, version: str, url: str) -> None:
+    """Raise a NOT_FOUND SessionError unless version `version` of model `name` is ready."""
+    if not version:
+        return
+    entries = [m for m in models if m.name == name]
+    ready = sorted((m.version for m in entries if m.state == "READY" and m.version), key=_version_key)
+    if any(m.version == version and m.state == "READY" for m in entries):
+        return
+    listed = next((m for m in entries if m.version == version), None)
+    why = f": {listed.state or 'not loaded'}" if listed is not None else ""
+    raise SessionError(
+        f"model '{name}' version {version} is not ready on {url}{why}; "
+        f"versions ready there: {', '.join(ready) or '(none)'}",
+        ErrorKind.NOT_FOUND,
+        sorted({m.name for m in models}),
+    )
+
+
+def _version_key(version: str) -> tuple[int, str]:
+    return (int(version), "") if version.isdigit() else (1 << 62, version)
+
+
 def model_info(
     channel: Channel,
     name: str,
     headers: Headers,
     overrides: dict[str, Any] | None = None,
     timeout_s: float = 10.0,
+    version: str = "",
 ) -> ModelInfo:
+    """The model's metadata, config and detected profile (`version` "": the server's choice)."""
     url, secrets = channel.url, list(headers.values())
-    metadata = _call(url, secrets, channel.model_metadata, name, headers=headers, timeout_s=timeout_s)
-    config = _call(url, secrets, channel.model_config, name, headers=headers, timeout_s=timeout_s)
+    metadata = _call(
+        url, secrets, channel.model_metadata, name, headers=headers, timeout_s=timeout_s, version=version
+    )
+    config = _call(
+        url, secrets, channel.model_config, name, headers=headers, timeout_s=timeout_s, version=version
+    )
     try:
         profile = detect_profile(metadata, config, overrides)
     except ProfileError as e:

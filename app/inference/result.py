@@ -49,6 +49,8 @@ class Detection:
     label: str
     keypoints: tuple[Keypoint, ...] | None = None
     mask: BinaryMask | None = None
+    # The object's identity across the frames of a stream (set by a tracker, else None).
+    track_id: int | None = None
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {
@@ -63,6 +65,8 @@ class Detection:
         if self.mask is not None:
             record["mask"] = self.mask.rle()
             record["area"] = self.mask.area
+        if self.track_id is not None:
+            record["track_id"] = self.track_id
         return record
 
 

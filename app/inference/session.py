@@ -35,7 +35,15 @@ import numpy as np
 
 from app.inference.batcher import ClientBatcher
 from app.inference.channel import Call, Channel, ChannelFactory, ConnectionOptions, GrpcChannel, Reply
-from app.inference.discovery import ModelEntry, ModelInfo, check_live, choose_model, list_models, model_info
+from app.inference.discovery import (
+    ModelEntry,
+    ModelInfo,
+    check_live,
+    check_version,
+    choose_model,
+    list_models,
+    model_info,
+)
 from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify_failure, redact
 from app.inference.group import RequestGroup
 from app.inference.letterbox import BoxTransform, FromReducedSource
@@ -78,6 +86,7 @@ class _Request:
     height: int
     started: float
     deadline: float
+    timeout_s: float
     finished: bool = False
     holds_slots: bool = True  # its places in the session's (and group's) window
     tensor: np.ndarray | None = None  # prepared, until it is sent
@@ -127,6 +136,7 @@ class TritonSession:
         transport: TransportKind = TransportKind.AUTO,
         client_batch: int = 1,
         batch_delay_ms: float = 2.0,
+        model_version: str = "",
     ) -> None:
         self.urls = [urls] if isinstance(urls, str) else list(urls)
         if not self.urls:
@@ -134,6 +144,8 @@ class TritonSession:
         if not (math.isfinite(timeout_s) and timeout_s > 0):
             raise ValueError(f"the timeout must be a positive number of seconds, not {timeout_s}")
         self.requested_model = model
+        # Triton's model version ("": the server's choice, its version policy's latest).
+        self.model_version = str(model_version or "").strip()
         self.options = options or ConnectionOptions()
         self.profile_overrides = profile_overrides
         self.timeout_s = timeout_s
@@ -214,8 +226,11 @@ class TritonSession:
             self.models = list_models(first, self._headers, self.timeout_s)
             names = sorted({m.name for m in self.models})
             name = choose_model(self.models, self.requested_model, first.url)
+            check_version(self.models, name, self.model_version, first.url)
             try:
-                self.info = model_info(first, name, self._headers, self.profile_overrides, self.timeout_s)
+                self.info = model_info(
+                    first, name, self._headers, self.profile_overrides, self.timeout_s, self.model_version
+                )
             except SessionError as e:
                 raise SessionError(str(e), e.kind, e.models or names) from None
             self._check_model_everywhere(pool, live, name)
@@ -266,7 +281,9 @@ class TritonSession:
 
     def _check_model_everywhere(self, pool: ConnectionPool, live: list[str], name: str) -> None:
         for url in live[1:]:
-            choose_model(list_models(pool.first_channel(url), self._headers, self.timeout_s), name, url)
+            models = list_models(pool.first_channel(url), self._headers, self.timeout_s)
+            choose_model(models, name, url)
+            check_version(models, name, self.model_version, url)
 
     def _batch_size(self) -> int:
         """Requests per call: 1 unless client batching is on and the model batches."""
@@ -295,7 +312,7 @@ class TritonSession:
         for url in self._pool.urls:
             channel = self._pool.first_channel(url)
             raw = channel.inference_statistics(
-                self.info.name, headers=self._headers, timeout_s=self.timeout_s
+                self.info.name, headers=self._headers, timeout_s=self.timeout_s, version=self.model_version
             )
             counters = parse_counters(raw, self.info.name)
             total = counters if total is None else _add(total, counters)
@@ -419,6 +436,7 @@ class TritonSession:
             height=source_size[1] if source_size else height,
             started=now,
             deadline=now + (self.timeout_s if timeout_s is None else timeout_s),
+            timeout_s=self.timeout_s if timeout_s is None else timeout_s,
         )
         with self._lock:
             closed = self._state is not SessionState.OPEN
@@ -511,8 +529,10 @@ class TritonSession:
         req.preprocess_ms = (req.prepared - t0) * 1000
         req.tensor = tensor
         if self._batcher is not None:
-            # Same shape and type only: one call carries one stacked tensor.
-            self._batcher.add((tensor.shape, tensor.dtype.str), req)
+            # Same shape and type only: one call carries one stacked tensor. Same timeout
+            # too: the call's deadline is its earliest member's, so a request asked to wait
+            # 5 s never shares a call with one asked to give up after 50 ms.
+            self._batcher.add((tensor.shape, tensor.dtype.str, req.timeout_s), req)
         else:
             self._dispatch([req])
 
@@ -585,6 +605,7 @@ class TritonSession:
         try:
             send.call = channel.send(
                 model_name=self.info.name,
+                model_version=self.model_version,
                 inputs=send.lease.inputs,
                 outputs=send.lease.outputs,
                 request_id=send.id,

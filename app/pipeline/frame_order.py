@@ -8,14 +8,22 @@ can be overtaken by many. A result waits here until nothing older can still come
   flight, every result received): then everything waiting is safe;
 - never more than `max_waiting` results wait (memory, and a recording that keeps up): past
   that the oldest goes, and a straggler older than what was written is left out.
-Plain Python, GUI thread.
+Plain Python, GUI thread. `StreamsInOrder` does the same for several streams at once, frame
+by frame and unbounded (the command line: every frame is sent, none may be dropped), from
+any thread.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Generic, TypeVar
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from app.inference.result import InferenceResult
 
 T = TypeVar("T")
 MAX_WAITING = 16  # about half a second of 30 fps video
@@ -59,3 +67,36 @@ class FrameOrder(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+class StreamsInOrder:
+    """Passes results on in frame order per stream (source), starting at frame 0; results
+    without a frame (images, local failures) pass at once. Thread-safe: results come from
+    several threads and are handed on under one lock, so a stream's results are never handed
+    on out of order."""
+
+    def __init__(self, on_result: Callable[[InferenceResult], None]) -> None:
+        self._on_result = on_result
+        self._lock = threading.Lock()
+        self._streams: dict[str, FrameOrder[InferenceResult]] = {}
+
+    def add(self, result: InferenceResult) -> None:
+        with self._lock:
+            if result.frame is None or result.source is None:
+                self._on_result(result)
+                return
+            order = self._streams.get(result.source)
+            if order is None:
+                order = self._streams[result.source] = FrameOrder(
+                    0, consecutive=True, max_waiting=sys.maxsize
+                )
+            for ready in order.push(result.frame, result):
+                self._on_result(ready)
+
+    def flush(self) -> None:
+        """Hand on what still waits behind a frame that never came (cancelled, not started),
+        in frame order."""
+        with self._lock:
+            for order in self._streams.values():
+                for ready in order.drain():
+                    self._on_result(ready)

@@ -139,6 +139,27 @@ class LiveStats:
     stream: StreamStats | None
 
 
+def capture_for(
+    source: int | str | Path,
+    on_frame: Callable[[Frame], None],
+    on_event: Callable[[LiveEvent, str], None],
+    options: LiveOptions,
+    opener: Opener | None = None,
+) -> LiveCapture:
+    """The capture thread of one play of `source` with `options`; errors and the end of a
+    file reach `on_event` (LiveRun, and the compare's run that feeds two sessions)."""
+    return LiveCapture(
+        source,
+        on_frame=on_frame,
+        on_error=lambda message: on_event(LiveEvent.ERROR, message),
+        on_end=lambda: on_event(LiveEvent.END, ""),
+        resolution=options.resolution,
+        realtime=not options.frame_by_frame,
+        loop=options.loop,
+        opener=opener,
+    )
+
+
 class LiveRun:
     """One play of a source: its capture thread offers every frame to the current LiveJob.
 
@@ -159,16 +180,7 @@ class LiveRun:
         self.options = options or LiveOptions()
         self._on_result = on_result
         self._job: LiveJob | None = self._new_job(session)
-        self.capture = LiveCapture(
-            source,
-            on_frame=self._offer,
-            on_error=lambda message: on_event(LiveEvent.ERROR, message),
-            on_end=lambda: on_event(LiveEvent.END, ""),
-            resolution=self.options.resolution,
-            realtime=not self.options.frame_by_frame,
-            loop=self.options.loop,
-            opener=opener,
-        )
+        self.capture = capture_for(source, self._offer, on_event, self.options, opener)
 
     def _new_job(self, session: TritonSession) -> LiveJob:
         return LiveJob(

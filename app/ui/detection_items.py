@@ -75,11 +75,15 @@ class DetectionItem(QGraphicsRectItem):
     """A detection box in scene (= image pixel) coordinates, with its label as a child (and
     its mask behind the box, its keypoints over it)."""
 
-    def __init__(self, detection: Detection, style: OverlayStyle | None = None) -> None:
+    def __init__(
+        self, detection: Detection, style: OverlayStyle | None = None, color: QColor | None = None
+    ) -> None:
         x1, y1, x2, y2 = (float(v) for v in detection.box)
         super().__init__(QRectF(x1, y1, x2 - x1, y2 - y1))
         self.detection = detection
-        color = class_color(detection.class_id)
+        color = (
+            QColor(color) if color is not None else class_color(detection.class_id)
+        )  # default: the class's
         pen = QPen(color, BOX_PEN_WIDTH)
         pen.setCosmetic(True)  # constant on-screen width at any zoom
         pen.setJoinStyle(Qt.PenJoinStyle.MiterJoin)

@@ -72,6 +72,7 @@ class LiveController(QObject):
     recording_changed = Signal(bool)  # armed or recording
     recording_state = Signal(str)  # RecordingState
     result = Signal(object)  # every result of the live stream (GUI thread), for the log
+    painted = Signal(object)  # the result just drawn (its frame in .tag), e.g. for track trails
 
     def __init__(
         self,
@@ -104,6 +105,8 @@ class LiveController(QObject):
         self._order: FrameOrder[tuple[Frame, InferenceResult]] | None = None
         self._recording = RecordingState.OFF
         self.opener: Opener | None = None  # how the capture opens sources (a seam for tests)
+        # Applied to every ok result before it is recorded or drawn (e.g. adds track ids).
+        self.result_hook: Callable[[InferenceResult], InferenceResult] | None = None
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
         self._pending_index = -1
@@ -210,6 +213,8 @@ class LiveController(QObject):
         if self.armed is not None:  # the stream's first result: an armed recording begins
             path, self.armed = self.armed, None
             self._begin_recording(path, first=0)
+        if result.ok and self.result_hook is not None:
+            result = self.result_hook(result)  # e.g. track ids, before it is recorded or drawn
         self._record(frame, result)
         if not result.ok:
             self._report_error(result)
@@ -237,6 +242,7 @@ class LiveController(QObject):
         self._shown = result
         self._shown_index = frame.index
         age_ms = self.meter.drawn(frame.timestamp)
+        self.painted.emit(result)
         self.frame_shown.emit(frame.index, age_ms)
 
     def _visible(self, result: InferenceResult) -> list[Detection]:

@@ -30,6 +30,7 @@ from app.pipeline.live import LiveState
 from app.pipeline.time_split import time_segments
 from app.resources import sample_image
 from app.ui.action_states import ActionStates
+from app.ui.analysis import AnalysisUi
 from app.ui.banner import Context, split_detail
 from app.ui.batch_browser import BatchBrowser
 from app.ui.batch_runner import PLACEHOLDER, BatchRunner
@@ -118,6 +119,7 @@ class Viewer(QObject):
         self.stats = StatsController(
             w.stats_panel, w.live_plot, self._in_flight, self.live.update_stats_panel
         )
+        self.analysis = AnalysisUi(w, w.view, self.live, executor, self.tasks, self.bridge, self.report)
         self.actions = ActionStates(self)
         self.shortcuts_action, self.about_action = add_help_menu(w)
         self.dialog: QDialog | None = None  # the Help dialog open, if any
@@ -456,11 +458,13 @@ class Viewer(QObject):
         if paths:
             self.open_paths(paths)
         self.live.set_session(session)
+        self.analysis.set_session(session)
 
     def _on_session_closing(self, _session: TritonSession) -> None:
         self.runner.cancel()  # stop feeding the old session; its requests end as cancelled
         self.runner.set_session(None)
         self.live.set_session(None)  # the stream stops feeding the old session
+        self.analysis.set_session(None)
 
     def _in_flight(self) -> int:
         session = self.connection.session
@@ -661,6 +665,7 @@ class Viewer(QObject):
             await self.live.shutdown()  # stop the stream, release the capture on its thread
             if self.load_test is not None:
                 await self.load_test.shutdown()  # a sweep in progress stops, its thread ends
+            await self.analysis.shutdown()  # the compare window's runs and sessions
             self.runner.cancel()  # stop submitting
             await self.connection.shutdown(CLOSE_DRAIN_S)  # cancel in flight, close channels, stop server
             await self.tasks.cancel_all()  # nothing left pending when the loop closes

@@ -77,6 +77,6 @@ def assert_each_ended_once(collect: Collector, ids: list[str]) -> dict[Status, i
     assert len(collect.results) == len(ids) and set(collect.deliveries) == set(ids)
     assert max(collect.deliveries.values()) == 1
     statuses = {s: sum(r.status is s for r in collect.results) for s in Status}
-    assert statuses[Status.OK] > 0 and statuses[Status.TIMEOUT] > 0 and statuses[Status.CANCELLED] > 0
-    assert statuses[Status.FAILED] == 0
+    assert min(statuses[Status.OK], statuses[Status.TIMEOUT], statuses[Status.CANCELLED]) > 0, statuses
+    assert statuses[Status.FAILED] == 0, statuses
     return statuses

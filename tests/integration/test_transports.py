@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import skimage.data
 
-from app.inference.result import InferenceResult
+from app.inference.result import InferenceResult, Status
 from app.inference.server_stats import split
 from app.inference.session import TritonSession
 from app.inference.shm import SHM_DIR
@@ -20,7 +20,7 @@ from app.inference.stats import TimingTotals
 from app.inference.transport import TransportKind
 from app.server.embedded import EmbeddedServer
 from tests.fake_channel import FakeServer
-from tests.integration.session_helpers import Collector, assert_each_ended_once, hammer
+from tests.integration.session_helpers import Collector, assert_each_ended_once, delayed_image, hammer
 
 PHOTO = skimage.data.astronaut()
 
@@ -95,6 +95,19 @@ def test_exactly_once_with_client_batching_under_cancels_and_timeouts(triton: Em
     assert_each_ended_once(collect, ids)
     assert snapshot.in_flight == 0
     assert my_regions() == []
+
+
+def test_a_short_timeout_never_cuts_a_batched_neighbour_short(triton: EmbeddedServer) -> None:
+    # Two requests of the same shape, one that gives up after 100 ms and one that may wait
+    # 5 s, both answered after ~300 ms: batched together, the patient one would die with
+    # the impatient one's deadline.
+    with TritonSession(triton.grpc_url, "slow_faces", client_batch=2, batch_delay_ms=200) as session:
+        collect = Collector()
+        impatient = session.submit(delayed_image(300), collect, timeout_s=0.1)
+        patient = session.submit(delayed_image(300), collect, timeout_s=5.0)
+        collect.wait_for(2, timeout=30)
+    status = {r.request_id: r.status for r in collect.results}
+    assert status == {impatient: Status.TIMEOUT, patient: Status.OK}
 
 
 def test_the_server_split_is_within_the_round_trip(triton: EmbeddedServer) -> None:

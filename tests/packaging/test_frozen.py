@@ -23,6 +23,7 @@ import pytest
 import app
 from app.server.embedded import EmbeddedServer
 from tests.integration.procs import ended_at_exit, eventually, owned_by, start_that_only_sweeps
+from tests.media import make_face_video
 from tests.packaging.helpers import (
     ROOT,
     assert_astronaut_face,
@@ -133,7 +134,8 @@ def test_bundle_layout(unpacked: Path) -> None:
     assert sample_in(unpacked).is_file()
     assert (internal / "resources/icons/triton-viewer.png").read_bytes()[:8] == PNG
     assert (internal / "pytriton/tritonserver/bin/tritonserver").stat().st_mode & 0o111
-    for other_binding in ("PyQt5", "PyQt6", "PySide2", "tkinter", "matplotlib", "scipy", "skimage"):
+    # (SciPy is in: tracking needs it, through Norfair.)
+    for other_binding in ("PyQt5", "PyQt6", "PySide2", "tkinter", "matplotlib", "skimage"):
         assert not (internal / other_binding).exists(), other_binding
     # Left to the host: these would raise the glibc floor or must match the host's.
     names = {p.name for p in unpacked.rglob("*")}
@@ -250,6 +252,24 @@ def test_smoke_test_against_a_given_server(unpacked: Path, triton: EmbeddedServe
     assert done.returncode == 0, done.stderr
     assert "start the embedded server" not in done.stderr
     assert_astronaut_face(smoke_record(done.stdout))
+
+
+def test_frozen_tracking_and_compare_against_a_given_server(
+    unpacked: Path, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    # Norfair (and the SciPy it needs) and its package metadata made it into the bundle.
+    video = tmp_path / "face.avi"
+    make_face_video(video, frames=20, fps=30, size=(320, 240))
+    env = bare_env(tmp_path / "home", QT_QPA_PLATFORM="offscreen")
+    exe = str(unpacked / NAME)
+    done = run_clean([exe, "infer", "--track", "--url", triton.grpc_url, str(video)], env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert any(d.get("track_id") == 1 for r in records[:-1] for d in r["detections"]), done.stdout[-1000:]
+    assert records[-1]["summary"]["tracks"][str(video)]["tracks"] >= 1
+    compared = run_clean([exe, "compare", "--url", triton.grpc_url, str(video)], env=env, cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert json.loads(compared.stdout.splitlines()[-1])["summary"]["agreement"] == 1.0
 
 
 def test_python_named_by_the_user_runs_the_models(unpacked: Path, tmp_path: Path) -> None:

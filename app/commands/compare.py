@@ -1,0 +1,262 @@
+"""`python -m app compare --model A --model B PATH...`: two models (or versions, or servers) on
+the same inputs -> one JSON Lines record per input with both results and how they agree.
+
+A thin adapter over `app.pipeline.compare.CompareBatch`: two sessions, two independent
+batch jobs (each with its own window and feeding thread), results paired per input and
+matched per class by IoU; the viewer's compare window runs the same pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from app.commands.common import (
+    DECODE_WORKERS,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_connection_arguments,
+    concurrency_argument,
+    connection_options,
+    eprint,
+    float_range,
+    server_urls,
+)
+from app.commands.infer import _display_names, _open_output, record_line
+from app.commands.progress import Progress
+from app.inference.errors import SessionError
+from app.inference.result import naming_input
+from app.inference.session import TritonSession
+from app.pipeline.batch import VideoPolicy
+from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Side
+from app.pipeline.matching import DEFAULT_IOU
+
+MAX_FAILURE_LINES = 20
+WORST_LISTED = 10  # inputs listed in the summary's "most_disagreement"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_connection_arguments(p)
+    p.add_argument(
+        "--url-b",
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
+        help="B's server(s) (repeatable); default: the same as A's",
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="A's model, then B's (give it twice: --model A --model B; once: B is the same model)",
+    )
+    p.add_argument("--version-a", default="", metavar="N", help="A's model version (default: the server's)")
+    p.add_argument("--version-b", default="", metavar="N", help="B's model version (default: the server's)")
+    p.add_argument(
+        "--iou",
+        type=float_range("--iou", 0.01, 1.0),
+        default=DEFAULT_IOU,
+        metavar="T",
+        help=f"two detections of a class match when their IoU is at least T (default {DEFAULT_IOU})",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=concurrency_argument,
+        default=8,
+        metavar="N",
+        help="requests in flight at most, for each model (default 8)",
+    )
+    p.add_argument(
+        "--output", default=None, metavar="FILE", help="write the JSON Lines here (default stdout)"
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="image files, folders (recursive), video files")
+
+
+def _models(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    models = list(args.model)
+    if len(models) > 2:
+        raise UsageError(f"--model is given {len(models)} times: give A's, then B's")
+    a = models[0] if models else None
+    return a, models[1] if len(models) > 1 else a
+
+
+def _open(
+    name: str, urls: list[str], model: str | None, version: str, args: argparse.Namespace
+) -> TritonSession:
+    session = TritonSession(
+        urls,
+        model,
+        options=connection_options(args),
+        timeout_s=args.timeout,
+        max_in_flight=args.concurrency,
+        decode_workers=DECODE_WORKERS,
+        send_in_caller=True,  # each job's own feeding thread may block
+        model_version=version,
+    )
+    try:
+        session.open()
+    except SessionError as e:
+        raise SessionError(f"model {name}: {e}", e.kind, e.models) from None
+    return session
+
+
+@contextlib.contextmanager
+def _sessions(args: argparse.Namespace, urls: list[str]) -> Iterator[dict[Side, TritonSession]]:
+    model_a, model_b = _models(args)
+    opened: dict[Side, TritonSession] = {}
+    try:
+        opened[Side.A] = _open("A", urls, model_a, args.version_a.strip(), args)
+        opened[Side.B] = _open("B", list(args.url_b) or urls, model_b, args.version_b.strip(), args)
+        yield opened
+    finally:
+        for session in opened.values():
+            session.close(drain_timeout=0.5)
+
+
+def describe(session: TritonSession) -> dict[str, Any]:
+    info = session.info
+    return {
+        "model": info.name if info else session.requested_model,
+        "version": session.model_version or (info.version if info else ""),
+        "urls": list(session.urls),
+    }
+
+
+class PairWriter:
+    """Writes each compared input as one JSON line (any thread); echoes failures on stderr."""
+
+    def __init__(self, stream: TextIO, progress: Progress, tally: CompareTally) -> None:
+        self.stream = stream
+        self.progress = progress
+        self.tally = tally
+        self.broken: str | None = None
+        self.on_broken: list[Any] = []
+        self._encoding = getattr(stream, "encoding", None)
+        self._lock = threading.Lock()
+        self._failure_lines = 0
+
+    def write(self, pair: ComparedInput) -> None:
+        line = record_line(pair.to_record(), self._encoding)
+        with self._lock:
+            if self.broken is not None:
+                return
+            try:
+                self.stream.write(line)
+                self.stream.flush()
+            except (OSError, ValueError) as e:
+                self.broken = f"cannot write the output: {e}"
+            else:
+                self.tally.add(pair)
+        if self.broken is not None:
+            for stop in self.on_broken:
+                stop()
+            return
+        ok = pair.ok or pair.skipped
+        if not ok:
+            self._echo(pair)
+        self.progress.done(ok)
+
+    def _echo(self, pair: ComparedInput) -> None:
+        with self._lock:
+            if self._failure_lines >= MAX_FAILURE_LINES:
+                return
+            self._failure_lines += 1
+        for side, result in ((Side.A, pair.a), (Side.B, pair.b)):
+            if not result.ok and result.error:
+                message = naming_input(result.source, result.error, result.frame)
+                self.progress.note(f"{side.upper()} {result.status.value}: {message}")
+
+
+def run(args: argparse.Namespace) -> int:
+    out: TextIO | None = None
+    close_out = False
+    try:
+        _models(args)  # usage errors first, before any server starts
+        out, close_out = _open_output(args.output)
+        if args.url_b and not args.url:
+            eprint("note: A uses the embedded server, B the --url-b server(s)")
+        with server_urls(args) as urls, _sessions(args, urls) as sessions:
+            return _process(sessions, args, out)
+    except (UsageError, SessionError) as e:
+        eprint(f"error: {e}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        eprint("interrupted")
+        return EXIT_INTERRUPTED
+    finally:
+        if close_out and out is not None:
+            out.close()
+
+
+def _process(sessions: dict[Side, TritonSession], args: argparse.Namespace, out: TextIO) -> int:
+    progress = Progress(None, what="inputs")
+    tally = CompareTally()
+    writer = PairWriter(out, progress, tally)
+    names = _display_names(args.paths)
+    a, b = describe(sessions[Side.A]), describe(sessions[Side.B])
+
+    def started(total: int) -> None:
+        progress.total = total
+        eprint(f"{total} input(s) -> A: {_label(a)}, B: {_label(b)}")
+
+    job = CompareBatch(
+        sessions[Side.A],
+        sessions[Side.B],
+        args.paths,
+        writer.write,
+        iou_threshold=args.iou,
+        window=args.concurrency,
+        videos=VideoPolicy.FRAMES,
+        on_started=started,
+        source_name=lambda path: names.get(str(path), str(path)),
+    )
+    writer.on_broken.append(job.cancel)
+    tally.started = time.monotonic()
+    interrupted = False
+    try:
+        job.run()
+    except KeyboardInterrupt:
+        interrupted = True
+        eprint("\ninterrupted: the requests in flight were cancelled")
+    seconds = time.monotonic() - tally.started
+    progress.finish()
+    summary = tally.summary()
+    summary["seconds"] = round(seconds, 3)
+    summary["iou_threshold"] = args.iou
+    summary["a"] = a | summary["a"]
+    summary["b"] = b | summary["b"]
+    summary["most_disagreement"] = [row.to_record() for row in tally.most_disagreement(WORST_LISTED)]
+    counts_a, counts_b = job.counts()
+    not_started = max(counts_a.not_started, counts_b.not_started)
+    if interrupted or not_started:
+        summary["interrupted"] = interrupted
+        summary["not_started"] = not_started
+    try:
+        out.write(json.dumps({"summary": summary}) + "\n")
+        out.flush()
+    except (OSError, ValueError) as e:
+        writer.broken = writer.broken or f"cannot write the output: {e}"
+    if writer.broken:
+        eprint(f"error: {writer.broken}")
+        return EXIT_FAILED
+    eprint(
+        f"agreement {summary['agreement']:.3f}: {summary['matched']} matched, "
+        f"{summary['only_a']} only in A, {summary['only_b']} only in B"
+    )
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if summary["failed"] or not_started else EXIT_OK
+
+
+def _label(side: dict[str, Any]) -> str:
+    version = f" v{side['version']}" if side.get("version") else ""
+    return f"'{side['model']}'{version} at {', '.join(side['urls'])}"

@@ -1,0 +1,144 @@
+"""The compare pipeline against the real server: two sessions, two independent request
+streams, results paired per input (batch) and per frame (live)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from app.inference.session import TritonSession
+from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Side
+from app.pipeline.compare_live import CompareLiveRun, LivePair, LivePairer
+from app.pipeline.live import LiveEvent, LiveOptions
+from app.server.embedded import EmbeddedServer
+from app.sources.frame import Frame
+from tests.integration.session_helpers import delayed_image
+from tests.integration.test_live_job import make_slow_video
+
+pytestmark = pytest.mark.slow
+
+
+def write_rgb(path: Path, image: np.ndarray) -> None:
+    cv2.imwrite(str(path), cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
+
+
+def test_a_slow_b_never_holds_a_back_and_every_input_is_paired_once(
+    triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    for i in range(8):  # slow_faces answers each after ~400 ms; the face detector at once
+        write_rgb(tmp_path / f"img_{i}.png", delayed_image(400))
+    pairs: list[ComparedInput] = []
+    lock = threading.Lock()
+
+    def collect(pair: ComparedInput) -> None:
+        with lock:
+            pairs.append(pair)
+
+    with (
+        TritonSession(triton.grpc_url, "face_detector") as fast,
+        TritonSession(triton.grpc_url, "slow_faces") as slow,
+    ):
+        job = CompareBatch(fast, slow, [tmp_path], collect, window=2)
+        job.start()
+        a, b = job.jobs[Side.A], job.jobs[Side.B]
+        deadline = time.monotonic() + 30
+        while not a.finished and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert a.finished, "A's job ends on its own"
+        b_done_when_a_ended = b.counts().done
+        assert job.wait(30)
+    # B needs 4 rounds of 2 requests x 400 ms: A (its own window and thread) was done long before.
+    assert b_done_when_a_ended < 8, "A waited for B"
+    assert len(pairs) == 8 and len({p.source for p in pairs}) == 8
+    for pair in pairs:
+        assert pair.a.model == "face_detector" and pair.b.model == "slow_faces"
+        assert pair.a.source == pair.b.source and pair.ok
+        assert pair.match is not None and pair.match.only_b == [0]  # slow_faces always "finds" one
+    tally = CompareTally()
+    for pair in pairs:
+        tally.add(pair)
+    summary = tally.summary()
+    assert summary["agreement"] == 0.0 and summary["only_b"] == 8
+    assert summary["b"]["p50_ms"] >= 400 > summary["a"]["p50_ms"]
+
+
+def test_cancel_pairs_what_one_side_never_sent(triton: EmbeddedServer, tmp_path: Path) -> None:
+    for i in range(30):
+        write_rgb(tmp_path / f"img_{i:02d}.png", delayed_image(300))
+    pairs: list[ComparedInput] = []
+    with (
+        TritonSession(triton.grpc_url, "face_detector") as fast,
+        TritonSession(triton.grpc_url, "slow_faces") as slow,
+    ):
+        job = CompareBatch(fast, slow, [tmp_path], pairs.append, window=1)
+        job.start()
+        while not job.jobs[Side.A].finished:
+            time.sleep(0.01)
+        job.cancel()
+        assert job.wait(30)
+    a_counts, b_counts = job.counts()
+    assert a_counts.ok == 30 and b_counts.not_started > 0
+    # Every input A answered has its record: B's side cancelled (in flight) or never sent.
+    assert len(pairs) == 30 and len({p.source for p in pairs}) == 30
+    cancelled = [p for p in pairs if p.b.status.value == "cancelled"]
+    assert len(cancelled) >= b_counts.not_started and all(p.match is None for p in cancelled)
+
+
+def test_live_compare_feeds_both_and_pairs_frames(triton: EmbeddedServer, tmp_path: Path) -> None:
+    video = tmp_path / "slow.avi"
+    make_slow_video(video, frames=60, delay_ms=300)  # 2 s at 30 fps; B takes 300 ms per frame
+    pairer = LivePairer(deadline_s=0.2)
+    lock = threading.Lock()
+    shown: list[LivePair] = []
+    ended = threading.Event()
+
+    def on_result(side: Side, result: object) -> None:
+        with lock:  # the viewer does this on its GUI thread: one at a time
+            pair = pairer.result(side, result, time.monotonic())  # type: ignore[arg-type]
+            if pair is not None:
+                shown.append(pair)
+
+    def on_dropped(side: Side, frame: Frame) -> None:
+        with lock:
+            pair = pairer.dropped(side, frame, time.monotonic())
+            if pair is not None:
+                shown.append(pair)
+
+    def on_event(event: LiveEvent, _message: str) -> None:
+        ended.set()
+
+    with (
+        TritonSession(triton.grpc_url, "face_detector") as fast,
+        TritonSession(triton.grpc_url, "slow_faces") as slow,
+    ):
+        run = CompareLiveRun(
+            video, {Side.A: fast, Side.B: slow}, on_result, on_dropped, on_event, LiveOptions(max_in_flight=1)
+        )
+        run.start()
+        assert ended.wait(30)
+        for job in run.jobs.values():
+            assert job.group.wait_idle(10)
+        stats = run.stream_stats()
+        run.stop()
+    time.sleep(0.25)
+    with lock:
+        shown.extend(pairer.expire(time.monotonic()))
+    a, b = stats[Side.A], stats[Side.B]
+    assert a.offered == b.offered == 60
+    assert b.dropped > 30, "B's window is full most of the time: its frames are dropped"
+    assert a.completed > 2 * b.completed, "A keeps its own pace"
+    indices = [p.index for p in shown]
+    assert len(indices) == len(set(indices))
+    complete = [p for p in shown if p.missing is None]
+    assert len(complete) >= 1 and all(p.match is not None for p in complete)
+    for pair in complete:
+        assert pair.a is not None and pair.b is not None
+        assert pair.a.frame == pair.b.frame == pair.index and pair.a.tag is pair.b.tag
+    a_only = [p for p in shown if p.missing is Side.B]
+    assert len(a_only) >= a.completed - b.completed - 2, "A's frames are shown without B, marked"
+    assert pairer.waiting == 0

@@ -1,0 +1,154 @@
+"""The viewer's A/B compare window and live tracking, against the real server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import pytest
+import shiboken6
+import skimage.data
+
+from app.pipeline.compare import Side
+from app.server.embedded import EmbeddedServer
+from app.ui.compare_view import Layout
+from app.ui.compare_window import CompareChoice
+from app.ui.viewer import Viewer
+from tests.media import make_face_video
+from tests.ui.live_fixtures import live_threads
+from tests.ui.viewer_fixtures import Harness, until, write_png
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
+
+
+def start_compare(harness: Harness, viewer: Viewer, choice: CompareChoice) -> None:
+    harness.connected(viewer)
+    session = viewer.connection.session
+    assert session is not None and viewer.analysis.compare_action.isEnabled()
+    assert harness.run(viewer.analysis.compare.start(choice, session))
+    assert viewer.analysis.compare.window.isVisible()
+
+
+def pen_styles(items: list) -> list[str]:  # type: ignore[type-arg]
+    return sorted(item.pen().style().name for item in items)
+
+
+def test_two_versions_on_a_folder_side_by_side_and_overlaid(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    astronaut = skimage.data.astronaut()
+    for i, size in enumerate([(640, 640), (480, 360), (800, 600)]):
+        write_png(folder / f"img_{i}.png", cv2.resize(astronaut, size))
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    start_compare(harness, viewer, CompareChoice("fixed_versions", "1", "fixed_versions", "2", []))
+    compare = viewer.analysis.compare
+    window = compare.window
+    assert "fixed_versions v1" in window.view.titles[Side.A].text()
+    assert "fixed_versions v2" in window.view.titles[Side.B].text()
+    compare.open_paths([str(folder)])
+    harness.run(until(lambda: compare.batch is not None and compare.batch.finished, what="the compare batch"))
+    harness.run(until(lambda: len(compare.pairs) == 3 and compare.shown_key is not None, what="a pair shown"))
+    summary = compare.tally.summary()
+    assert (summary["matched"], summary["only_a"], summary["only_b"]) == (3, 6, 3)
+    assert summary["agreement"] == 0.25
+    assert window.panel.table.rowCount() == 3
+    assert "agreement 0.250" in window.panel.agreement.text()
+    assert window.panel.cells[("ok / failed", Side.B)].text() == "3 / 0"
+    # Side by side: A draws its 3 boxes (1 matched solid, 2 only-A dashed), B its 2.
+    view = window.view
+    a_items, b_items = view.layers[Side.A].items, view.layers[Side.B].items
+    assert pen_styles(a_items) == ["DashLine", "DashLine", "SolidLine"]
+    assert pen_styles(b_items) == ["DashLine", "SolidLine"]
+    assert {i.pen().color().name() for i in a_items} != {i.pen().color().name() for i in b_items}
+    # Zoom and pan move together.
+    view.views[Side.A].zoom_by(2.0)
+    assert view.views[Side.B].zoom_factor() == pytest.approx(view.views[Side.A].zoom_factor())
+    view.views[Side.A].horizontalScrollBar().setValue(40)
+    assert (
+        view.views[Side.B].horizontalScrollBar().value() == view.views[Side.A].horizontalScrollBar().value()
+    )
+    # Overlaid: both models' boxes in one view, in their two colours.
+    window.layout_actions[Layout.OVERLAY].trigger()
+    assert view.stack.currentWidget() is view.overlay
+    drawn = view.drawn()
+    assert len(drawn) == 5 and sum(d.matched for d in drawn) == 2
+    assert {d.side for d in drawn} == {Side.A, Side.B}
+    # A row of the panel opens that input.
+    window.panel.sort_by_disagreement()
+    wanted = window.panel.key_at(2)
+    window.panel.table.cellClicked.emit(2, 0)
+    harness.run(until(lambda: compare.shown_key == wanted, what="the clicked input shown"))
+    # A lower IoU threshold re-matches what was received (the 100 px shift has IoU 1/3).
+    window.iou.setValue(0.3)
+    assert compare.tally.summary()["matched"] == 6
+    harness.close(viewer)
+    assert not shiboken6.isValid(window), "closing the viewer deletes the compare window"
+
+
+def test_the_face_detector_against_its_own_version_on_a_folder_and_live(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    folder = tmp_path / "faces"
+    folder.mkdir()
+    write_png(folder / "astronaut.png", skimage.data.astronaut())
+    write_png(folder / "small.png", cv2.resize(skimage.data.astronaut(), (256, 256)))
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    start_compare(harness, viewer, CompareChoice("face_detector", "", "face_detector", "1", []))
+    compare = viewer.analysis.compare
+    compare.open_paths([str(folder)])
+    harness.run(until(lambda: compare.batch is not None and compare.batch.finished, what="the batch"))
+    summary = compare.tally.summary()
+    assert summary["agreement"] == 1.0 and summary["matched"] >= 2 and summary["only_a"] == 0
+    # Live: each frame goes to both; a frame is drawn with both results (same face, matched).
+    video = tmp_path / "face.avi"
+    make_face_video(video, frames=60, fps=30, size=(640, 480))
+    shown: list[int] = []
+    compare.pair_shown.connect(lambda index, _age: shown.append(index))
+    window = compare.window
+    window.set_layout(Layout.OVERLAY)
+    compare.open_paths([str(video)])  # a video goes live
+    harness.run(until(lambda: len(shown) >= 20, what="20 live pairs drawn"))
+    drawn = window.view.drawn()
+    assert len(drawn) == 2 and all(d.matched for d in drawn), drawn
+    assert shown == sorted(set(shown)), "frames drawn in order, never an older one"
+    harness.run(until(lambda: compare.live is None, what="the end of the file"))
+    assert compare.pairer.complete >= 20
+    live = compare.tally.summary()
+    assert live["agreement"] == 1.0 and min(live["a"]["ok"], live["b"]["ok"]) >= 20
+    harness.close(viewer)
+    assert not live_threads()
+
+
+def test_tracking_keeps_one_id_and_draws_the_trail_in_the_live_preview(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    video = tmp_path / "face.avi"
+    make_face_video(video, frames=90, fps=30, size=(640, 480))
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    viewer.analysis.track_action.trigger()
+    assert viewer.analysis.tracks_dock.isVisible() and viewer.live.result_hook is not None
+    ids: list[list[int | None]] = []
+    trail_lengths: list[int] = []
+
+    def painted(result: object) -> None:
+        ids.append([d.track_id for d in result.detections])  # type: ignore[attr-defined]
+        trails = viewer.analysis.tracking.trails.trails
+        trail_lengths.append(max((len(points) for _, points in trails), default=0))
+
+    viewer.live.painted.connect(painted)
+    viewer.live.open(str(video))
+    harness.run(until(lambda: viewer.live.state == "ended" and viewer.live.idle, what="the video to end"))
+    detected = [frame_ids for frame_ids in ids if frame_ids]
+    assert len(detected) >= 20
+    ones = sum(1 for frame_ids in detected if frame_ids == [1])
+    assert ones >= 0.95 * len(detected), ids
+    assert max(trail_lengths) >= 10 and viewer.analysis.tracking.trails.isVisible()
+    viewer.analysis.tracking.refresh_panel()
+    rows = viewer.analysis.tracks_panel.row_values()
+    assert rows[0][0] == "1" and rows[0][1] == "face" and int(rows[0][4]) >= 20
+    assert "flicker" in viewer.analysis.tracks_panel.summary.text()
+    viewer.analysis.track_action.trigger()  # off: no more ids, no trails
+    assert viewer.live.result_hook is None and not viewer.analysis.tracking.trails.isVisible()
