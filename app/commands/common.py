@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
 from app.inference.channel import ConnectionOptions
@@ -41,6 +42,19 @@ def eprint(*parts: object) -> None:
     # A closed terminal (SIGHUP) makes stderr fail with EIO: a message is not worth dying for.
     with contextlib.suppress(OSError, ValueError):
         print(*parts, file=sys.stderr, flush=True)
+
+
+def write_summary(out: TextIO, summary: dict[str, Any], broken: str | None) -> str | None:
+    """The summary line, last; returns why the output is broken (`broken`: an earlier reason,
+    e.g. an export that could not be written), if it is, after saying so on stderr."""
+    try:
+        out.write(json.dumps({"summary": summary}) + "\n")
+        out.flush()
+    except (OSError, ValueError) as e:
+        broken = broken or f"cannot write the output: {e}"
+    if broken:
+        eprint(f"error: {broken}")
+    return broken
 
 
 def concurrency_argument(text: str) -> int:

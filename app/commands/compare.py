@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from app.commands.common import (
     eprint,
     float_range,
     server_urls,
+    write_summary,
 )
 from app.commands.infer import _display_names, _open_output, record_line
 from app.commands.progress import Progress
@@ -240,13 +240,8 @@ def _process(sessions: dict[Side, TritonSession], args: argparse.Namespace, out:
     if interrupted or not_started:
         summary["interrupted"] = interrupted
         summary["not_started"] = not_started
-    try:
-        out.write(json.dumps({"summary": summary}) + "\n")
-        out.flush()
-    except (OSError, ValueError) as e:
-        writer.broken = writer.broken or f"cannot write the output: {e}"
+    writer.broken = write_summary(out, summary, writer.broken)
     if writer.broken:
-        eprint(f"error: {writer.broken}")
         return EXIT_FAILED
     eprint(
         f"agreement {summary['agreement']:.3f}: {summary['matched']} matched, "

@@ -10,7 +10,6 @@ appear as soon as they are known).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 import time
@@ -35,6 +34,7 @@ from app.commands.common import (
     profile_overrides,
     server_urls,
     speed_options,
+    write_summary,
 )
 from app.commands.progress import Progress
 from app.inference.errors import SessionError
@@ -288,13 +288,8 @@ def _process(
             source: tracker.book.flicker(ended_only=False).to_record()
             for source, tracker in trackers.trackers.items()
         }
-    try:
-        out.write(json.dumps({"summary": summary}) + "\n")
-        out.flush()
-    except (OSError, ValueError) as e:
-        writer.broken = writer.broken or f"cannot write the output: {e}"
+    writer.broken = write_summary(out, summary, writer.broken)
     if writer.broken:
-        eprint(f"error: {writer.broken}")
         return EXIT_FAILED
     if interrupted:
         return EXIT_INTERRUPTED
