@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from tritonclient.utils import InferenceServerException
 
-from app.inference.channel import ConnectionOptions, ReplyCallback
+from app.inference.transports.channel import ConnectionOptions, ReplyCallback
 
 MODEL = "fake_faces"
 METADATA: dict[str, Any] = {

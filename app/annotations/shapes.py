@@ -21,7 +21,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from app.inference.keypoints import VISIBLE_SCORE
+from app.inference.decoding.keypoints import VISIBLE_SCORE
 from app.inference.masks import BinaryMask
 from app.inference.result import Detection, Keypoint, SemanticMask
 

@@ -37,11 +37,11 @@ from app.commands.common import (
     profile_overrides,
     server_urls,
 )
-from app.inference.channel import ConnectionOptions
+from app.inference.core.session import TritonSession
 from app.inference.errors import SessionError
-from app.inference.profile import ProfileError, preprocess
-from app.inference.session import TritonSession
-from app.inference.transport import TransportKind
+from app.inference.profiles.profile import ProfileError, preprocess
+from app.inference.transports.channel import ConnectionOptions
+from app.inference.transports.transport import TransportKind
 from app.pipeline.load import LoadFigures, figures_of
 from app.pipeline.sweep import (
     LevelResult,

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
-from app.inference.channel import ConnectionOptions
-from app.inference.labels import read_labels_file
-from app.inference.profile import ProfileError, load_profile_file
-from app.inference.transport import TransportKind
+from app.inference.decoding.labels import read_labels_file
+from app.inference.profiles.profile import ProfileError, load_profile_file
+from app.inference.transports.channel import ConnectionOptions
+from app.inference.transports.transport import TransportKind
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Each request in flight holds its input tensor (a full frame for raw-image models): beyond

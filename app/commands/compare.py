@@ -32,9 +32,9 @@ from app.commands.common import (
 )
 from app.commands.infer import _display_names, _open_output, record_line
 from app.commands.progress import Progress
+from app.inference.core.session import TritonSession
 from app.inference.errors import SessionError
 from app.inference.result import naming_input
-from app.inference.session import TritonSession
 from app.pipeline.batch import VideoPolicy
 from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Side
 from app.pipeline.matching import DEFAULT_IOU

@@ -37,12 +37,12 @@ from app.commands.common import (
     write_summary,
 )
 from app.commands.progress import Progress
+from app.inference.core.session import TritonSession
+from app.inference.core.stats import TimingTotals
 from app.inference.errors import SessionError
-from app.inference.profile import ProfileError
+from app.inference.introspection.server_stats import ServerCounters, split
+from app.inference.profiles.profile import ProfileError
 from app.inference.result import InferenceResult, naming_input, record_line
-from app.inference.server_stats import ServerCounters, split
-from app.inference.session import TritonSession
-from app.inference.stats import TimingTotals
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.exports import FORMATS
 from app.pipeline.exports.stream import ExportStream

@@ -18,12 +18,12 @@ from app.commands.common import (
     profile_overrides,
     server_urls,
 )
-from app.inference.channel import ConnectionOptions, GrpcChannel
-from app.inference.discovery import ModelEntry, check_live, list_models
 from app.inference.errors import SessionError, classify_failure, first_paragraph
-from app.inference.profile import ModelProfile, ProfileError, detect_profile
+from app.inference.introspection.discovery import ModelEntry, check_live, list_models
+from app.inference.profiles.profile import ModelProfile, ProfileError, detect_profile
+from app.inference.profiles.task_summary import task_summary
 from app.inference.result import ErrorKind
-from app.inference.task_summary import task_summary
+from app.inference.transports.channel import ConnectionOptions, GrpcChannel
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -135,8 +135,8 @@ def _embedded_url(stack: ExitStack) -> str:
 
 
 def _infer(url: str, model: str | None, path: Path, image: Any, timeout: float) -> dict[str, Any]:
+    from app.inference.core.session import TritonSession
     from app.inference.errors import SessionError
-    from app.inference.session import TritonSession
 
     try:
         session = TritonSession([url], model, timeout_s=timeout, retries=0).open()

@@ -98,7 +98,7 @@ def _looks_like_tls_mismatch(lowered: str) -> bool:
 
 
 def unreachable_message(url: str, detail: str, listener: str | None = None) -> str:
-    """`listener`: what app.inference.port_probe found on a port that closed the connection
+    """`listener`: what app.inference.transports.port_probe found on a port that closed the connection
     ("tls", "http" or None when not probed / unknown)."""
     lowered = detail.lower()
     closed = closed_by_peer(detail)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from app.inference.keypoints import VISIBLE_SCORE
+from app.inference.decoding.keypoints import VISIBLE_SCORE
 from app.inference.result import ClassScore, Detection, SemanticMask
 
 # 20 distinct colours (Tableau 20, darker/lighter interleaved so neighbouring

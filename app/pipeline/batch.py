@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from app.inference.core.session import TritonSession
 from app.inference.errors import SessionClosedError
-from app.inference.profile import input_side_needed
+from app.inference.profiles.profile import input_side_needed
 from app.inference.result import ErrorKind, InferenceResult, Status
-from app.inference.session import TritonSession
 from app.pipeline.thumbnails import make_thumbnail
 from app.sources.files import InputItem, expand_inputs
 from app.sources.images import DecodedImage, read_image_for

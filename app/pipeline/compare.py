@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from app.inference.core.session import TritonSession
 from app.inference.result import ErrorKind, InferenceResult, Status
-from app.inference.session import TritonSession
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.matching import DEFAULT_IOU, Match, match_results
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.inference.core.session import TritonSession
 from app.inference.result import InferenceResult
-from app.inference.session import TritonSession
 from app.pipeline.compare import Side
 from app.pipeline.live import LiveEvent, LiveJob, LiveOptions, StreamStats, capture_for
 from app.pipeline.matching import DEFAULT_IOU, Match, match_results

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.inference.core.session import TritonSession
 from app.inference.errors import SessionClosedError
 from app.inference.result import InferenceResult
-from app.inference.session import TritonSession
 from app.sources.frame import Frame
 from app.sources.live import CaptureStats, LiveCapture, Opener
 from app.sources.rate import RateMeter

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.inference.core.session import TritonSession
 from app.inference.errors import SessionClosedError
 from app.inference.result import InferenceResult
-from app.inference.session import TritonSession
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from app.inference.channel import ConnectionOptions
-from app.inference.server_stats import split
-from app.inference.session import TritonSession
-from app.inference.transport import TransportKind
+from app.inference.core.session import TritonSession
+from app.inference.introspection.server_stats import split
+from app.inference.transports.channel import ConnectionOptions
+from app.inference.transports.transport import TransportKind
 from app.pipeline.load import LoadFigures, LoadJob
 from app.resources import sample_image
 from app.sources.files import expand_inputs

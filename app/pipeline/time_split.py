@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.inference.server_stats import ServerSplit
-from app.inference.stats import TimingMeans
+from app.inference.core.stats import TimingMeans
+from app.inference.introspection.server_stats import ServerSplit
 
 
 @dataclass(frozen=True)

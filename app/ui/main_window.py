@@ -34,21 +34,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.ui.banner import ErrorBanner
-from app.ui.batch_bar import BatchBar
-from app.ui.batch_panel import BatchPanel
-from app.ui.classes_panel import ClassesPanel
-from app.ui.detections_panel import DetectionsPanel
-from app.ui.empty_state import EmptyState
-from app.ui.image_view import ImageView
-from app.ui.live_plot import LivePlot
-from app.ui.overlays import DropHighlight
-from app.ui.request_log import RequestLog
-from app.ui.server_panel import ServerPanel
-from app.ui.stats_panel import StatsPanel
-from app.ui.thresholds import ThresholdsWidget
-from app.ui.thumbnail_strip import ThumbnailStrip
-from app.ui.time_split import TimeSplitWidget
+from app.ui.analysis.request_log import RequestLog
+from app.ui.analysis.stats_panel import StatsPanel
+from app.ui.analysis.time_split import TimeSplitWidget
+from app.ui.batch.batch_bar import BatchBar
+from app.ui.batch.batch_panel import BatchPanel
+from app.ui.batch.classes_panel import ClassesPanel
+from app.ui.batch.detections_panel import DetectionsPanel
+from app.ui.batch.thumbnail_strip import ThumbnailStrip
+from app.ui.server.server_panel import ServerPanel
+from app.ui.view.image_view import ImageView
+from app.ui.widgets.banner import ErrorBanner
+from app.ui.widgets.empty_state import EmptyState
+from app.ui.widgets.live_plot import LivePlot
+from app.ui.widgets.overlays import DropHighlight, local_paths
+from app.ui.widgets.thresholds import ThresholdsWidget
 
 SERVER_THRESHOLD_NOTE = (
     "\n\nSome models filter on the server too (the bundled face detector keeps only scores "
@@ -66,13 +66,6 @@ class Mode(enum.StrEnum):
     EMPTY = "empty"  # nothing opened yet: the call to action
     BATCH = "batch"  # browsing opened images
     LIVE = "live"  # a camera, video or stream plays
-
-
-def local_paths(event: QDragEnterEvent | QDropEvent) -> list[str]:
-    mime = event.mimeData()
-    if mime is None or not mime.hasUrls():
-        return []
-    return [url.toLocalFile() for url in mime.urls() if url.isLocalFile()]
 
 
 def _group(title: str, *widgets: QWidget, stretch_last: bool = False) -> QGroupBox:

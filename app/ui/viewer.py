@@ -17,41 +17,41 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QImageWriter
 from PySide6.QtWidgets import QDialog, QFileDialog, QInputDialog
 
-from app.inference.channel import ConnectionOptions
-from app.inference.discovery import ModelEntry
-from app.inference.profile import ProfileError, load_profile_file
+from app.inference.core.session import TritonSession
+from app.inference.introspection.discovery import ModelEntry
+from app.inference.introspection.server_info import server_version
+from app.inference.introspection.server_stats import ServerCounters, ServerSplit, split
+from app.inference.profiles.profile import ProfileError, load_profile_file
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
-from app.inference.server_info import server_version
-from app.inference.server_stats import ServerCounters, ServerSplit, split
-from app.inference.session import TritonSession
-from app.inference.transport import TransportKind
+from app.inference.transports.channel import ConnectionOptions
+from app.inference.transports.transport import TransportKind
 from app.pipeline.batch import BatchCounts
 from app.pipeline.live import LiveState
 from app.pipeline.time_split import time_segments
 from app.resources import sample_image
 from app.ui.action_states import ActionStates
-from app.ui.analysis import AnalysisUi
-from app.ui.banner import Context, split_detail
-from app.ui.batch_browser import BatchBrowser
-from app.ui.batch_runner import PLACEHOLDER, BatchRunner
-from app.ui.bridge import GuiBridge
-from app.ui.connection import ConnectionController
-from app.ui.connection_state import ConnectionState
-from app.ui.csv_export import write_stats_csv, write_table_csv
-from app.ui.export_actions import Exporter
-from app.ui.gallery import Gallery
+from app.ui.analyse_menu import AnalysisUi
+from app.ui.analysis.csv_export import write_stats_csv, write_table_csv
+from app.ui.analysis.load_test import LoadTestWindow
+from app.ui.analysis.request_log import COLUMNS as LOG_COLUMNS
+from app.ui.analysis.scoped_stats import Scope
+from app.ui.analysis.stats_controller import StatsController
+from app.ui.base.bridge import GuiBridge
+from app.ui.base.settings import ViewerSettings
+from app.ui.base.tasks import TaskSet
+from app.ui.batch.batch_browser import BatchBrowser
+from app.ui.batch.batch_runner import PLACEHOLDER, BatchRunner
+from app.ui.batch.export_actions import Exporter
+from app.ui.batch.gallery import Gallery
 from app.ui.help import about_dialog, add_help_menu, shortcuts_dialog
-from app.ui.live_controller import LiveController
-from app.ui.live_panel import LiveUi
-from app.ui.load_test import LoadTestWindow
+from app.ui.live.live_controller import LiveController
+from app.ui.live.live_panel import LiveUi
 from app.ui.main_window import MainWindow, Mode
-from app.ui.request_log import COLUMNS as LOG_COLUMNS
-from app.ui.scoped_stats import Scope
-from app.ui.server_dialog import ask_for_server
-from app.ui.server_panel import LOCAL_SERVER, parse_urls
-from app.ui.settings import ViewerSettings
-from app.ui.stats_controller import StatsController
-from app.ui.tasks import TaskSet
+from app.ui.server.connection import ConnectionController
+from app.ui.server.connection_state import ConnectionState
+from app.ui.server.server_dialog import ask_for_server
+from app.ui.server.server_panel import LOCAL_SERVER, parse_urls
+from app.ui.widgets.banner import Context, split_detail
 
 log = logging.getLogger(__name__)
 

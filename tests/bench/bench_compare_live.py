@@ -33,7 +33,7 @@ from PySide6.QtWidgets import QApplication
 from app.pipeline.compare import Side
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
-from app.ui.compare_window import CompareChoice
+from app.ui.compare.compare_window import CompareChoice
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.media import make_face_video
 

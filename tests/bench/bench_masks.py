@@ -27,9 +27,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.inference.letterbox import IdentityTransform, LetterboxTransform
-from app.inference.postprocess import decode_outputs
-from app.inference.profile import ModelProfile
+from app.inference.decoding.letterbox import IdentityTransform, LetterboxTransform
+from app.inference.profiles.postprocess import decode_outputs
+from app.inference.profiles.profile import ModelProfile
 from tests.bench.bench_pure import RUNS, median_ms
 
 N_INSTANCES = 50

@@ -22,8 +22,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from app.inference.core.session import TritonSession  # noqa: E402
 from app.inference.result import InferenceResult  # noqa: E402
-from app.inference.session import TritonSession  # noqa: E402
 from app.server.embedded import EmbeddedServer  # noqa: E402
 
 

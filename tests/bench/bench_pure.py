@@ -18,9 +18,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from app.inference.decoders import decode_yolov8
-from app.inference.letterbox import letterbox
-from app.inference.profile import ModelProfile, preprocess
+from app.inference.decoding.decoders import decode_yolov8
+from app.inference.decoding.letterbox import letterbox
+from app.inference.profiles.profile import ModelProfile, preprocess
 
 RUNS = 50
 

@@ -33,7 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from app.inference.session import TritonSession  # noqa: E402
+from app.inference.core.session import TritonSession  # noqa: E402
 from app.resources import model_repository, sample_image  # noqa: E402
 from app.server.embedded import EmbeddedServer  # noqa: E402
 from app.sources.images import read_image  # noqa: E402

@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
+from app.inference.core.session import TritonSession
 from app.inference.result import InferenceResult, Status
-from app.inference.session import TritonSession
 
 
 def delayed_image(delay_ms: int, size: tuple[int, int] = (64, 64)) -> np.ndarray:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import skimage.data
 
+from app.inference.core.session import TritonSession
 from app.inference.result import ErrorKind, InferenceResult, Status
-from app.inference.session import TritonSession
 from app.pipeline.batch import BatchJob, VideoPolicy
 from app.pipeline.live import LiveOptions, LiveRun
 from app.server.embedded import EmbeddedServer

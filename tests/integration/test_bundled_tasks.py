@@ -12,9 +12,9 @@ import pytest
 import skimage.data
 import tritonclient.grpc as grpcclient
 
+from app.inference.core.session import TritonSession
 from app.inference.masks import decode_rle
 from app.inference.result import InferenceResult
-from app.inference.session import TritonSession
 from app.server.embedded import EmbeddedServer
 from tests.integration.test_cli_infer import bgr, parse, run_cli
 

@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from app.inference.session import TritonSession
+from app.inference.core.session import TritonSession
 from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Side
 from app.pipeline.compare_live import CompareLiveRun, LivePair, LivePairer
 from app.pipeline.live import LiveEvent, LiveOptions

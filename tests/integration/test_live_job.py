@@ -12,8 +12,8 @@ import cv2
 import numpy as np
 import pytest
 
+from app.inference.core.session import TritonSession
 from app.inference.result import InferenceResult, Status
-from app.inference.session import TritonSession
 from app.pipeline.live import LiveJob
 from app.server.embedded import EmbeddedServer
 from app.sources.frame import Frame

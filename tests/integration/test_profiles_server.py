@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from app.inference.profile import detect_profile, postprocess, preprocess
+from app.inference.profiles.profile import detect_profile, postprocess, preprocess
 
 pytestmark = pytest.mark.slow
 
@@ -16,7 +16,7 @@ INPUT_BOXES = [[100, 150, 300, 350], [400, 200, 600, 500]]  # model-input pixels
 
 
 def _unletterbox(box: list[float], h: int, w: int) -> list[float]:
-    """Inverse Ultralytics letterbox, written out independently of app.inference.letterbox."""
+    """Inverse Ultralytics letterbox, written out independently of app.inference.decoding.letterbox."""
     r = min(640 / h, 640 / w)
     left = round((640 - round(w * r)) / 2 - 0.1)
     top = round((640 - round(h * r)) / 2 - 0.1)

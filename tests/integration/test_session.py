@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import skimage.data
 
-from app.inference.channel import ConnectionOptions
+from app.inference.core.session import SessionState, TritonSession
 from app.inference.errors import SessionClosedError, SessionError, redact
 from app.inference.result import Status
-from app.inference.session import SessionState, TritonSession
+from app.inference.transports.channel import ConnectionOptions
 from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports
 from tests.integration.face_check import detect_faces

@@ -8,8 +8,8 @@ import time
 import pytest
 import skimage.data
 
+from app.inference.core.session import TritonSession
 from app.inference.result import Status
-from app.inference.session import TritonSession
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports

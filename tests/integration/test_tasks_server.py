@@ -9,7 +9,13 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from app.inference.masks import decode_rle
-from app.inference.profile import DecodedOutputs, apply_overrides, decode_outputs, detect_profile, preprocess
+from app.inference.profiles.profile import (
+    DecodedOutputs,
+    apply_overrides,
+    decode_outputs,
+    detect_profile,
+    preprocess,
+)
 
 pytestmark = pytest.mark.slow
 

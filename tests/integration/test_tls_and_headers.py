@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import skimage.data
 
-from app.inference.channel import ConnectionOptions
+from app.inference.core.session import TritonSession
 from app.inference.errors import SessionError
-from app.inference.port_probe import what_listens
 from app.inference.result import ErrorKind
-from app.inference.session import TritonSession
+from app.inference.transports.channel import ConnectionOptions
+from app.inference.transports.port_probe import what_listens
 from app.server.embedded import EmbeddedServer
 from tests.grpc_servers import recording_server, tls_server
 

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import skimage.data
 
+from app.inference.core.session import TritonSession
+from app.inference.core.stats import TimingTotals
+from app.inference.introspection.server_stats import split
 from app.inference.result import InferenceResult, Status
-from app.inference.server_stats import split
-from app.inference.session import TritonSession
-from app.inference.shm import SHM_DIR
-from app.inference.stats import TimingTotals
-from app.inference.transport import TransportKind
+from app.inference.transports.shm import SHM_DIR
+from app.inference.transports.transport import TransportKind
 from app.server.embedded import EmbeddedServer
 from tests.fake_channel import FakeServer
 from tests.integration.session_helpers import Collector, assert_each_ended_once, delayed_image, hammer
@@ -197,7 +197,7 @@ def test_regions_of_a_dead_client_are_removed_at_the_next_start(
 
     script = (
         "import sys, time\n"
-        "from app.inference.session import TritonSession\n"
+        "from app.inference.core.session import TritonSession\n"
         f"s = TritonSession({triton.grpc_url!r}).open()\n"
         "print('open', flush=True)\n"
         "time.sleep(60)\n"

@@ -17,15 +17,15 @@ from skimage import data
 
 from app.inference.result import Detection, Status
 from app.pipeline.batch import BatchCounts
-from app.ui.banner import ErrorBanner
-from app.ui.batch_panel import BatchPanel
-from app.ui.export import save_annotated_png
-from app.ui.image_view import ImageView
-from app.ui.live_plot import LivePlot
-from app.ui.request_log import RequestLog
-from app.ui.scoped_stats import Scope, ScopeSnapshot
-from app.ui.stats_panel import StatsPanel
-from app.ui.thresholds import ThresholdsWidget
+from app.ui.analysis.request_log import RequestLog
+from app.ui.analysis.scoped_stats import Scope, ScopeSnapshot
+from app.ui.analysis.stats_panel import StatsPanel
+from app.ui.batch.batch_panel import BatchPanel
+from app.ui.batch.export import save_annotated_png
+from app.ui.view.image_view import ImageView
+from app.ui.widgets.banner import ErrorBanner
+from app.ui.widgets.live_plot import LivePlot
+from app.ui.widgets.thresholds import ThresholdsWidget
 from tests.ui.helpers import make_result
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QGraphicsPixmapItem
 
-from app.ui.image_view import ImageView
+from app.ui.view.image_view import ImageView
 from app.ui.viewer import Viewer
 from tests.media import BACKGROUND_RGB
 

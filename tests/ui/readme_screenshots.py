@@ -21,8 +21,8 @@ import qasync
 from PySide6.QtWidgets import QApplication
 from skimage import data
 
+from app.ui.analysis.scoped_stats import Scope
 from app.ui.main_window import Mode
-from app.ui.scoped_stats import Scope
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.media import make_face_video
 

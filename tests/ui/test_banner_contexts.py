@@ -11,8 +11,8 @@ from pytestqt.qtbot import QtBot
 from skimage import data
 
 from app.server.embedded import EmbeddedServer
-from app.ui.banner import Context, ErrorBanner, split_detail
-from app.ui.connection_state import ConnectionState
+from app.ui.server.connection_state import ConnectionState
+from app.ui.widgets.banner import Context, ErrorBanner, split_detail
 from tests.media import make_index_video
 from tests.ui.test_viewer_window import job_done
 from tests.ui.viewer_fixtures import Harness, image_folder, until

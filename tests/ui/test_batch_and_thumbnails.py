@@ -6,8 +6,8 @@ from pytestqt.qtbot import QtBot
 
 from app.pipeline.batch import BatchCounts
 from app.pipeline.thumbnails import THUMB_SIZE, make_thumbnail
-from app.ui.batch_panel import BatchPanel, summary_text
-from app.ui.thumbnail_strip import ICON_SIZE, ThumbnailStrip
+from app.ui.batch.batch_panel import BatchPanel, summary_text
+from app.ui.batch.thumbnail_strip import ICON_SIZE, ThumbnailStrip
 
 
 class FakeClock:

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QApplication
 from skimage import data
 
 from app.server.embedded import EmbeddedServer
-from app.ui.batch_bar import WITHOUT_DETECTIONS
+from app.ui.batch.batch_bar import WITHOUT_DETECTIONS
 from app.ui.viewer import Viewer
 from tests.ui.test_viewer_window import job_done
 from tests.ui.viewer_fixtures import Harness, until, write_png

@@ -11,8 +11,8 @@ import skimage.data
 
 from app.pipeline.compare import Side
 from app.server.embedded import EmbeddedServer
-from app.ui.compare_view import Layout
-from app.ui.compare_window import CompareChoice
+from app.ui.compare.compare_view import Layout
+from app.ui.compare.compare_window import CompareChoice
 from app.ui.viewer import Viewer
 from tests.media import make_face_video
 from tests.ui.live_fixtures import live_threads

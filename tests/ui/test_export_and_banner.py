@@ -11,9 +11,9 @@ from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
 
 from app.inference.result import Detection, InferenceResult, Status
-from app.ui.banner import ErrorBanner
-from app.ui.colors import class_rgb
-from app.ui.export import result_json, save_annotated_png, write_jsonl
+from app.ui.base.colors import class_rgb
+from app.ui.batch.export import result_json, save_annotated_png, write_jsonl
+from app.ui.widgets.banner import ErrorBanner
 
 from .helpers import make_result
 

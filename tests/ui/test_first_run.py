@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtWidgets import QDialog
 
 from app.server.embedded import EmbeddedServer
-from app.ui.settings import ViewerSettings
+from app.ui.base.settings import ViewerSettings
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.ui.viewer_fixtures import Harness, until
 

@@ -7,8 +7,8 @@ from PySide6.QtWidgets import QApplication, QGraphicsItem
 from pytestqt.qtbot import QtBot
 
 from app.inference.result import Detection
-from app.ui.colors import class_color
-from app.ui.image_view import ImageView
+from app.ui.base.colors import class_color
+from app.ui.view.image_view import ImageView
 
 
 def _view(qtbot: QtBot, image: np.ndarray, dets: list[Detection]) -> ImageView:

@@ -13,12 +13,12 @@ from pytestqt.qtbot import QtBot
 
 from app.inference.result import Detection, InferenceResult, Status
 from app.sources.frame import Frame
-from app.ui.bridge import GuiBridge
-from app.ui.image_view import ImageView
-from app.ui.live_controller import LiveController
-from app.ui.stats_panel import StatsPanel
-from app.ui.tasks import TaskSet
-from app.ui.thresholds import ThresholdsWidget
+from app.ui.analysis.stats_panel import StatsPanel
+from app.ui.base.bridge import GuiBridge
+from app.ui.base.tasks import TaskSet
+from app.ui.live.live_controller import LiveController
+from app.ui.view.image_view import ImageView
+from app.ui.widgets.thresholds import ThresholdsWidget
 
 pytestmark = pytest.mark.gui
 

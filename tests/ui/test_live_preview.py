@@ -17,7 +17,7 @@ from PySide6.QtCore import QTimer
 
 from app.server.embedded import EmbeddedServer
 from app.sources.frame import Frame
-from app.ui.request_log import COL_FRAME
+from app.ui.analysis.request_log import COL_FRAME
 from app.ui.viewer import Viewer
 from tests.media import face_box, face_scale_for, make_face_video, make_index_video
 from tests.ui.live_fixtures import box_rects, head_left, live_threads, make_slow_video, shown_picture

@@ -13,11 +13,11 @@ from pytestqt.qtbot import QtBot
 from app.inference.masks import BinaryMask
 from app.inference.result import ClassScore, Detection, SemanticMask
 from app.pipeline.annotate import annotate_rgb
-from app.ui.colors import class_rgb
-from app.ui.export import save_annotated_png
-from app.ui.image_view import ImageView
+from app.ui.base.colors import class_rgb
+from app.ui.batch.export import save_annotated_png
 from app.ui.main_window import MainWindow
-from app.ui.overlay_items import OverlayStyle
+from app.ui.view.image_view import ImageView
+from app.ui.view.overlay_items import OverlayStyle
 
 W, H = 200, 120
 

@@ -11,7 +11,7 @@ import cv2
 import pytest
 
 from app.server.embedded import EmbeddedServer
-from app.ui.live_controller import RecordingState
+from app.ui.live.live_controller import RecordingState
 from tests.media import decode_index, make_index_video
 from tests.ui.viewer_fixtures import Harness, until
 

@@ -6,7 +6,7 @@ from PySide6.QtCore import QModelIndex, Qt
 from pytestqt.qtbot import QtBot
 
 from app.inference.result import Status
-from app.ui.request_log import (
+from app.ui.analysis.request_log import (
     CANCELLED_BACKGROUND,
     COL_ERROR,
     COL_ID,

@@ -10,12 +10,12 @@ import pytest
 import skimage.data
 from PySide6.QtGui import QImage
 
-from app.inference.server_stats import ServerSplit
-from app.inference.stats import TimingMeans
-from app.inference.transport import TransportKind
+from app.inference.core.stats import TimingMeans
+from app.inference.introspection.server_stats import ServerSplit
+from app.inference.transports.transport import TransportKind
 from app.pipeline.time_split import time_segments
 from app.server.embedded import EmbeddedServer
-from app.ui.settings import ViewerSettings
+from app.ui.base.settings import ViewerSettings
 from tests.ui.viewer_fixtures import Harness, image_folder, until
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]

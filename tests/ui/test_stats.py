@@ -4,9 +4,9 @@ import pytest
 from PySide6.QtGui import QColor, QFontMetricsF, QImage
 from pytestqt.qtbot import QtBot
 
-from app.ui.live_plot import LATENCY_COLOR, THROUGHPUT_COLOR, LivePlot, axis_max, nice_ceiling
-from app.ui.scoped_stats import Scope, ScopeSnapshot
-from app.ui.stats_panel import NONE_TEXT, StatsPanel
+from app.ui.analysis.scoped_stats import Scope, ScopeSnapshot
+from app.ui.analysis.stats_panel import NONE_TEXT, StatsPanel
+from app.ui.widgets.live_plot import LATENCY_COLOR, THROUGHPUT_COLOR, LivePlot, axis_max, nice_ceiling
 
 
 def snap(**kw: object) -> ScopeSnapshot:

@@ -11,8 +11,8 @@ import pytest
 from skimage import data
 
 from app.server.embedded import EmbeddedServer
-from app.ui.request_log import COLUMNS
-from app.ui.scoped_stats import Scope
+from app.ui.analysis.request_log import COLUMNS
+from app.ui.analysis.scoped_stats import Scope
 from tests.ui.test_viewer_window import job_done
 from tests.ui.viewer_fixtures import Harness, image_folder, until
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pytestqt.qtbot import QtBot
 
-from app.ui.thresholds import ThresholdsWidget
+from app.ui.widgets.thresholds import ThresholdsWidget
 
 
 def test_sliders_emit_changed_with_values(qtbot: QtBot) -> None:

@@ -117,7 +117,7 @@ def test_the_local_server_ends_with_the_viewer(sig: signal.Signals, tmp_path: Pa
 
 
 def test_settings_are_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.ui.settings import SETTINGS_DIR_ENV, ViewerSettings, open_settings
+    from app.ui.base.settings import SETTINGS_DIR_ENV, ViewerSettings, open_settings
 
     monkeypatch.setenv(SETTINGS_DIR_ENV, str(tmp_path / "s"))
     first = ViewerSettings(open_settings())

@@ -13,8 +13,8 @@ from skimage import data
 
 from app.resources import sample_image
 from app.server.embedded import EmbeddedServer
-from app.ui.connection_state import ConnectionState
-from app.ui.settings import SETTINGS_DIR_ENV, ViewerSettings, open_settings
+from app.ui.base.settings import SETTINGS_DIR_ENV, ViewerSettings, open_settings
+from app.ui.server.connection_state import ConnectionState
 from tests.ui.test_viewer_process import run_viewer
 from tests.ui.viewer_fixtures import Harness, until, write_png
 

@@ -17,8 +17,8 @@ from skimage import data
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports
-from app.ui import connection as connection_module
-from app.ui.connection_state import ConnectionState
+from app.ui.server import connection as connection_module
+from app.ui.server.connection_state import ConnectionState
 from app.ui.viewer import Viewer
 from tests.media import make_face_video
 from tests.ui.viewer_fixtures import Harness, image_folder, until

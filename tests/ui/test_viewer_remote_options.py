@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.inference.channel import ConnectionOptions
+from app.inference.transports.channel import ConnectionOptions
 from app.server.embedded import EmbeddedServer
 from tests.ui.viewer_fixtures import Harness, until
 

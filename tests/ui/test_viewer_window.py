@@ -15,11 +15,11 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 from skimage import data
 
+from app.inference.core.session import SessionState, TritonSession
 from app.inference.result import InferenceResult
-from app.inference.session import SessionState, TritonSession
 from app.pipeline.batch import BatchCounts
 from app.server.embedded import EmbeddedServer
-from app.ui.connection_state import ConnectionState
+from app.ui.server.connection_state import ConnectionState
 from app.ui.viewer import Viewer
 from tests.ui.viewer_fixtures import Harness, image_folder, slow_image, until, write_png
 
@@ -220,7 +220,7 @@ def test_server_going_away_shows_disconnected(harness: Harness, tmp_path: Path) 
 
 
 def test_remembered_model_missing_on_the_server_falls_back(harness: Harness, triton: EmbeddedServer) -> None:
-    from app.ui.settings import ViewerSettings
+    from app.ui.base.settings import ViewerSettings
 
     ViewerSettings().set_model("no_such_model")  # the test's temporary settings
     viewer = harness.viewer(triton.grpc_url)

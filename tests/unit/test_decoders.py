@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from app.inference.decoders import (
+from app.inference.decoding.decoders import (
     decode_efficientnms,
     decode_tfod,
     decode_yolov5,

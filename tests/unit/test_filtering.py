@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from app.inference.filtering import refilter
+from app.inference.decoding.filtering import refilter
 from app.inference.result import Detection
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from app.inference.labels import (
+from app.inference.decoding.labels import (
     COCO_NAMES,
     config_labels,
     label_name,

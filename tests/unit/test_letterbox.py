@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from app.inference.letterbox import clip_boxes, identity, letterbox, stretch_resize
+from app.inference.decoding.letterbox import clip_boxes, identity, letterbox, stretch_resize
 
 SIZES = [(480, 640), (1080, 1920), (700, 300), (640, 640), (333, 517), (1, 999), (37, 41)]
 

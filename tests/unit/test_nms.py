@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from app.inference.nms import batched_nms, box_iou, nms
+from app.inference.decoding.nms import batched_nms, box_iou, nms
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:

@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.inference.labels import COCO_NAMES
-from app.inference.letterbox import IdentityTransform, LetterboxTransform, ResizeTransform
-from app.inference.profile import (
+from app.inference.decoding.labels import COCO_NAMES
+from app.inference.decoding.letterbox import IdentityTransform, LetterboxTransform, ResizeTransform
+from app.inference.profiles.profile import (
     ModelProfile,
     ProfileError,
     apply_overrides,

@@ -5,9 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from app.inference.keypoints import COCO_KEYPOINT_NAMES, COCO_SKELETON, parse_kpt_shape, parse_skeleton
-from app.inference.profile import ProfileError, apply_overrides, detect_profile, load_profile_file
-from app.inference.task_summary import task_summary
+from app.inference.decoding.keypoints import (
+    COCO_KEYPOINT_NAMES,
+    COCO_SKELETON,
+    parse_kpt_shape,
+    parse_skeleton,
+)
+from app.inference.profiles.profile import ProfileError, apply_overrides, detect_profile, load_profile_file
+from app.inference.profiles.task_summary import task_summary
 from tests.unit.test_profile import EFFNMS_OUT, model
 
 IMAGES = [("images", "FP32", [3, 640, 640])]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.inference.profile import ProfileError, load_profile_file
+from app.inference.profiles.profile import ProfileError, load_profile_file
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ their value when the stream pauses, a rate over a stated window, resets only whe
 from __future__ import annotations
 
 from app.inference.result import InferenceResult, Status
-from app.ui.scoped_stats import LATENCY_WINDOW, RATE_WINDOW_S, Scope, ScopedStats
+from app.ui.analysis.scoped_stats import LATENCY_WINDOW, RATE_WINDOW_S, Scope, ScopedStats
 
 
 class Clock:

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from app.inference.core.session import SessionState, TritonSession
 from app.inference.result import ErrorKind, InferenceResult, Status
-from app.inference.session import SessionState, TritonSession
 from app.pipeline.live import LiveJob
 from app.sources.frame import Frame
 from tests.fake_channel import BOX, MODEL, FakeServer, Reply, keep, reply_at_once, unavailable

@@ -8,12 +8,12 @@ import threading
 import numpy as np
 import pytest
 
-from app.inference.batcher import ClientBatcher
+from app.inference.core.batcher import ClientBatcher
+from app.inference.core.stats import TimingTotals
+from app.inference.core.transport_choice import host_of, is_loopback
+from app.inference.introspection.server_stats import parse_counters, split
 from app.inference.result import RequestTiming
-from app.inference.server_stats import parse_counters, split
-from app.inference.shm import ShmRegion
-from app.inference.stats import TimingTotals
-from app.inference.transport_choice import host_of, is_loopback
+from app.inference.transports.shm import ShmRegion
 from app.pipeline.sweep import LevelResult, SweepPlan, find_knee, recommend
 
 

@@ -5,14 +5,14 @@ import numpy as np
 import pycocotools.mask as coco_mask
 import pytest
 
-from app.inference.decode_classify import top_k
-from app.inference.decode_masks import instance_masks
-from app.inference.decode_pose import selected_keypoints, yolov8_keypoints
-from app.inference.decode_semantic import semantic_masks
-from app.inference.letterbox import IdentityTransform, LetterboxTransform, ResizeTransform
+from app.inference.decoding.decode_classify import top_k
+from app.inference.decoding.decode_masks import instance_masks
+from app.inference.decoding.decode_pose import selected_keypoints, yolov8_keypoints
+from app.inference.decoding.decode_semantic import semantic_masks
+from app.inference.decoding.letterbox import IdentityTransform, LetterboxTransform, ResizeTransform
 from app.inference.masks import BinaryMask, decode_rle
-from app.inference.postprocess import decode_outputs
-from app.inference.profile import ModelProfile
+from app.inference.profiles.postprocess import decode_outputs
+from app.inference.profiles.profile import ModelProfile
 from app.inference.result import ClassScore, Detection, InferenceResult, SemanticMask, Status
 
 

@@ -1,0 +1,1 @@
+"""The session core: requests in flight, groups, windows, retries, client batching, statistics."""

@@ -1,0 +1,100 @@
+"""Channels to one or more servers: several per server, least-loaded first, failing servers probed."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+from app.inference.transports.channel import Channel, ChannelFactory, ConnectionOptions, GrpcChannel
+
+
+class ServerHealth:
+    """Whether a server answers; after a long outage only a probe now and then gets through.
+    Changed only under the pool's lock."""
+
+    def __init__(self, probe_interval_s: float = 1.0) -> None:
+        self.unreachable_since: float | None = None
+        self.last_probe = 0.0
+        self.probe_interval_s = probe_interval_s
+        self.last_error = ""
+
+    def mark_ok(self) -> None:
+        self.unreachable_since = None
+
+    def mark_unreachable(self, message: str) -> None:
+        if self.unreachable_since is None:
+            self.unreachable_since = self.last_probe = time.monotonic()
+        self.last_error = message
+
+    def down_for(self) -> float:
+        return 0.0 if self.unreachable_since is None else time.monotonic() - self.unreachable_since
+
+
+class ConnectionPool:
+    """`channels_per_server` channels to each URL; `acquire` picks the least-loaded usable one."""
+
+    def __init__(
+        self, urls: Sequence[str], options: ConnectionOptions, factory: ChannelFactory = GrpcChannel
+    ) -> None:
+        if not urls:
+            raise ValueError("at least one server URL is needed")
+        self.urls = list(dict.fromkeys(urls))
+        self.options = options
+        self.health = {url: ServerHealth() for url in self.urls}
+        self.channels: list[Channel] = [
+            factory(url, options) for url in self.urls for _ in range(max(1, options.channels_per_server))
+        ]
+        self._lock = threading.Lock()
+
+    def acquire(self, give_up_after_s: float) -> tuple[Channel | None, str]:
+        """The channel to use, or (None, why) when every server has been down for too long.
+
+        A server down for longer than `give_up_after_s` gets one probe request per
+        probe interval instead of every request: no hammering, no endless waiting.
+        """
+        now = time.monotonic()
+        with self._lock:
+            channel = self._probe_due(now) or self._least_loaded(give_up_after_s)
+            if channel is None:
+                h = min(self.health.values(), key=lambda health: health.down_for())
+                return None, f"{h.last_error} (unreachable for {h.down_for():.1f} s; not sending)"
+            channel.in_flight += 1
+            return channel, ""
+
+    def _probe_due(self, now: float) -> Channel | None:
+        """A channel of a failing server whose turn for a probe request has come (one per interval):
+        that is how a server that went away is noticed coming back."""
+        for ch in self.channels:
+            h = self.health[ch.url]
+            if h.unreachable_since is not None and now - h.last_probe >= h.probe_interval_s:
+                h.last_probe = now
+                return ch
+        return None
+
+    def _least_loaded(self, give_up_after_s: float) -> Channel | None:
+        # Healthy servers first; ones failing for less than `give_up_after_s` only when
+        # no healthy one is left; ones down for longer get nothing but probes.
+        healthy = [ch for ch in self.channels if self.health[ch.url].unreachable_since is None]
+        usable = healthy or [ch for ch in self.channels if self.health[ch.url].down_for() <= give_up_after_s]
+        return min(usable, key=lambda c: c.in_flight) if usable else None
+
+    def first_channel(self, url: str) -> Channel:
+        """A channel to `url`, for one-off calls (health checks, discovery)."""
+        return next(ch for ch in self.channels if ch.url == url)
+
+    def mark_ok(self, url: str) -> None:
+        with self._lock:
+            self.health[url].mark_ok()
+
+    def mark_unreachable(self, url: str, message: str) -> None:
+        with self._lock:
+            self.health[url].mark_unreachable(message)
+
+    def release(self, channel: Channel) -> None:
+        with self._lock:
+            channel.in_flight -= 1
+
+    def close(self) -> None:
+        for ch in self.channels:
+            ch.close()

@@ -1,0 +1,94 @@
+"""Which transport a session uses: shared memory when the server is on this machine and
+accepts a region, gRPC otherwise (or when asked), with a sentence saying why."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Mapping
+
+from app.inference.errors import error_text
+from app.inference.introspection.discovery import ModelInfo
+from app.inference.transports.channel import Channel, Headers
+from app.inference.transports.shm import ShmRegion, remove_dead_owners_regions
+from app.inference.transports.shm_transport import OutputSpec, ShmTransport
+from app.inference.transports.transport import GrpcTransport, Transport, TransportKind
+
+log = logging.getLogger(__name__)
+
+
+def host_of(url: str) -> str:
+    """ "127.0.0.1:8001" -> "127.0.0.1", "[::1]:8001" -> "::1", "localhost" -> "localhost"."""
+    if url.startswith("["):
+        return url[1 : url.index("]")] if "]" in url else url[1:]
+    return url.rsplit(":", 1)[0] if url.count(":") == 1 else url
+
+
+def is_loopback(url: str) -> bool:
+    host = host_of(url)
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def output_specs(info: ModelInfo) -> list[OutputSpec]:
+    """The profile's outputs as sized specs (item shape without the batch axis)."""
+    by_name = {o.get("name"): o for o in info.outputs}
+    specs = []
+    for name in info.profile.output_names:
+        meta = by_name.get(name) or {}
+        shape = tuple(int(d) for d in meta.get("shape", []) or [])
+        item = shape[1:] if info.profile.has_batch_dim and shape else (-1,)
+        specs.append(OutputSpec(name, str(meta.get("datatype", "FP32")), item))
+    return specs
+
+
+def choose_transport(
+    kind: TransportKind,
+    channels: Mapping[str, Channel],
+    info: ModelInfo,
+    headers: Headers,
+    max_batch: int,
+) -> tuple[Transport, str]:
+    """(the transport, a note for the user when the choice differs from what was asked)."""
+    profile = info.profile
+    grpc = GrpcTransport(profile.input_name, profile.input_dtype, profile.output_names)
+    if kind is TransportKind.GRPC:
+        return grpc, ""
+    remote = [url for url in channels if not is_loopback(url)]
+    if remote:
+        note = (
+            f"shared memory needs the server on this machine ({remote[0]} is not); using gRPC"
+            if kind is TransportKind.SHM
+            else ""
+        )
+        return grpc, note
+    remove_dead_owners_regions()  # regions left by a client that was killed
+
+    def register(region: ShmRegion) -> None:
+        for channel in channels.values():
+            channel.register_system_shm(region.name, region.key, region.byte_size, headers=headers)
+
+    def unregister(region: ShmRegion) -> None:
+        for channel in channels.values():
+            try:
+                channel.unregister_system_shm(region.name, headers=headers)
+            except Exception as e:
+                if "not found" not in str(e).lower() and "unable to find" not in str(e).lower():
+                    raise  # e.g. still in use: the caller tries again later
+
+    shm = ShmTransport(
+        profile.input_name, profile.input_dtype, output_specs(info), max_batch, register, unregister
+    )
+    try:
+        shm.warm()  # a probe: the server must map a region of ours
+    except Exception as e:
+        shm.close()
+        reason = error_text(e) if isinstance(e, Exception) else str(e)
+        note = f"shared memory not usable with {', '.join(channels)} ({reason}); using gRPC"
+        log.warning(note)
+        return grpc, note
+    return shm, ""

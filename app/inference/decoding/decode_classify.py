@@ -1,0 +1,39 @@
+"""A classifier's score vector -> its top-k classes, best first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from app.inference.decoding.labels import label_name
+from app.inference.result import ClassScore
+
+
+def class_scores(tensor: np.ndarray) -> np.ndarray:
+    """The [C] vector of an output shaped [C], [1, C], [C, 1, 1], [1, C, 1, 1]...: exactly
+    one axis may be longer than 1 (one image per request)."""
+    a = np.asarray(tensor)
+    long_axes = [n for n in a.shape if n != 1]
+    if len(long_axes) > 1:
+        raise ValueError(f"classification output {list(a.shape)}: expected one score vector per request")
+    return a.reshape(-1).astype(np.float32)
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(initial=-np.inf))
+    return e / e.sum()
+
+
+def top_k(tensor: np.ndarray, labels: Sequence[str], k: int = 5, logits: bool = False) -> list[ClassScore]:
+    """The k best classes (fewer when the model has fewer), highest score first; softmax
+    first when the scores are logits."""
+    scores = class_scores(tensor)
+    if not scores.size:
+        return []
+    if logits:
+        scores = softmax(scores.astype(np.float64)).astype(np.float32)
+    k = min(k, scores.size)
+    best = np.argpartition(-scores, k - 1)[:k]
+    best = best[np.argsort(-scores[best], kind="stable")]
+    return [ClassScore(int(i), label_name(labels, int(i)), float(scores[i])) for i in best]

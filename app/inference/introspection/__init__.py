@@ -1,0 +1,1 @@
+"""What a server says about itself: its models, health, version and statistics."""

@@ -1,0 +1,62 @@
+"""Periodic liveness probe of the servers (blocking calls: run it in an executor)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from app.inference.errors import redact
+from app.inference.transports.channel import ConnectionOptions, GrpcChannel
+
+PROBE_TIMEOUT_S = 1.0
+
+
+class LivenessProbe:
+    """One small gRPC client per URL, separate from the session's channels so a probe
+    never queues behind inference traffic. `check()` blocks up to ~1 s per server.
+
+    A failed check drops that URL's client: the next check connects afresh instead of
+    waiting out gRPC's reconnect back-off, so a server that is back is seen at the first
+    check after it is ready (then the viewer rebuilds its session's channels too)."""
+
+    def __init__(self, urls: list[str], options: ConnectionOptions | None = None) -> None:
+        self.urls = list(urls)
+        self._options = options or ConnectionOptions()
+        self._clients: dict[str, GrpcChannel] = {}
+        self._lock = threading.Lock()  # check() and close() come from executor threads
+        self._closed = False
+
+    def check(self) -> tuple[bool, str]:
+        """(any server live, message naming the unreachable ones)."""
+        down: list[str] = []
+        o = self._options
+        headers = dict(o.headers)
+        with self._lock:
+            if self._closed:
+                return True, ""
+            for url in self.urls:
+                try:
+                    client = self._clients.get(url)
+                    if client is None:
+                        # Same channel arguments as the session's (short reconnect back-off).
+                        client = self._clients[url] = GrpcChannel(url, o)
+                    if not client.is_live(headers=headers, timeout_s=PROBE_TIMEOUT_S):
+                        down.append(f"{url} is not live")
+                except Exception as e:
+                    down.append(redact(f"{url}: {str(e).splitlines()[0][:200]}", headers.values()))
+                    self._drop(url)
+        return len(down) < len(self.urls), "; ".join(down)
+
+    def _drop(self, url: str) -> None:
+        client = self._clients.pop(url, None)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            with contextlib.suppress(Exception):
+                client.close()

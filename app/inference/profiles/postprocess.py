@@ -1,0 +1,193 @@
+"""Output tensors -> what one request found, in original-image pixels: detections (with
+keypoints or instance masks when the model gives them), semantic masks, or top-k classes.
+
+`decode_outputs` is what the session runs for each reply; `postprocess` (the detections
+only) is kept for callers that only want boxes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.inference.decoding.decode_classify import top_k
+from app.inference.decoding.decode_masks import instance_masks
+from app.inference.decoding.decode_pose import selected_keypoints, yolov8_keypoints
+from app.inference.decoding.decode_semantic import semantic_masks
+from app.inference.decoding.decoders import (
+    Decoded,
+    decode_tfod,
+    decode_yolov5,
+    select_efficientnms,
+    select_yolov8,
+    yolov8_rows,
+)
+from app.inference.decoding.keypoints import keypoints_to_original
+from app.inference.decoding.labels import label_name, resolve_labels
+from app.inference.decoding.letterbox import BoxTransform, clip_boxes
+from app.inference.masks import BinaryMask
+from app.inference.profiles.profile_types import ModelProfile, ProfileError
+from app.inference.result import ClassScore, Detection, SemanticMask
+
+
+@dataclass
+class DecodedOutputs:
+    """Everything one reply carried; `masks`/`classes` None when the model gives none."""
+
+    detections: list[Detection]
+    masks: list[SemanticMask] | None = None
+    classes: list[ClassScore] | None = None
+
+
+@dataclass
+class _Raw:
+    """Decoded detections in the profile's box space, with their extras."""
+
+    decoded: Decoded
+    n_classes: int | None = None  # of a raw YOLO output (for the COCO-names default)
+    keypoints: np.ndarray | None = None  # (n, K, 3) where the boxes live
+    coefficients: np.ndarray | None = None  # (n, nm) mask coefficients
+    protos: np.ndarray | None = None  # (nm, Hm, Wm)
+
+
+def _tensors(outputs: Mapping[str, np.ndarray], profile: ModelProfile) -> list[np.ndarray]:
+    missing = [n for n in profile.output_names if n not in outputs]
+    if missing:
+        raise ProfileError(
+            f"model outputs {missing} missing from the response (got: {sorted(outputs)}); "
+            "check [output] names in the profile"
+        )
+    return [np.asarray(outputs[n]) for n in profile.output_names]
+
+
+def _protos(tensor: np.ndarray) -> np.ndarray:
+    a = tensor
+    while a.ndim > 3 and a.shape[0] == 1:
+        a = a[0]
+    if a.ndim != 3:
+        raise ValueError(
+            f"mask prototypes: expected [nm, Hm, Wm] (one image per request), got {list(tensor.shape)}"
+        )
+    return a
+
+
+def _raw_rows(output: np.ndarray, profile: ModelProfile, extra: int) -> tuple[np.ndarray, int]:
+    """Channels-first [4 + C + extra, N] rows of a raw YOLOv8 output, and C."""
+    total = None if profile.num_classes is None else profile.num_classes + extra
+    rows = yolov8_rows(output, total)
+    n_classes = rows.shape[0] - 4 - extra
+    if n_classes < 1:
+        raise ValueError(
+            f"raw YOLOv8 output {list(output.shape)}: no room for classes after {extra} extra values"
+        )
+    return rows, n_classes
+
+
+def _decode_raw(
+    tensors: list[np.ndarray], profile: ModelProfile, transform: BoxTransform, score: float, iou: float
+) -> _Raw:
+    fmt, task, limit = profile.output_format, profile.task, profile.max_detections
+    if fmt == "efficientnms":
+        num, boxes, scores, classes = tensors[:4]
+        decoded, rows = select_efficientnms(num, boxes, scores, classes, score, limit)
+        kpts = selected_keypoints(tensors[4], rows, profile.kpt_shape) if task == "pose" else None
+        return _Raw(decoded, keypoints=kpts)
+    if fmt == "tfod":
+        num, boxes, scores, classes = tensors
+        return _Raw(decode_tfod(num, boxes, scores, classes, score, transform.dst_w, transform.dst_h, limit))
+    if fmt == "yolov5":
+        return _Raw(decode_yolov5(tensors[0], score, iou, limit), int(tensors[0].shape[-1]) - 5)
+    if task == "pose":
+        assert profile.kpt_shape is not None  # checked by ModelProfile
+        k, d = profile.kpt_shape
+        rows, nc = _raw_rows(tensors[0], profile, k * d)
+        decoded, columns = select_yolov8(rows, nc, score, iou, limit)
+        return _Raw(decoded, nc, keypoints=yolov8_keypoints(rows, columns, 4 + nc, profile.kpt_shape))
+    if task == "segment":
+        protos = _protos(tensors[1])
+        rows, nc = _raw_rows(tensors[0], profile, protos.shape[0])
+        decoded, columns = select_yolov8(rows, nc, score, iou, limit)
+        return _Raw(decoded, nc, coefficients=rows[4 + nc :, columns].T, protos=protos)
+    rows, nc = _raw_rows(tensors[0], profile, 0)
+    return _Raw(select_yolov8(rows, nc, score, iou, limit)[0], nc)
+
+
+def boxes_in(profile: ModelProfile) -> str:
+    """Where the model's coordinates live. A raw-image model's "original" pixels are those of
+    the image it was sent: the original, or the client's downscaled copy (max_input_side),
+    which the transform maps back like model-input pixels."""
+    return "input" if profile.boxes_in == "original" and profile.preprocess == "raw" else profile.boxes_in
+
+
+def _to_original(boxes: np.ndarray, profile: ModelProfile, transform: BoxTransform) -> np.ndarray:
+    if boxes_in(profile) == "original":
+        return clip_boxes(boxes, transform.src_w, transform.src_h)
+    if profile.boxes_in == "normalized" and profile.output_format != "tfod":  # tfod scales itself
+        boxes = boxes * np.array([transform.dst_w, transform.dst_h] * 2, np.float32)
+    return transform.to_original(boxes)
+
+
+def decode_outputs(
+    outputs: Mapping[str, np.ndarray],
+    profile: ModelProfile,
+    transform: BoxTransform,
+    score_threshold: float | None = None,
+    iou_threshold: float | None = None,
+) -> DecodedOutputs:
+    """Output tensors (by name) -> everything found, in original-image pixels. Detections
+    are clipped to the image, best score first. Thresholds default to the profile's."""
+    tensors = _tensors(outputs, profile)
+    if profile.task == "classify":
+        return DecodedOutputs([], classes=top_k(tensors[0], profile.labels, profile.top_k, profile.logits))
+    if profile.task == "semantic":
+        semantic = semantic_masks(
+            tensors[0], transform, profile.labels, profile.map_layout, profile.logits, profile.mask_threshold
+        )
+        return DecodedOutputs([], masks=semantic)
+    score = profile.score_threshold if score_threshold is None else score_threshold
+    iou = profile.iou_threshold if iou_threshold is None else iou_threshold
+    return DecodedOutputs(
+        _detections(_decode_raw(tensors, profile, transform, score, iou), profile, transform)
+    )
+
+
+def _detections(raw: _Raw, profile: ModelProfile, transform: BoxTransform) -> list[Detection]:
+    boxes, scores, classes = raw.decoded
+    boxes = _to_original(boxes, profile, transform)
+    # A box entirely outside the image is empty after clipping: not a detection.
+    visible = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+    labels = profile.labels or resolve_labels(raw_yolo_classes=raw.n_classes)
+    keypoints: list[tuple[tuple[float, float, float], ...] | None] = [None] * len(boxes)
+    if raw.keypoints is not None:
+        xy = keypoints_to_original(raw.keypoints[..., :2], transform, boxes_in(profile))
+        points = np.concatenate([xy, raw.keypoints[..., 2:3]], axis=-1).tolist()
+        keypoints = [tuple((p[0], p[1], p[2]) for p in det) for det in points]
+    masks: list[BinaryMask | None] = [None] * len(boxes)
+    if raw.coefficients is not None and raw.protos is not None:
+        # Boxes that are empty after clipping get an empty mask here and are dropped below.
+        masks = list(instance_masks(raw.coefficients, raw.protos, boxes, transform, profile.mask_threshold))
+    return [
+        Detection(
+            box=(float(b[0]), float(b[1]), float(b[2]), float(b[3])),
+            score=float(s),
+            class_id=int(c),
+            label=label_name(labels, int(c)),
+            keypoints=k,
+            mask=m,
+        )
+        for b, s, c, k, m, v in zip(boxes, scores, classes, keypoints, masks, visible, strict=True)
+        if v
+    ]
+
+
+def postprocess(
+    outputs: Mapping[str, np.ndarray],
+    profile: ModelProfile,
+    transform: BoxTransform,
+    score_threshold: float | None = None,
+    iou_threshold: float | None = None,
+) -> list[Detection]:
+    """The detections of `decode_outputs` (empty for semantic / classification models)."""
+    return decode_outputs(outputs, profile, transform, score_threshold, iou_threshold).detections

@@ -1,0 +1,280 @@
+"""Guessing a `ModelProfile` from Triton's model metadata and config.
+
+Both dicts as tritonclient.grpc returns them with `as_json=True` (proto JSON with snake_case
+field names, int64 values as strings, fields at their default value left out, the config
+wrapped as {"config": {...}}); plain ints and the unwrapped config are accepted too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from app.inference.decoding.labels import config_labels, resolve_labels
+from app.inference.profiles.profile_file import normalise_overrides
+from app.inference.profiles.profile_tasks import (
+    Found,
+    classify_output,
+    keypoint_defaults,
+    keypoints_output,
+    raw_pose,
+    segment_outputs,
+    semantic_output,
+    task_parameters,
+)
+from app.inference.profiles.profile_types import DEFAULT_SIZE, OUTPUT_ROLES, ModelProfile, ProfileError
+
+_DTYPES = {"FP32": "FP32", "FP16": "FP16", "UINT8": "UINT8"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tensor:
+    name: str
+    dtype: str  # without the TYPE_ prefix
+    shape: tuple[int, ...]  # the full request/response shape, batch dim (-1) included
+
+    def describe(self) -> str:
+        return f"{self.name} {self.dtype} {list(self.shape)}"
+
+
+def _ints(values: Any) -> tuple[int, ...]:
+    return tuple(int(v) for v in (values or ()))
+
+
+def _tensors(metadata: Mapping[str, Any], cfg: Mapping[str, Any], kind: str) -> list[_Tensor]:
+    """Inputs or outputs ("input"/"output"): metadata shapes include the batch dim already;
+    config dims leave it out when max_batch_size > 0."""
+    meta = {t["name"]: t for t in metadata.get(kind + "s", ()) or ()}
+    conf = {t["name"]: t for t in cfg.get(kind, ()) or ()}
+    batching = int(cfg.get("max_batch_size", 0) or 0) > 0
+    out: list[_Tensor] = []
+    for name in list(meta) + [n for n in conf if n not in meta]:
+        m, c = meta.get(name), conf.get(name)
+        if m is not None and m.get("shape") is not None:
+            shape = _ints(m["shape"])
+        else:
+            assert c is not None
+            shape = ((-1,) if batching else ()) + _ints(c.get("dims"))
+        dtype = str((m or {}).get("datatype") or (c or {}).get("data_type") or "").removeprefix("TYPE_")
+        out.append(_Tensor(name, dtype, shape))
+    return out
+
+
+def _describe(tensors: list[_Tensor]) -> str:
+    return "; ".join(t.describe() for t in tensors) or "none"
+
+
+def _detect_input(inputs: list[_Tensor], cfg: Mapping[str, Any]) -> dict[str, Any]:
+    images = [t for t in inputs if len(t.shape) in (3, 4)]
+    if len(images) != 1:
+        raise ProfileError(
+            f"cannot tell which input takes the image (inputs: {_describe(inputs)}); "
+            "pass --profile FILE naming it"
+        )
+    t = images[0]
+    if t.dtype not in _DTYPES:
+        raise ProfileError(f"input {t.describe()}: data type {t.dtype} not supported (FP32, FP16, UINT8)")
+    shape = t.shape
+    has_batch = len(shape) == 4
+    if has_batch and shape[0] not in (1, -1):
+        raise ProfileError(f"input {t.describe()}: fixed batch of {shape[0]} images not supported")
+    a, b, c = shape[-3:]
+    fmt = ""
+    for conf_in in cfg.get("input", ()) or ():
+        if conf_in.get("name") == t.name:
+            fmt = str(conf_in.get("format", ""))
+    if fmt == "FORMAT_NCHW" or (fmt != "FORMAT_NHWC" and a == 3 and c != 3):
+        layout, (h, w) = "NCHW", (b, c)
+    elif fmt == "FORMAT_NHWC" or c == 3:
+        layout, (h, w) = "NHWC", (a, b)
+    else:
+        raise ProfileError(
+            f"input {t.describe()}: cannot find a 3-channel axis (expected [3, H, W] or [H, W, 3]); "
+            "pass --profile FILE with [input] layout"
+        )
+    return {
+        "input_name": t.name,
+        "input_layout": layout,
+        "input_dtype": _DTYPES[t.dtype],
+        "input_size": (h, w) if h > 0 and w > 0 else None,
+        "has_batch_dim": has_batch,
+    }
+
+
+def _anchor_count(size: tuple[int, int]) -> int:
+    """Grid cells over YOLO's three strides (8, 16, 32): 8400 at 640x640."""
+    return sum((size[0] // s) * (size[1] // s) for s in (8, 16, 32))
+
+
+def _raw_yolo(t: _Tensor, size: tuple[int, int] | None, n_labels: int) -> tuple[str, int] | None:
+    """(format, class count) of a raw YOLO output, or None if the shape is not one."""
+    dims = list(t.shape)
+    while len(dims) > 2 and dims[0] in (1, -1):
+        dims = dims[1:]
+    if len(dims) != 2:
+        return None
+    rows, cols = dims
+    if rows > 0 and (cols < 0 or rows < cols):
+        return ("yolov8", rows - 4) if rows >= 5 else None  # [4 + C, N]
+    if cols < 6:
+        return None
+    # [N, K]: YOLOv5 (K = 5 + C) or a transposed YOLOv8 (K = 4 + C).
+    if n_labels:
+        if cols == 5 + n_labels:
+            return "yolov5", n_labels
+        if cols == 4 + n_labels:
+            return "yolov8", n_labels
+    if size is not None and rows > 0:
+        # YOLOv5 has 3 anchors per grid cell, YOLOv8 is anchor-free.
+        if rows == 3 * _anchor_count(size):
+            return "yolov5", cols - 5
+        if rows == _anchor_count(size):
+            return "yolov8", cols - 4
+    if cols == 85:
+        return "yolov5", 80
+    if cols == 84:
+        return "yolov8", 80
+    return None
+
+
+def _detect_output(
+    outputs: list[_Tensor],
+    batched: bool,
+    size: tuple[int, int] | None,
+    n_labels: int,
+    hints: Mapping[str, Any],
+) -> Found:
+    """The output layout, trying each task unless `hints` (config parameters / overrides)
+    name one: boxes (+ keypoints), instance masks, raw YOLO (+ pose), classes, maps."""
+    wanted, kpt_shape = hints.get("task"), hints.get("kpt_shape")
+    names = {t.name for t in outputs}
+    if wanted in (None, "detect", "pose"):
+        for fmt in ("efficientnms", "tfod"):
+            roles = OUTPUT_ROLES[fmt]
+            if set(roles) <= names:
+                kpts = keypoints_output(outputs, roles, kpt_shape) if fmt == "efficientnms" else None
+                if kpts is not None and wanted != "detect":
+                    return kpts
+                if wanted == "pose":
+                    raise ProfileError(f"a pose model, but no keypoints output next to {', '.join(roles)}")
+                return Found(fmt, roles)
+    if wanted in (None, "segment") and (seg := segment_outputs(outputs, batched, n_labels)) is not None:
+        return seg
+    if wanted in (None, "detect", "pose"):
+        for t in outputs:
+            # With keypoints in the channels the labels count cannot be 4 + C: not a hint then.
+            found = _raw_yolo(t, size, 0 if kpt_shape else n_labels)
+            if found is None:
+                continue
+            fmt, n_classes = found
+            pose = None
+            if fmt == "yolov8" and wanted != "detect":
+                pose = raw_pose(n_classes, n_labels, kpt_shape, wanted)
+            if pose is not None:
+                return Found(fmt, (t.name,), pose.num_classes, pose.fields)
+            if wanted != "pose":
+                return Found(fmt, (t.name,), n_classes)
+    if wanted in (None, "classify") and (cls := classify_output(outputs, batched)) is not None:
+        return cls
+    if wanted in (None, "semantic") and (sem := semantic_output(outputs, batched, size)) is not None:
+        return sem
+    task = f"a {wanted} model, but its " if wanted else ""
+    raise ProfileError(
+        f"{task}output layout not recognised (outputs: {_describe(outputs)}). Known: num_dets/det_boxes/"
+        "det_scores/det_classes (+ a keypoints output), num_detections/detection_boxes/detection_scores/"
+        "detection_classes, raw YOLOv5 [N, 5+C], raw YOLOv8 [4+C, N] (pose [4+C+K*3, N], segment "
+        "[4+C+32, N] + prototypes [32, H, W]), a score vector [C], a map [C, H, W] / [H, W, C]. "
+        "Pass --profile FILE to describe the model."
+    )
+
+
+def _defaults(dtype: str, size: tuple[int, int] | None, fmt: str) -> dict[str, Any]:
+    if dtype == "UINT8" and size is None:
+        # A raw image of any size: the model resizes itself and answers in its own terms.
+        return {"preprocess": "raw", "pad_value": 0.0, "scale": 1.0,
+                "boxes_in": "normalized" if fmt == "tfod" else "original"}  # fmt: skip
+    yolo = fmt in ("yolov5", "yolov8", "efficientnms")
+    return {
+        "preprocess": "letterbox" if yolo else "resize",
+        "pad_value": 114.0 if yolo else 0.0,
+        "scale": 1.0 if dtype == "UINT8" else 1 / 255,
+        "boxes_in": "normalized" if fmt == "tfod" else "input",
+        "input_size": size or DEFAULT_SIZE,
+    }
+
+
+def detect_profile(
+    metadata: Mapping[str, Any], config: Mapping[str, Any], overrides: Mapping[str, Any] | None = None
+) -> ModelProfile:
+    """The profile of a model from its metadata and config.
+
+    `overrides` (see `apply_overrides`) win over what is detected; when they give both
+    `output_format` and `output_names`, an unrecognised output layout is not an error."""
+    cfg = config.get("config", config)
+    overrides = normalise_overrides(overrides or {}, "overrides")
+    inp = _detect_input(_tensors(metadata, cfg, "input"), cfg)
+    labels_cfg = config_labels(cfg)
+    n_labels = len(overrides.get("labels") or labels_cfg)
+    size = overrides.get("input_size", inp["input_size"])
+    hints = {**task_parameters(cfg), **overrides}
+    batched = int(cfg.get("max_batch_size", 0) or 0) > 0
+    try:
+        found = _detect_output(_tensors(metadata, cfg, "output"), batched, size, n_labels, hints)
+    except ProfileError:
+        if "output_format" not in overrides or "output_names" not in overrides:
+            raise
+        found = Found(overrides["output_format"], tuple(overrides["output_names"]))
+    fmt = overrides.get("output_format", found.output_format)
+    fields = {
+        **inp,
+        "output_format": fmt,
+        "output_names": found.output_names,
+        "num_classes": found.num_classes,
+    }
+    fields.update(_defaults(inp["input_dtype"], size, fmt))
+    raw_classes = found.num_classes if fmt in ("yolov5", "yolov8") else None
+    fields["labels"] = resolve_labels(None, labels_cfg, raw_classes)
+    fields.update(_threshold_parameters(cfg))
+    if fields["preprocess"] == "raw":
+        fields["max_input_side"] = _int_parameter(cfg, "max_input_side", 16, 16384)
+    fields.update(task_parameters(cfg))
+    fields.update(found.fields)
+    fields.update(keypoint_defaults({**fields, **overrides}))
+    if fields.get("kpt_shape") == (17, 3) and found.num_classes == 1 and not fields["labels"]:
+        fields["labels"] = ("person",)  # Ultralytics' pose models: one class, COCO's person
+    # Overrides applied in one go: a detected value may only be valid alongside an override.
+    try:
+        return ModelProfile(**{**fields, **overrides})
+    except ProfileError as exc:
+        raise ProfileError(f"model {cfg.get('name') or metadata.get('name') or '?'}: {exc}") from None
+
+
+def _parameter(cfg: Mapping[str, Any], key: str) -> Any:
+    entry = (cfg.get("parameters") or {}).get(key)
+    return entry.get("string_value") if isinstance(entry, dict) else entry
+
+
+def _int_parameter(cfg: Mapping[str, Any], key: str, low: int, high: int) -> int | None:
+    """An integer hint in the config's `parameters`, or None when missing or out of range."""
+    try:
+        value = int(_parameter(cfg, key))
+    except (TypeError, ValueError):
+        return None  # a malformed hint is not worth failing the model over
+    return value if low <= value <= high else None
+
+
+def _threshold_parameters(cfg: Mapping[str, Any]) -> dict[str, float]:
+    """`score_threshold` / `iou_threshold` entries of the config's `parameters`, if numbers."""
+    out: dict[str, float] = {}
+    params = cfg.get("parameters") or {}
+    for key in ("score_threshold", "iou_threshold"):
+        entry = params.get(key)
+        value = entry.get("string_value") if isinstance(entry, dict) else entry
+        try:
+            number = float(value) if value is not None else None
+        except (TypeError, ValueError):
+            number = None  # a malformed hint is not worth failing the model over
+        if number is not None and 0 <= number <= 1:
+            out[key] = number
+    return out

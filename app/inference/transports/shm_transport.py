@@ -1,0 +1,229 @@
+"""ShmTransport: inputs (and fixed-size outputs) through Triton system shared memory.
+
+Regions are registered once and reused from a pool that grows to the number of sends in
+flight (the window): registering per request would cost more than it saves. A slot whose
+send was cancelled or timed out is never reused (the server may still read its input or
+write its outputs): it is retired and unregistered at close. Everything is unregistered
+and unlinked by `close()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import triton_to_np_dtype
+
+from app.inference.transports.channel import Reply
+from app.inference.transports.shm import ShmRegion
+from app.inference.transports.transport import GrpcTransport, Lease, TransportKind
+
+log = logging.getLogger(__name__)
+
+MIN_REGION_BYTES = 1 << 20  # regions grow in steps of at least 1 MiB, not frame by frame
+
+Register = Callable[[ShmRegion], None]  # registers a region with every server (raises on failure)
+Unregister = Callable[[ShmRegion], None]
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    datatype: str  # Triton's, e.g. "FP32"
+    item_shape: tuple[int, ...]  # without the batch axis; -1 where dynamic
+
+    @property
+    def fixed(self) -> bool:
+        return all(d >= 0 for d in self.item_shape)
+
+    def item_bytes(self) -> int:
+        return int(np.dtype(triton_to_np_dtype(self.datatype)).itemsize * math.prod(self.item_shape))
+
+
+def _input_size(nbytes: int) -> int:
+    """Room for this tensor and somewhat bigger ones, in whole MiB: a slot is not regrown
+    for every slightly larger image."""
+    wanted = max(MIN_REGION_BYTES, nbytes * 5 // 4)
+    return -(-wanted // MIN_REGION_BYTES) * MIN_REGION_BYTES
+
+
+class _Slot:
+    def __init__(self, input_region: ShmRegion, output_region: ShmRegion | None) -> None:
+        self.input = input_region
+        self.output = output_region
+
+    def regions(self) -> list[ShmRegion]:
+        return [self.input] + ([self.output] if self.output is not None else [])
+
+
+class ShmTransport:
+    kind = TransportKind.SHM
+
+    def __init__(
+        self,
+        input_name: str,
+        input_dtype: str,
+        outputs: Sequence[OutputSpec],
+        max_batch: int,
+        register: Register,
+        unregister: Unregister,
+    ) -> None:
+        self.input_name = input_name
+        self.input_dtype = input_dtype
+        self.outputs = list(outputs)
+        self.max_batch = max(1, max_batch)
+        self._register = register
+        self._unregister = unregister
+        # Outputs whose size is not known in advance come back in the reply instead.
+        self.outputs_in_shm = bool(self.outputs) and all(o.fixed for o in self.outputs)
+        self._grpc_outputs = GrpcTransport(input_name, input_dtype, [o.name for o in self.outputs])
+        self._lock = threading.Lock()
+        self._free: list[_Slot] = []
+        self._retired: list[_Slot] = []
+        self._all: list[_Slot] = []
+        self._closed = False
+        where = "inputs and outputs" if self.outputs_in_shm else "inputs"
+        self.description = f"shared memory ({where})"
+
+    # -- the pool ---------------------------------------------------------------------------
+    def _output_bytes(self, batch: int) -> int:
+        return sum(o.item_bytes() for o in self.outputs) * batch
+
+    def _new_region(self, byte_size: int) -> ShmRegion:
+        region = ShmRegion(byte_size)
+        try:
+            self._register(region)
+        except BaseException:
+            region.close()
+            raise
+        return region
+
+    def _drop_region(self, region: ShmRegion) -> None:
+        with contextlib.suppress(Exception):
+            self._unregister(region)
+        region.close()
+
+    def _take_slot(self, input_bytes: int) -> _Slot:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the transport is closed")
+            fitting = [s for s in self._free if s.input.byte_size >= input_bytes]
+            slot = fitting[0] if fitting else (self._free[0] if self._free else None)
+            if slot is not None:
+                self._free.remove(slot)
+        if slot is None:
+            self._reclaim()
+            output = self._new_region(self._output_bytes(self.max_batch)) if self.outputs_in_shm else None
+            try:
+                slot = _Slot(self._new_region(_input_size(input_bytes)), output)
+            except BaseException:
+                if output is not None:
+                    self._drop_region(output)
+                raise
+            with self._lock:
+                self._all.append(slot)
+        elif slot.input.byte_size < input_bytes:  # a bigger image than before: grow this slot
+            old, slot.input = slot.input, self._new_region(_input_size(input_bytes))
+            self._drop_region(old)
+        return slot
+
+    def _reclaim(self) -> None:
+        """Free the retired slots the server has let go of: unregistering a region a request
+        still uses is refused, so a refused slot stays retired and is tried again later."""
+        with self._lock:
+            retired, self._retired = self._retired, []
+        kept = []
+        for slot in retired:
+            try:
+                for region in slot.regions():
+                    self._unregister(region)
+            except Exception:
+                kept.append(slot)
+                continue
+            for region in slot.regions():
+                region.close()
+            with self._lock:
+                if slot in self._all:
+                    self._all.remove(slot)
+        with self._lock:
+            self._retired.extend(kept)
+
+    def warm(self) -> None:
+        """Make (and register) one slot now: raises when the server cannot use our regions."""
+        slot = self._take_slot(1)
+        with self._lock:
+            self._free.append(slot)
+
+    # -- Transport ----------------------------------------------------------------------------
+    def prepare(self, tensor: np.ndarray, batch: int) -> Lease:
+        try:
+            slot = self._take_slot(tensor.nbytes)
+        except Exception as e:  # e.g. /dev/shm full: this one goes inside the message
+            log.warning("no shared-memory region for %d bytes (%s): sending it over gRPC", tensor.nbytes, e)
+            return self._grpc_outputs.prepare(tensor, batch)
+        slot.input.write(tensor)
+        inp = grpcclient.InferInput(self.input_name, list(tensor.shape), self.input_dtype)
+        inp.set_shared_memory(slot.input.name, tensor.nbytes)
+        if self.outputs_in_shm:
+            assert slot.output is not None
+            outputs, offset = [], 0
+            for spec in self.outputs:
+                requested = grpcclient.InferRequestedOutput(spec.name)
+                size = spec.item_bytes() * batch
+                requested.set_shared_memory(slot.output.name, size, offset)
+                outputs.append(requested)
+                offset += size
+        else:
+            outputs = self._grpc_outputs.prepare(tensor[:0], batch).outputs
+        return Lease([inp], outputs, batch, slot)
+
+    def outputs_of(self, lease: Lease, reply: Reply) -> dict[str, np.ndarray]:
+        if not self.outputs_in_shm or lease.slot is None:
+            return self._grpc_outputs.outputs_of(lease, reply)
+        slot: _Slot = lease.slot
+        assert slot.output is not None
+        out, offset = {}, 0
+        for spec in self.outputs:
+            dtype = np.dtype(triton_to_np_dtype(spec.datatype))
+            shape = (lease.batch, *spec.item_shape)
+            out[spec.name] = slot.output.read(dtype, shape, offset)
+            offset += spec.item_bytes() * lease.batch
+        return out
+
+    def release(self, lease: Lease, reusable: bool) -> None:
+        slot: _Slot | None = lease.slot
+        lease.slot, lease.inputs = None, []
+        if slot is None:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            (self._free if reusable else self._retired).append(slot)
+            reclaim = not reusable
+        if reclaim:
+            self._reclaim()
+
+    def server_restarted(self) -> None:
+        """Register every region again (a restarted server knows none of them)."""
+        with self._lock:
+            regions = [r for slot in self._all for r in slot.regions()]
+        for region in regions:
+            with contextlib.suppress(Exception):  # already known to this server: fine
+                self._register(region)
+
+    def close(self) -> None:
+        """Unregister and unlink every region (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            slots, self._all, self._free, self._retired = self._all, [], [], []
+        for slot in slots:
+            for region in slot.regions():
+                self._drop_region(region)

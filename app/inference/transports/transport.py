@@ -1,0 +1,91 @@
+"""How a request's tensors travel: inside the gRPC message, or through shared memory.
+
+The session is written against `Transport`; `GrpcTransport` puts the input in the message,
+`ShmTransport` (shm_transport.py) writes it into a system shared-memory region registered
+once with the server. A CUDA shared-memory transport would be a third implementation of
+the same three calls (where a GPU and the server are on this machine).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+
+from app.inference.transports.channel import Reply
+
+
+class TransportKind(enum.StrEnum):
+    AUTO = "auto"  # shared memory when the server is on this machine and accepts it, else gRPC
+    GRPC = "grpc"
+    SHM = "shm"
+
+
+@dataclass(eq=False)
+class Lease:
+    """What one send (one gRPC call, one or more batched images) carries."""
+
+    inputs: list[Any]
+    outputs: list[Any]
+    batch: int
+    slot: Any = None  # the transport's own (a shared-memory slot)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Transport(Protocol):
+    kind: TransportKind
+    description: str  # for the user: "gRPC" / "shared memory (…)"
+
+    def prepare(self, tensor: np.ndarray, batch: int) -> Lease:
+        """Inputs and requested outputs for `tensor` (its first axis is the batch when batched)."""
+        ...
+
+    def outputs_of(self, lease: Lease, reply: Reply) -> dict[str, np.ndarray]:
+        """The output tensors by name, owned by the caller (safe after `release`)."""
+        ...
+
+    def release(self, lease: Lease, reusable: bool) -> None:
+        """The send ended. `reusable`: the server has answered, so it no longer reads or
+        writes the lease's buffers (False after a cancel or a timeout)."""
+        ...
+
+    def server_restarted(self) -> None:
+        """The server forgot what was registered with it: register it again."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class GrpcTransport:
+    """The tensors inside the gRPC messages (works with any server, local or remote)."""
+
+    kind = TransportKind.GRPC
+    description = "gRPC"
+
+    def __init__(self, input_name: str, input_dtype: str, output_names: Sequence[str]) -> None:
+        self.input_name = input_name
+        self.input_dtype = input_dtype
+        self.output_names = list(output_names)
+        # Built once: the same requested outputs serve every request.
+        self._outputs = [grpcclient.InferRequestedOutput(n) for n in self.output_names]
+
+    def prepare(self, tensor: np.ndarray, batch: int) -> Lease:
+        inp = grpcclient.InferInput(self.input_name, list(tensor.shape), self.input_dtype)
+        inp.set_data_from_numpy(tensor)
+        return Lease([inp], self._outputs, batch)
+
+    def outputs_of(self, lease: Lease, reply: Reply) -> dict[str, np.ndarray]:
+        return {name: reply.as_numpy(name) for name in self.output_names}
+
+    def release(self, lease: Lease, reusable: bool) -> None:
+        lease.inputs = []  # free the tensor now
+
+    def server_restarted(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

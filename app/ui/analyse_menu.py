@@ -1,0 +1,82 @@
+"""The Analyse menu: "Compare with…" (the A/B compare window) and "Track objects" (track ids
+and trails in the live preview, with a Tracks dock). Built beside the main window's own
+menus so the viewer only creates it and tells it the current session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QDockWidget, QMainWindow
+
+from app.inference.core.session import TritonSession
+from app.ui.base.bridge import GuiBridge
+from app.ui.base.tasks import TaskSet
+from app.ui.compare.compare_controller import CompareController
+from app.ui.compare.compare_window import CompareDialog
+from app.ui.live.live_controller import LiveController
+from app.ui.live.live_tracking import LiveTracking
+from app.ui.live.tracks_panel import TracksPanel
+from app.ui.view.image_view import ImageView
+
+
+class AnalysisUi:
+    def __init__(
+        self,
+        window: QMainWindow,
+        view: ImageView,
+        live: LiveController,
+        executor: Executor,
+        tasks: TaskSet,
+        bridge: GuiBridge,
+        report: Callable[[str, bool], None],
+    ) -> None:
+        self.window, self._tasks, self._report = window, tasks, report
+        self.session: TritonSession | None = None
+        menu = window.menuBar().addMenu("&Analyse")
+        self.compare_action = QAction("&Compare with…", window)
+        self.compare_action.setShortcut("Ctrl+Shift+C")
+        self.compare_action.setEnabled(False)  # once connected
+        self.track_action = QAction("&Track objects (live preview)", window)
+        self.track_action.setCheckable(True)
+        menu.addAction(self.compare_action)
+        menu.addAction(self.track_action)
+        self.tracks_panel = TracksPanel()
+        self.tracks_dock = QDockWidget("Tracks", window)
+        self.tracks_dock.setObjectName("TracksDock")
+        self.tracks_dock.setWidget(self.tracks_panel)
+        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.tracks_dock)
+        self.tracks_dock.hide()
+        self.tracking = LiveTracking(live, view, self.tracks_panel)
+        self.compare = CompareController(executor, tasks, bridge, report)
+        self.dialog: CompareDialog | None = None
+        self.compare_action.triggered.connect(self.ask_compare)
+        self.track_action.toggled.connect(self.set_tracking)
+
+    def set_session(self, session: TritonSession | None) -> None:
+        self.session = session
+        self.compare_action.setEnabled(session is not None)
+
+    def set_tracking(self, on: bool) -> None:
+        self.tracking.set_enabled(on)
+        self.tracks_dock.setVisible(on)
+        if self.track_action.isChecked() != on:
+            self.track_action.setChecked(on)
+
+    def ask_compare(self) -> None:
+        session = self.session
+        if session is None or session.info is None:
+            self._report("connect to a server first", True)
+            return
+        models = sorted({m.name for m in session.models if m.state == "READY"})
+        self.dialog = dialog = CompareDialog(models, session.info.name, self.window)
+        dialog.accepted.connect(lambda: self._tasks.spawn(self.compare.start(dialog.choice(), session)))
+        dialog.finished.connect(lambda _r: dialog.deleteLater())
+        dialog.open()  # window-modal, without a nested event loop
+
+    async def shutdown(self) -> None:
+        if self.dialog is not None:
+            self.dialog.close()
+        await self.compare.shutdown()

@@ -1,0 +1,1 @@
+"""Statistics, the request log, where the time goes and the load test."""

@@ -1,0 +1,480 @@
+"""Tools > Load test…: the progressive ramp (app.pipeline.sweep) on the current images, in the
+background, with progress, Cancel, a plot of throughput and latency against concurrency with
+the knee marked, a table, and CSV/PNG export.
+
+The sweep runs on a thread of its own (sessions of its own, so the viewer's statistics are not
+mixed in); everything it reports comes back through the bridge to the GUI thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import math
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from pathlib import Path
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFontMetricsF,
+    QImageWriter,
+    QPainter,
+    QPainterPath,
+    QPaintEvent,
+    QPalette,
+    QPen,
+)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.inference.transports.channel import ConnectionOptions
+from app.inference.transports.transport import TransportKind
+from app.pipeline.sweep import (
+    LevelResult,
+    Sweep,
+    SweepPlan,
+    SweepProgress,
+    find_knee,
+    load_sweep_images,
+    recommend,
+    series,
+)
+from app.ui.base.bridge import GuiBridge
+from app.ui.widgets.live_plot import axis_max, format_tick
+
+THROUGHPUT_COLOR = QColor(30, 120, 200)
+P50_COLOR = QColor(230, 120, 20)
+P95_COLOR = QColor(200, 40, 40)
+KNEE_COLOR = QColor(40, 160, 60)
+COLUMNS = (
+    "in flight",
+    "transport",
+    "batch",
+    "req/s",
+    "p50 ms",
+    "p95 ms",
+    "p99 ms",
+    "srv queue",
+    "srv compute",
+)
+TRANSPORT_BOXES = (
+    ("Automatic", TransportKind.AUTO),
+    ("gRPC", TransportKind.GRPC),
+    ("Shared memory", TransportKind.SHM),
+)
+
+
+def parse_int_list(text: str, low: int, high: int, what: str) -> list[int]:
+    try:
+        values = sorted({int(part) for part in text.replace(" ", "").split(",") if part})
+    except ValueError:
+        raise ValueError(f"{what}: comma-separated whole numbers, e.g. 1,2,4,8") from None
+    if not values or values[0] < low or values[-1] > high:
+        raise ValueError(f"{what}: between {low} and {high}")
+    return values
+
+
+class SweepPlot(QWidget):
+    """Throughput (left axis) and latency p50/p95 (right axis) against the requests in flight
+    (log2 spacing); one set of lines per transport/batch series; the knee marked."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.results: list[LevelResult] = []
+        self.setMinimumSize(320, 200)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+
+    def sizeHint(self) -> QSize:
+        return QSize(560, 300)
+
+    def set_results(self, results: Sequence[LevelResult]) -> None:
+        self.results = list(results)
+        self.update()
+
+    def knee_points(self) -> list[LevelResult]:
+        return [k for k in (find_knee(s) for s in series(self.results).values()) if k is not None]
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pal = self.palette()
+        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
+        text = pal.color(QPalette.ColorRole.Text)
+        metrics = QFontMetricsF(self.font())
+        if not self.results:
+            painter.setPen(text)
+            painter.drawText(
+                self.rect(), Qt.AlignmentFlag.AlignCenter, "Press Start: the curve appears level by level"
+            )
+            painter.end()
+            return
+        thr_top = axis_max(max(r.throughput for r in self.results), 4)
+        lat_top = axis_max(max((r.p95_ms or 0.0) for r in self.results) or 1.0, 4)
+        labels_l = [format_tick(thr_top * i / 4) for i in range(5)]
+        labels_r = [format_tick(lat_top * i / 4) for i in range(5)]
+        left = max(metrics.horizontalAdvance(t) for t in labels_l) + 12
+        right = max(metrics.horizontalAdvance(t) for t in labels_r) + 12
+        plot = QRectF(
+            left, metrics.height() + 8, self.width() - left - right, self.height() - 3 * metrics.height() - 12
+        )
+        if plot.width() < 20 or plot.height() < 20:
+            painter.end()
+            return
+        levels = sorted({r.concurrency for r in self.results})
+        lo, hi = math.log2(levels[0]), math.log2(levels[-1])
+
+        def x_of(c: int) -> float:
+            return (
+                plot.center().x()
+                if hi == lo
+                else plot.left() + (math.log2(c) - lo) / (hi - lo) * plot.width()
+            )
+
+        grid = QColor(text)
+        grid.setAlpha(50)
+        for i in range(5):
+            y = plot.bottom() - i / 4 * plot.height()
+            painter.setPen(QPen(grid, 1))
+            painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y))
+            painter.setPen(THROUGHPUT_COLOR)
+            painter.drawText(
+                QRectF(0, y - metrics.height() / 2, left - 4, metrics.height()),
+                Qt.AlignmentFlag.AlignRight,
+                labels_l[i],
+            )
+            painter.setPen(P95_COLOR)
+            painter.drawText(
+                QRectF(plot.right() + 4, y - metrics.height() / 2, right, metrics.height()),
+                Qt.AlignmentFlag.AlignLeft,
+                labels_r[i],
+            )
+        painter.setPen(text)
+        for c in levels:
+            painter.drawText(
+                QRectF(x_of(c) - 30, plot.bottom() + 2, 60, metrics.height()),
+                Qt.AlignmentFlag.AlignHCenter,
+                str(c),
+            )
+        painter.drawText(
+            QRectF(plot.left(), self.height() - metrics.height() - 2, plot.width(), metrics.height()),
+            Qt.AlignmentFlag.AlignHCenter,
+            "requests in flight",
+        )
+        painter.setPen(THROUGHPUT_COLOR)
+        painter.drawText(
+            QRectF(2, 2, self.width() / 2, metrics.height()),
+            Qt.AlignmentFlag.AlignLeft,
+            "● throughput (req/s)",
+        )
+        painter.setPen(P95_COLOR)
+        painter.drawText(
+            QRectF(self.width() / 2, 2, self.width() / 2 - 2, metrics.height()),
+            Qt.AlignmentFlag.AlignRight,
+            "latency p50 / p95 (ms) ●",
+        )
+        painter.setPen(text)
+        painter.drawRect(plot)
+        for levels_of_series in series(self.results).values():
+            self._line(
+                painter,
+                plot,
+                [(x_of(r.concurrency), r.throughput / thr_top) for r in levels_of_series],
+                THROUGHPUT_COLOR,
+                Qt.PenStyle.SolidLine,
+            )
+            self._line(
+                painter,
+                plot,
+                [(x_of(r.concurrency), (r.p50_ms or 0) / lat_top) for r in levels_of_series],
+                P50_COLOR,
+                Qt.PenStyle.DashLine,
+            )
+            self._line(
+                painter,
+                plot,
+                [(x_of(r.concurrency), (r.p95_ms or 0) / lat_top) for r in levels_of_series],
+                P95_COLOR,
+                Qt.PenStyle.SolidLine,
+            )
+        for knee in self.knee_points():
+            x = x_of(knee.concurrency)
+            y = plot.bottom() - knee.throughput / thr_top * plot.height()
+            painter.setPen(QPen(KNEE_COLOR, 2))
+            painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()))
+            painter.setBrush(KNEE_COLOR)
+            painter.drawEllipse(QPointF(x, y), 5, 5)
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawText(QPointF(x + 6, plot.top() + metrics.ascent() + 2), "knee")
+        painter.end()
+
+    @staticmethod
+    def _line(
+        painter: QPainter, plot: QRectF, xy: list[tuple[float, float]], color: QColor, style: Qt.PenStyle
+    ) -> None:
+        if not xy:
+            return
+        path = QPainterPath()
+        for i, (x, frac) in enumerate(xy):
+            point = QPointF(x, plot.bottom() - frac * plot.height())
+            path.moveTo(point) if i == 0 else path.lineTo(point)
+        painter.setPen(QPen(color, 2, style))
+        painter.drawPath(path)
+        painter.setBrush(color)
+        for x, frac in xy:
+            painter.drawEllipse(QPointF(x, plot.bottom() - frac * plot.height()), 2.5, 2.5)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+
+
+class LoadTestWindow(QDialog):
+    finished_sweep = Signal(str)  # the recommendation (or why it stopped)
+
+    def __init__(self, parent: QWidget, bridge: GuiBridge, executor: Executor) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Load test: find the knee")
+        self.setModal(False)
+        self._bridge = bridge
+        self._executor = executor
+        self._urls: list[str] = []
+        self._model: str | None = None
+        self._options: ConnectionOptions | None = None
+        self._paths: list[str] = []
+        self._sweep: Sweep | None = None
+        self._thread: threading.Thread | None = None
+        self.results: list[LevelResult] = []
+        self.recommendation = ""
+
+        self.levels = QLineEdit("1,2,4,8,16")
+        self.requests = QSpinBox()
+        self.requests.setRange(10, 10_000)
+        self.requests.setValue(100)
+        self.batches = QLineEdit("1")
+        self.transports = [QCheckBox(text) for text, _ in TRANSPORT_BOXES]
+        self.transports[0].setChecked(True)
+        self.images_label = QLabel()
+        self.images_label.setWordWrap(True)
+        self.start_button = QPushButton("Start")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.csv_button = QPushButton("Export CSV…")
+        self.png_button = QPushButton("Export PNG…")
+        for button in (self.csv_button, self.png_button):
+            button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("ready")
+        self.plot = SweepPlot()
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setMinimumHeight(120)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        transports = QHBoxLayout()
+        for box in self.transports:
+            transports.addWidget(box)
+        form = QFormLayout()
+        form.addRow("Requests in flight", self.levels)
+        form.addRow("Requests per level", self.requests)
+        form.addRow("Transports", transports)
+        form.addRow("Client batch sizes", self.batches)
+        form.addRow("Images", self.images_label)
+        buttons = QHBoxLayout()
+        for button in (self.start_button, self.cancel_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        for button in (self.csv_button, self.png_button):
+            buttons.addWidget(button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.plot, 2)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.summary)
+        self.start_button.clicked.connect(self.start)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.csv_button.clicked.connect(lambda: self.export_csv())
+        self.png_button.clicked.connect(lambda: self.export_png())
+        self.resize(720, 640)
+
+    def prepare(
+        self, urls: Sequence[str], model: str | None, options: ConnectionOptions, paths: Sequence[str]
+    ) -> None:
+        """The server, model and images of the next run (the viewer's current ones)."""
+        self._urls, self._model, self._options, self._paths = list(urls), model, options, list(paths)
+        what = f"{len(paths)} image(s) of the current batch" if paths else "the bundled sample"
+        self.images_label.setText(f"{what} · model {model} at {', '.join(urls)}")
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def plan(self) -> SweepPlan:
+        kinds = tuple(
+            kind for box, (_, kind) in zip(self.transports, TRANSPORT_BOXES, strict=True) if box.isChecked()
+        )
+        if not kinds:
+            raise ValueError("Transports: tick at least one")
+        return SweepPlan(
+            levels=tuple(parse_int_list(self.levels.text(), 1, 256, "Requests in flight")),
+            transports=kinds,
+            client_batches=tuple(parse_int_list(self.batches.text(), 1, 64, "Client batch sizes")),
+            requests=self.requests.value(),
+        )
+
+    def start(self) -> None:
+        if self.running or not self._urls:
+            return
+        try:
+            plan = self.plan()
+        except ValueError as e:
+            self.summary.setText(f"<b>{e}</b>")
+            return
+        self.results = []
+        self.table.setRowCount(0)
+        self.plot.set_results([])
+        self.summary.setText("")
+        self.start_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.progress.setRange(0, plan.total_requests())
+        self.progress.setValue(0)
+        self.progress.setFormat("loading images…")
+        wrap = self._bridge.wrap
+        self._thread = threading.Thread(
+            target=self._run,
+            args=(plan, wrap(self._on_level), wrap(self._on_progress), wrap(self._on_end)),
+            name="load-test",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def _run(
+        self,
+        plan: SweepPlan,
+        on_level: Callable[[LevelResult], None],
+        on_progress: Callable[[SweepProgress], None],
+        on_end: Callable[[str], None],
+    ) -> None:
+        # The sweep's own thread: decoding images, opening sessions and waiting all block.
+        try:
+            images, _names = load_sweep_images(self._paths)
+            sweep = self._sweep = Sweep(
+                self._urls,
+                self._model,
+                images,
+                plan,
+                options=self._options,
+                on_level=on_level,
+                on_progress=on_progress,
+            )
+            sweep.run()
+            message = "cancelled" if sweep.cancelled else ""
+        except Exception as e:
+            message = f"stopped: {e}"
+        on_end(message)
+
+    def cancel(self) -> None:
+        sweep = self._sweep
+        if sweep is not None:
+            sweep.cancel()
+        self.cancel_button.setEnabled(False)
+
+    async def shutdown(self) -> None:
+        """The viewer closes: stop the sweep and wait for its thread (off the GUI thread)."""
+        self.cancel()
+        thread = self._thread
+        if thread is not None:
+            await asyncio.get_running_loop().run_in_executor(self._executor, thread.join, 10.0)
+        self.close()
+
+    # -- reports (GUI thread) ------------------------------------------------------------------
+    def _on_level(self, result: LevelResult) -> None:
+        self.results.append(result)
+        self.plot.set_results(self.results)
+        row = self.table.rowCount()
+        self.table.insertRow(row)
+        values = (
+            result.concurrency,
+            result.transport,
+            result.client_batch,
+            f"{result.throughput:.1f}",
+            result.p50_ms,
+            result.p95_ms,
+            result.p99_ms,
+            result.server_queue_ms,
+            result.server_compute_ms,
+        )
+        for col, value in enumerate(values):
+            text = "-" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
+            self.table.setItem(row, col, QTableWidgetItem(text))
+
+    def _on_progress(self, p: SweepProgress) -> None:
+        self.progress.setValue(min(p.done_requests, self.progress.maximum()))
+        left = "" if p.eta_s is None else f" · {p.eta_s:.0f} s left"
+        self.progress.setFormat(f"%p% · {p.step}{left}")
+
+    def _on_end(self, message: str) -> None:
+        self.start_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        self.csv_button.setEnabled(bool(self.results))
+        self.png_button.setEnabled(bool(self.results))
+        self.progress.setFormat(message or "done")
+        if not message:
+            self.progress.setValue(self.progress.maximum())
+        _, self.recommendation = recommend(self.results)
+        self.summary.setText(message or f"<b>Recommendation:</b> {self.recommendation}")
+        self.finished_sweep.emit(message or self.recommendation)
+
+    # -- exports --------------------------------------------------------------------------------
+    def export_csv(self, path: str | None = None) -> bool:
+        path = path or self._ask("Export the load test (CSV)", "CSV (*.csv)", "load-test.csv")
+        if not path:
+            return False
+        fields = ("concurrency", "transport", "client_batch", "throughput", "p50_ms", "p95_ms", "p99_ms",
+                  "server_queue_ms", "server_compute_ms", "failed")  # fmt: skip
+        try:
+            with open(path, "w", newline="", encoding="utf-8") as f:
+                writer = csv.writer(f)
+                writer.writerow(fields)
+                for r in self.results:
+                    record = r.to_record()
+                    writer.writerow(["" if record.get(k) is None else record[k] for k in fields])
+        except OSError as e:
+            self.summary.setText(f"<b>cannot write {path}: {e.strerror or e}</b>")
+            return False
+        return True
+
+    def export_png(self, path: str | None = None) -> bool:
+        path = path or self._ask("Export the load test plot (PNG)", "PNG image (*.png)", "load-test.png")
+        if not path:
+            return False
+        writer = QImageWriter(path, b"png")
+        if not writer.write(self.plot.grab().toImage()):
+            self.summary.setText(f"<b>cannot write {path}: {writer.errorString()}</b>")
+            return False
+        return True
+
+    def _ask(self, title: str, filter_text: str, name: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, title, str(Path.home() / name), filter_text, options=QFileDialog.Option.DontUseNativeDialog
+        )
+        return path or None

@@ -1,0 +1,96 @@
+"""TimeSplitWidget: a stacked bar of where a request's time goes, with the figures beside it."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
+from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from app.pipeline.time_split import Segment
+from app.ui.analysis.stats_panel import format_ms
+
+COLORS = {
+    "preprocess": QColor(120, 170, 230),
+    "wait": QColor(190, 190, 190),
+    "round_trip": QColor(150, 110, 200),
+    "network": QColor(150, 110, 200),
+    "queue": QColor(240, 170, 60),
+    "compute": QColor(220, 90, 60),
+    "postprocess": QColor(90, 180, 120),
+}
+NO_DATA = "No successful request yet: the split appears once requests come back."
+
+
+class _Bar(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.segments: list[Segment] = []
+        self.setMinimumHeight(18)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def sizeHint(self) -> QSize:
+        return QSize(240, 20)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), self.palette().color(QPalette.ColorRole.Base))
+        total = sum(s.ms for s in self.segments)
+        if total > 0:
+            x = 0.0
+            for segment in self.segments:
+                w = self.width() * segment.ms / total
+                painter.fillRect(QRectF(x, 0, w, self.height()), COLORS.get(segment.key, QColor("gray")))
+                x += w
+        painter.end()
+
+
+class TimeSplitWidget(QWidget):
+    """`set_segments(segments)`: the bar and one row per segment (colour, name, mean ms, %)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.bar = _Bar()
+        self.note = QLabel(NO_DATA)
+        self.note.setWordWrap(True)
+        self._grid = QGridLayout()
+        self._grid.setContentsMargins(0, 0, 0, 0)
+        self._grid.setVerticalSpacing(0)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.bar)
+        layout.addLayout(self._grid)
+        layout.addWidget(self.note)
+        self._rows: list[tuple[QLabel, QLabel, QLabel]] = []
+        self.segments: list[Segment] = []
+
+    def set_segments(self, segments: list[Segment], note: str = "") -> None:
+        self.segments = list(segments)
+        self.bar.segments = self.segments
+        self.bar.update()
+        while len(self._rows) < len(segments):
+            row = len(self._rows)
+            labels = (QLabel(), QLabel(), QLabel())
+            labels[1].setAlignment(Qt.AlignmentFlag.AlignRight)
+            labels[2].setAlignment(Qt.AlignmentFlag.AlignRight)
+            for col, label in enumerate(labels):
+                self._grid.addWidget(label, row, col)
+            self._rows.append(labels)
+        total = sum(s.ms for s in segments)
+        for i, (name, ms, share) in enumerate(self._rows):
+            visible = i < len(segments)
+            for label in (name, ms, share):
+                label.setVisible(visible)
+            if not visible:
+                continue
+            s = segments[i]
+            color = COLORS.get(s.key, QColor("gray")).name()
+            name.setText(f"<span style='color:{color}'>■</span> {s.title}")
+            name.setToolTip(s.explanation)
+            ms.setText(format_ms(s.ms))
+            share.setText(f"{100 * s.ms / total:.0f}%" if total > 0 else "")
+        self.note.setText(note or ("" if segments else NO_DATA))
+        self.note.setVisible(bool(self.note.text()))
+
+    def row_texts(self) -> list[str]:
+        """What the rows say, e.g. "server queue 2.1 ms"."""
+        return [f"{s.title} {format_ms(s.ms)}" for s in self.segments]

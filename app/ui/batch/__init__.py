@@ -1,0 +1,1 @@
+"""Batches of images: running, browsing, thumbnails, the detections list and exports."""

@@ -1,0 +1,179 @@
+"""Gallery: the opened images (thumbnail + result), which one is shown, and its boxes.
+
+The full image of the selected entry is re-read from disk on the executor, never
+kept for the whole batch. Threshold changes re-filter the received detections.
+
+A result belongs to the version of the file that was read for it (its FileIdentity: path,
+size, modification time). Opening a file again starts its entry afresh (pending, no old
+boxes); a file changed on disk since its result is shown without boxes, with a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from concurrent.futures import Executor
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal
+
+from app.inference.decoding.filtering import refilter
+from app.inference.result import ClassScore, Detection, InferenceResult, SemanticMask
+from app.sources.files import FileIdentity, file_identity
+from app.sources.images import read_image
+from app.ui.base.tasks import TaskSet
+from app.ui.batch.thumbnail_strip import ThumbnailStrip
+from app.ui.view.image_view import ImageView
+from app.ui.widgets.thresholds import ThresholdsWidget
+
+
+class Gallery(QObject):
+    shown = Signal(str)  # key of the entry now displayed (image and boxes in place)
+    load_failed = Signal(str)  # message naming the file and the cause
+
+    def __init__(
+        self,
+        view: ImageView,
+        strip: ThumbnailStrip,
+        thresholds: ThresholdsWidget,
+        executor: Executor,
+        tasks: TaskSet,
+    ) -> None:
+        super().__init__()
+        self.view, self.strip, self.thresholds = view, strip, thresholds
+        self._executor = executor
+        self._tasks = tasks
+        self.results: dict[str, InferenceResult] = {}  # key -> result (tag dropped)
+        self.identities: dict[str, FileIdentity] = {}  # key -> the file version its result is for
+        self.stale: set[str] = set()  # keys whose file changed on disk since: boxes not shown
+        self.current_key: str | None = None
+        self.current_image: np.ndarray | None = None
+        self._loading: asyncio.Task[None] | None = None
+        self._auto_show = True  # show the next result that arrives (new job opened)
+        strip.selected.connect(self.select)
+        thresholds.changed.connect(self._refilter)
+
+    # -- entries ---------------------------------------------------------------------
+    def add_entry(self, key: str, thumbnail: np.ndarray, identity: FileIdentity | None = None) -> None:
+        """An input was read (its result follows). Read again (opened again): the old result
+        is dropped at once, so the old boxes are never drawn on the new picture."""
+        renewed = key in self.results or key in self.identities
+        self.results.pop(key, None)
+        self.stale.discard(key)
+        if identity is not None:
+            self.identities[key] = identity
+        else:
+            self.identities.pop(key, None)
+        self.strip.add_item(key, thumbnail, None)
+        if renewed and key == self.current_key:
+            self.current_image = None
+            self.view.set_detections([])
+            self.select(key)  # the new picture, boxes once its result is here
+
+    def has_entry(self, key: str) -> bool:
+        return self.strip.item_for(key) is not None
+
+    def on_result(self, result: InferenceResult) -> None:
+        key = result.source
+        if key is None:
+            return
+        self.results[key] = dataclasses.replace(result, tag=None)  # drop the tag: keep entries small
+        self.strip.set_status(key, result.ok)
+        if key == self.current_key:
+            self._refilter()
+            if self.current_image is not None:
+                self.view.set_overlays(*self._overlays())
+        elif self._auto_show and result.ok:
+            self._auto_show = False
+            self.select(key)
+
+    def expect_new_job(self) -> None:
+        self._auto_show = True
+
+    def clear(self) -> None:
+        self.results.clear()
+        self.identities.clear()
+        self.stale.clear()
+        self.strip.clear()
+        self.view.clear()
+        self.current_key, self.current_image = None, None
+        self._auto_show = True
+
+    def busy(self) -> bool:
+        return self._loading is not None and not self._loading.done()
+
+    # -- display -------------------------------------------------------------------------
+    def select(self, key: str) -> None:
+        if key == self.current_key and self.current_image is not None:
+            return
+        self.current_key = key
+        item = self.strip.item_for(key)
+        if item is not None and self.strip.currentItem() is not item:
+            self.strip.blockSignals(True)
+            self.strip.setCurrentItem(item)
+            self.strip.blockSignals(False)
+        if self._loading is not None:
+            self._loading.cancel()
+        self._loading = self._tasks.spawn(self._load(key), name=f"show {Path(key).name}")
+
+    async def _load(self, key: str) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            image, identity = await loop.run_in_executor(self._executor, _read_with_identity, key)
+        except (ValueError, OSError) as e:
+            if key == self.current_key:
+                self.current_image = None
+                self.view.clear()
+                self.load_failed.emit(str(e))
+            return
+        if key != self.current_key:
+            return
+        inferred = self.identities.get(key)
+        if inferred is not None and identity != inferred:
+            self.stale.add(key)
+            self.load_failed.emit(
+                f"{key} changed on disk since it was inferred: its boxes are not shown; "
+                "open it again to run it again"
+            )
+        self.current_image = image
+        self.view.set_image(image, self.drawable_detections(), *self._overlays())
+        self.shown.emit(key)
+
+    def current_result(self) -> InferenceResult | None:
+        return None if self.current_key is None else self.results.get(self.current_key)
+
+    def visible_detections(self, result: InferenceResult | None = None) -> list[Detection]:
+        """The received detections of `result` (default: the shown one) that pass the sliders."""
+        result = result or self.current_result()
+        if result is None or not result.ok:
+            return []
+        return refilter(result.detections, self.thresholds.score(), self.thresholds.iou())
+
+    def drawable_detections(self, result: InferenceResult | None = None) -> list[Detection]:
+        """What may be drawn on the picture read from disk now: nothing when the file changed
+        since its result (the JSON exports keep the result as it was inferred)."""
+        result = result or self.current_result()
+        if result is not None and result.source in self.stale:
+            return []
+        return self.visible_detections(result)
+
+    def _overlays(self) -> tuple[list[SemanticMask] | None, list[ClassScore] | None]:
+        """Semantic masks and top-k classes of the shown result (None: the model gives none,
+        or the file changed on disk since it was inferred)."""
+        result = self.current_result()
+        if result is None or not result.ok or result.source in self.stale:
+            return None, None
+        return result.masks, result.classes
+
+    def _refilter(self, *_args: object) -> None:
+        # No new request: the detections already received are filtered again.
+        if self.current_image is not None:
+            self.view.set_detections(self.drawable_detections())
+
+
+def _read_with_identity(path: str) -> tuple[np.ndarray, FileIdentity | None]:
+    """The picture and which version of the file it is (stat first: a change while reading
+    makes the versions differ, never match wrongly)."""
+    identity = file_identity(path)
+    return read_image(path), identity

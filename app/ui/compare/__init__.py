@@ -1,0 +1,1 @@
+"""The A/B compare window: two models on the same inputs."""

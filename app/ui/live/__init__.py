@@ -1,0 +1,1 @@
+"""The live preview: camera, video or stream, its controls and tracking."""

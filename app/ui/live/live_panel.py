@@ -1,0 +1,299 @@
+"""The live preview's controls: a toolbar and a Live menu (plus File > Open camera/video/stream),
+wired to a LiveController."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Executor
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QSizePolicy,
+    QSpinBox,
+    QToolBar,
+    QWidget,
+)
+
+from app.pipeline.live import LiveState
+from app.ui.base.tasks import TaskSet
+from app.ui.live.live_controller import LiveController, RecordingState
+from app.ui.widgets.banner import split_detail
+from app.ui.widgets.camera_picker import CameraPicker, ask_stream_url, ask_video_file
+from app.ui.widgets.overlays import RecordingMark
+
+RESOLUTIONS: tuple[tuple[str, tuple[int, int] | None], ...] = (
+    ("Camera default", None),
+    ("640x480", (640, 480)),
+    ("1280x720", (1280, 720)),
+    ("1920x1080", (1920, 1080)),
+)
+MAX_IN_FLIGHT = 32
+VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".m4v")
+STATE_TEXT = {
+    LiveState.IDLE: "No live source",
+    LiveState.WAITING: "Waiting for the server",
+    LiveState.PLAYING: "Live",
+    LiveState.PAUSED: "Paused",
+    LiveState.ENDED: "Ended",
+    LiveState.FAILED: "Failed",
+    LiveState.STOPPED: "Stopped",
+}
+
+
+class LiveToolbar(QToolBar):
+    """Start / Pause / Stop, in-flight limit, frame by frame, loop, resolution, Record."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Live", parent)
+        self.setObjectName("LiveToolbar")  # saveState() needs names
+        self.open_action = QAction("Open camera…", self)
+        self.start_action = QAction("▶ Start", self)
+        self.start_action.setShortcut(QKeySequence("F5"))
+        self.pause_action = QAction("❚❚ Pause", self)
+        self.pause_action.setShortcut(QKeySequence("Space"))
+        self.stop_action = QAction("■ Stop", self)
+        self.stop_action.setShortcut(QKeySequence("Shift+F5"))
+        self.record_action = QAction("● Record…", self)
+        self.record_action.setCheckable(True)
+        self.record_action.setShortcut(QKeySequence("Ctrl+R"))
+        self.has_source = False
+        self.state = LiveState.IDLE
+        self.in_flight = QSpinBox()
+        self.in_flight.setRange(1, MAX_IN_FLIGHT)
+        self.in_flight.setValue(2)
+        self.in_flight.setToolTip(
+            "At most this many requests in flight for the stream; frames arriving while they are "
+            "all busy are dropped (live) so the picture never falls behind"
+        )
+        self.frame_by_frame = QCheckBox("Frame by frame")
+        self.frame_by_frame.setToolTip(
+            "Video files: infer every frame, drop nothing (slower than real time). Applies at the next Start."
+        )
+        self.loop = QCheckBox("Loop")
+        self.loop.setToolTip("Video files: start again at the end. Applies at the next Start.")
+        self.resolution = QComboBox()
+        for text, size in RESOLUTIONS:
+            self.resolution.addItem(text, size)
+        self.resolution.setToolTip("Cameras: the capture resolution to ask for. Applies at the next Start.")
+        self.state_label = QLabel(STATE_TEXT[LiveState.IDLE])
+        self.state_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # The lead of a long message; the whole of it in the tooltip.
+        self.state_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.state_label.setMinimumWidth(120)
+        for action in (self.open_action, self.start_action, self.pause_action, self.stop_action):
+            self.addAction(action)
+        self.addSeparator()
+        self.addWidget(QLabel(" In flight "))
+        self.addWidget(self.in_flight)
+        self.addWidget(self.frame_by_frame)
+        self.addWidget(self.loop)
+        self.addWidget(self.resolution)
+        self.addAction(self.record_action)
+        self.addSeparator()
+        self.addWidget(self.state_label)
+        self.set_state(LiveState.IDLE, "")
+
+    def set_state(self, value: str, detail: str) -> None:
+        state = self.state = LiveState(value)
+        title = STATE_TEXT[state]
+        lead, _raw = split_detail(detail)
+        self.state_label.setText(f" {title}: {lead}" if lead else f" {title}")
+        self.state_label.setToolTip(detail)
+        self._enable()
+
+    def set_has_source(self, has: bool) -> None:
+        self.has_source = has
+        self._enable()
+
+    def _enable(self) -> None:
+        """Each control enabled only when it can do something; a disabled one says why."""
+        state, has = self.state, self.has_source
+        why_source = "Open a camera, a video or a stream first (Live > Open camera…)"
+        start = has and state not in (LiveState.PLAYING, LiveState.WAITING)
+        self.start_action.setEnabled(start)
+        self.start_action.setToolTip(
+            "Resume" if state is LiveState.PAUSED else ("Start the stream (F5)" if start else why_source)
+        )
+        self.pause_action.setEnabled(state in (LiveState.PLAYING, LiveState.PAUSED))
+        self.pause_action.setToolTip(
+            "Pause / resume (Space)" if self.pause_action.isEnabled() else "Nothing plays"
+        )
+        self.stop_action.setEnabled(
+            state in (LiveState.PLAYING, LiveState.PAUSED, LiveState.WAITING, LiveState.ENDED)
+        )
+        recording = self.record_action.isChecked()
+        self.record_action.setEnabled(has or recording)
+        self.record_action.setToolTip(
+            "Record the annotated stream (video) and its detections (JSON Lines); pressed before "
+            "Start it records from the first frame (Ctrl+R)"
+            if has or recording
+            else why_source
+        )
+
+
+class LiveUi:
+    """Builds the toolbar and menus on `window` and connects them to `live`."""
+
+    def __init__(
+        self,
+        window: QMainWindow,
+        file_menu: QMenu,
+        view: QWidget,
+        live: LiveController,
+        executor: Executor,
+        tasks: TaskSet,
+    ) -> None:
+        self.window, self.live = window, live
+        self._executor, self._tasks = executor, tasks
+        self.toolbar = bar = LiveToolbar(window)
+        window.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+        self.open_camera_action = QAction("Open &camera…", window)
+        self.open_camera_action.setShortcut(QKeySequence("Ctrl+K"))
+        self.open_video_action = QAction("Open &video…", window)
+        self.open_stream_action = QAction("Open stream &URL…", window)
+        self._insert_into_file_menu(file_menu)
+        menu = window.menuBar().addMenu("&Live")
+        menu.setToolTipsVisible(True)  # disabled actions say why
+        for action in (self.open_camera_action, self.open_video_action, self.open_stream_action):
+            menu.addAction(action)
+        menu.addSeparator()
+        for action in (bar.start_action, bar.pause_action, bar.stop_action):
+            menu.addAction(action)
+        menu.addSeparator()
+        menu.addAction(bar.record_action)
+        self.picker: CameraPicker | None = None
+        self.record_dir = ""  # where the Record dialog starts (the viewer keeps it remembered)
+
+        bar.open_action.triggered.connect(self.open_camera)
+        self.open_camera_action.triggered.connect(self.open_camera)
+        self.open_video_action.triggered.connect(self.open_video)
+        self.open_stream_action.triggered.connect(self.open_stream)
+        bar.start_action.triggered.connect(self._start)
+        bar.pause_action.triggered.connect(self._pause_or_resume)
+        bar.stop_action.triggered.connect(live.stop)
+        bar.record_action.triggered.connect(self._record_toggled)
+        bar.in_flight.valueChanged.connect(live.set_max_in_flight)
+        bar.frame_by_frame.toggled.connect(self._options_changed)
+        bar.loop.toggled.connect(self._options_changed)
+        bar.resolution.currentIndexChanged.connect(self._options_changed)
+        live.state_changed.connect(self._state_changed)
+        live.recording_state.connect(self._recording_changed)
+        self.rec_mark = RecordingMark(view)
+
+    def _state_changed(self, value: str, detail: str) -> None:
+        self.toolbar.has_source = self.live.has_source
+        self.toolbar.set_state(value, detail)
+
+    def _insert_into_file_menu(self, file_menu: QMenu) -> None:
+        """After "Open folder…" (before the separator that follows it)."""
+        actions = file_menu.actions()
+        index = next((i for i, a in enumerate(actions) if a.isSeparator()), len(actions))
+        before = actions[index] if index < len(actions) else None
+        for action in (self.open_camera_action, self.open_video_action, self.open_stream_action):
+            if before is None:
+                file_menu.addAction(action)
+            else:
+                file_menu.insertAction(before, action)
+
+    # -- choosing a source ---------------------------------------------------------------------
+    def open_camera(self) -> None:
+        if self.picker is not None:
+            self.picker.raise_()
+            return
+        self.picker = picker = CameraPicker(self._executor, self._tasks, self.window)
+        picker.source_chosen.connect(self._open_source)
+        picker.finished.connect(self._picker_closed)
+        picker.open()  # window-modal, without a nested event loop
+
+    def _picker_closed(self, _result: int) -> None:
+        if self.picker is not None:
+            self.picker.deleteLater()
+            self.picker = None
+
+    def open_video(self) -> None:
+        path = ask_video_file(self.window)
+        if path:
+            self._open_source(path)
+
+    def open_stream(self) -> None:
+        url = ask_stream_url(self.window)
+        if url:
+            self._open_source(url)
+
+    def _open_source(self, source: object) -> None:
+        self._options_changed()
+        if isinstance(source, int):
+            self.live.open(source)
+        else:
+            self.live.open_text(str(source))
+
+    # -- controls ------------------------------------------------------------------------------------
+    def _start(self) -> None:
+        self._options_changed()
+        if self.live.source is not None:
+            self.live.start()
+
+    def _pause_or_resume(self) -> None:
+        if self.live.state is LiveState.PAUSED:
+            self.live.start()
+        else:
+            self.live.pause()
+
+    def _options_changed(self, *_args: object) -> None:
+        bar, opts = self.toolbar, self.live.options
+        opts.frame_by_frame = bar.frame_by_frame.isChecked()
+        opts.loop = bar.loop.isChecked()
+        opts.resolution = bar.resolution.currentData()
+        opts.max_in_flight = bar.in_flight.value()
+
+    def _record_toggled(self, checked: bool) -> None:
+        if not checked:
+            self._tasks.spawn(self.live.stop_recording(), name="stop recording")
+            return
+        self.toolbar.record_action.setChecked(False)  # until the recording (or arming) is on
+        default = str(Path(self.record_dir or Path.home()) / time.strftime("live-%Y%m%d-%H%M%S.mp4"))
+        # Qt's own dialog asks before replacing an existing file.
+        path, _ = QFileDialog.getSaveFileName(
+            self.window,
+            "Record the annotated stream",
+            default,
+            "Video (*.mp4 *.avi *.mov *.m4v)",
+            options=QFileDialog.Option.DontUseNativeDialog,
+        )
+        if path:
+            self.record_to(path)
+
+    def record_to(self, path: str) -> None:
+        if Path(path).suffix.lower() not in VIDEO_SUFFIXES:
+            path += ".mp4"
+        self.record_dir = str(Path(path).parent)
+        self.live.start_recording(path)
+
+    def _recording_changed(self, value: str) -> None:
+        state = RecordingState(value)
+        action = self.toolbar.record_action
+        action.blockSignals(True)
+        action.setChecked(state is not RecordingState.OFF)
+        action.blockSignals(False)
+        action.setText(
+            {
+                RecordingState.OFF: "● Record…",
+                RecordingState.ARMED: "● Armed (press to cancel)",
+                RecordingState.RECORDING: "● Stop recording",
+            }[state]
+        )
+        if state is RecordingState.RECORDING:
+            self.rec_mark.recording(self.live.recording_since)
+        elif state is RecordingState.ARMED:
+            self.rec_mark.armed()
+        else:
+            self.rec_mark.stopped()
+        self.toolbar.set_has_source(self.live.has_source)

@@ -1,0 +1,75 @@
+"""Tracking in the live preview: track ids on the stream's detections, trails on the view and
+the tracks panel. The tracker (app.pipeline.tracking) runs on the GUI thread as results are
+received: a few hundred microseconds per frame, in frame order (older results are ignored)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QTimer
+
+from app.inference.result import InferenceResult
+from app.pipeline.live import LiveState
+from app.pipeline.tracking import ObjectTracker
+from app.ui.live.live_controller import LiveController
+from app.ui.live.tracks_panel import TracksPanel
+from app.ui.view.image_view import ImageView
+from app.ui.view.trail_item import TrailsItem
+
+PANEL_INTERVAL_MS = 500
+
+
+class LiveTracking(QObject):
+    def __init__(self, live: LiveController, view: ImageView, panel: TracksPanel) -> None:
+        super().__init__()
+        self.live, self.view, self.panel = live, view, panel
+        self.enabled = False
+        self.tracker: ObjectTracker | None = None
+        self._source: str | None = None
+        self._state = ""
+        self.trails = TrailsItem()
+        self.trails.setVisible(False)
+        view.scene().addItem(self.trails)
+        live.painted.connect(self._painted)
+        live.state_changed.connect(self._state_changed)
+        self._panel_timer = QTimer(self)
+        self._panel_timer.setInterval(PANEL_INTERVAL_MS)
+        self._panel_timer.timeout.connect(self.refresh_panel)
+        panel.flicker_frames.valueChanged.connect(lambda _v: self.refresh_panel())
+
+    def set_enabled(self, on: bool) -> None:
+        """Track from the next frame on (a new tracker: ids start at 1), or stop tracking."""
+        self.enabled = on
+        self.tracker, self._source = None, None
+        self.live.result_hook = self._track if on else None
+        self.trails.set_tracks([])
+        self.trails.setVisible(on)
+        if on:
+            self.panel.clear("Tracking: waiting for the live stream's frames")
+            self._panel_timer.start()
+        else:
+            self._panel_timer.stop()
+            self.panel.clear()
+
+    def _state_changed(self, state: str, _detail: str) -> None:
+        # A (re)start, not a resume: frame indices start again at 0, so do the tracks.
+        if state == LiveState.PLAYING and self._state != LiveState.PAUSED:
+            self.tracker = None
+        self._state = state
+
+    def _track(self, result: InferenceResult) -> InferenceResult:
+        if self.tracker is None or result.source != self._source:
+            self.tracker = ObjectTracker()
+            self._source = result.source
+        return self.tracker.track(result)
+
+    def _painted(self, _result: InferenceResult) -> None:
+        if self.enabled and self.tracker is not None:
+            self.trails.set_tracks(self.tracker.book.live())
+
+    def refresh_panel(self) -> None:
+        if self.tracker is None:
+            return
+        book = self.tracker.book
+        live_ids = {t.track_id for t in book.live()}
+        self.panel.set_tracks(
+            list(book.tracks.values()), live_ids, book.flicker(self.panel.flicker_frames.value())
+        )

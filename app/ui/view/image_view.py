@@ -1,0 +1,264 @@
+"""ImageView: an RGB image with detection boxes (and their masks and keypoints), semantic
+masks and a classifier's top-k over it; wheel zoom, drag pan, fit and 1:1."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPixmap, QResizeEvent, QShowEvent, QTransform, QWheelEvent
+from PySide6.QtWidgets import QFrame, QGraphicsPixmapItem, QGraphicsScene, QGraphicsView, QWidget
+
+from app.inference.result import ClassScore, Detection, SemanticMask
+from app.ui.base.colors import class_color
+from app.ui.base.qimage import rgb_to_qpixmap
+from app.ui.view.classes_item import ClassesItem
+from app.ui.view.detection_items import DetectionItem
+from app.ui.view.overlay_items import KeypointsItem, MaskItem, OverlayStyle
+
+ZOOM_STEP = 1.25  # per wheel notch (120 eighths of a degree)
+MIN_ZOOM = 0.02
+MAX_ZOOM = 64.0
+
+
+class ImageView(QGraphicsView):
+    """Shows one image at scene coordinates = image pixels, with detections over it.
+
+    Starts in "fit" mode (the image follows the window size); zooming or 1:1
+    leaves fit mode until `fit()` is called again. A new image of the same size
+    keeps the current zoom and pan (live video).
+    """
+
+    zoom_changed = Signal(float)  # current scale (1.0 = one image pixel per screen pixel)
+    classes_changed = Signal(list)  # the top-k ClassScore list now shown ([] when none)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._scene = QGraphicsScene(self)
+        self.setScene(self._scene)
+        self._pixmap_item = QGraphicsPixmapItem()
+        self._pixmap_item.setTransformationMode(Qt.TransformationMode.SmoothTransformation)
+        self._pixmap_item.setZValue(0)
+        self._scene.addItem(self._pixmap_item)
+        self._boxes: list[DetectionItem] = []
+        self._detections: list[Detection] = []
+        self._semantic: list[MaskItem] = []
+        self._classes_item: ClassesItem | None = None
+        self._style = OverlayStyle()
+        self._image_size: tuple[int, int] | None = None  # (width, height)
+        self._fit_mode = True
+
+        self.setRenderHints(
+            QPainter.RenderHint.Antialiasing
+            | QPainter.RenderHint.SmoothPixmapTransform
+            | QPainter.RenderHint.TextAntialiasing
+        )
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        self.setBackgroundBrush(QColor(40, 40, 40))
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        # Pan by dragging; scroll bars would only steal room from the image (and
+        # make "fit" oscillate as they appear and disappear).
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setMinimumSize(64, 64)
+        self.zoom_changed.connect(self._on_zoom)
+
+    # --- content -------------------------------------------------------------
+
+    def set_image(
+        self,
+        image: np.ndarray,
+        detections: Sequence[Detection] = (),
+        masks: Sequence[SemanticMask] | None = None,
+        classes: Sequence[ClassScore] | None = None,
+    ) -> None:
+        """Show `image` (H, W, 3 RGB uint8) and replace the boxes with `detections` and the
+        semantic masks / top-k classes with `masks` / `classes` (None: none)."""
+        h, w = image.shape[:2]
+        self._pixmap_item.setPixmap(rgb_to_qpixmap(image))
+        new_size = (int(w), int(h))
+        size_changed = new_size != self._image_size
+        self._image_size = new_size
+        self._scene.setSceneRect(QRectF(0, 0, w, h))
+        self.set_detections(detections)
+        self.set_overlays(masks, classes)
+        if size_changed:
+            self._fit_mode = True  # a different picture starts fitted
+        if self._fit_mode:
+            self._apply_fit()
+
+    def set_detections(self, detections: Sequence[Detection]) -> None:
+        """Replace the drawn boxes; the image stays."""
+        for item in self._boxes:
+            self._scene.removeItem(item)
+        self._boxes = []
+        self._detections = list(detections)
+        scale = self.zoom_factor()
+        for det in self._detections:
+            item = DetectionItem(det, self._style)
+            item.setZValue(1)
+            if item.keypoints_item is not None:
+                item.keypoints_item.set_view_scale(scale)
+            self._scene.addItem(item)
+            self._boxes.append(item)
+
+    def set_overlays(
+        self, masks: Sequence[SemanticMask] | None, classes: Sequence[ClassScore] | None
+    ) -> None:
+        """Replace the semantic masks (class-coloured fills under the boxes) and the top-k
+        classes (a table in the top-left corner); emits `classes_changed`."""
+        for item in self._semantic:
+            self._scene.removeItem(item)
+        self._semantic = []
+        for semantic in masks or ():
+            item = MaskItem(semantic.mask, class_color(semantic.class_id))
+            item.setZValue(0.5)
+            item.setOpacity(self._style.mask_opacity)
+            item.setToolTip(f"{semantic.label} (class {semantic.class_id}): {semantic.area} px")
+            self._scene.addItem(item)
+            self._semantic.append(item)
+        if self._classes_item is not None:
+            self._scene.removeItem(self._classes_item)
+            self._classes_item = None
+        if classes:
+            self._classes_item = ClassesItem(classes)
+            self._classes_item.setZValue(2)
+            self._scene.addItem(self._classes_item)
+        self.classes_changed.emit(list(classes or ()))
+
+    def set_mask_opacity(self, opacity: float) -> None:
+        """Opacity (0..1) of every mask fill, now and for the masks drawn later."""
+        self._style = dataclasses.replace(self._style, mask_opacity=min(max(opacity, 0.0), 1.0))
+        for item in self.mask_items():
+            item.setOpacity(self._style.mask_opacity)
+
+    def set_keypoint_style(self, skeleton: Sequence[tuple[int, int]], names: Sequence[str] = ()) -> None:
+        """The model's skeleton (0-based keypoint pairs) and keypoint names; redraws."""
+        self._style = dataclasses.replace(self._style, skeleton=tuple(skeleton), keypoint_names=tuple(names))
+        self.set_detections(self._detections)
+
+    def mask_opacity(self) -> float:
+        return self._style.mask_opacity
+
+    def overlay_style(self) -> OverlayStyle:
+        """The skeleton, keypoint names and mask opacity the view draws with (for exports)."""
+        return self._style
+
+    def mask_items(self) -> list[MaskItem]:
+        """Every mask fill drawn: the detections' then the semantic ones."""
+        own = [b.mask_item for b in self._boxes if b.mask_item is not None]
+        return own + list(self._semantic)
+
+    def keypoint_items(self) -> list[KeypointsItem]:
+        return [b.keypoints_item for b in self._boxes if b.keypoints_item is not None]
+
+    def classes_item(self) -> ClassesItem | None:
+        return self._classes_item
+
+    def _on_zoom(self, scale: float) -> None:
+        for item in self.keypoint_items():
+            item.set_view_scale(scale)
+
+    def clear(self) -> None:
+        """Remove the image, every box and every overlay."""
+        self.set_detections(())
+        self.set_overlays(None, None)
+        self._pixmap_item.setPixmap(QPixmap())
+        self._image_size = None
+        self._scene.setSceneRect(QRectF())
+
+    def has_image(self) -> bool:
+        return self._image_size is not None
+
+    def image_size(self) -> tuple[int, int] | None:
+        """(width, height) of the current image, None when empty."""
+        return self._image_size
+
+    def box_items(self) -> list[DetectionItem]:
+        """The rectangle items currently drawn (for tests and hit-testing)."""
+        return list(self._boxes)
+
+    # --- zoom ------------------------------------------------------------------
+
+    def zoom_factor(self) -> float:
+        return float(self.transform().m11())
+
+    def is_fit_mode(self) -> bool:
+        return self._fit_mode
+
+    def fit(self) -> None:
+        """Fit the whole image in the window, and keep doing so on resize."""
+        self._fit_mode = True
+        self._apply_fit()
+
+    def actual_size(self) -> None:
+        """1:1: one image pixel per screen pixel, centred on the view's centre."""
+        self._fit_mode = False
+        center = self.mapToScene(self.viewport().rect().center())
+        self.setTransform(QTransform())
+        self.centerOn(center)
+        self.zoom_changed.emit(self.zoom_factor())
+
+    def zoom_by(self, factor: float, anchor: QPointF | None = None) -> None:
+        """Multiply the zoom by `factor`, keeping the scene point under `anchor`
+        (viewport coordinates; default: the view centre) where it is."""
+        if not self.has_image() or factor <= 0:
+            return
+        current = self.zoom_factor()
+        target = min(max(current * factor, MIN_ZOOM), MAX_ZOOM)
+        factor = target / current
+        if abs(factor - 1.0) < 1e-9:
+            return
+        self._fit_mode = False
+        if anchor is None:
+            anchor = QPointF(self.viewport().rect().center())
+        scene_anchor = self.mapToScene(anchor.toPoint())
+        old_anchor = self.transformationAnchor()
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.NoAnchor)
+        self.scale(factor, factor)
+        self.setTransformationAnchor(old_anchor)
+        # Scroll so the anchored scene point is back under the cursor (only
+        # possible where the zoomed image is larger than the viewport).
+        moved = self.mapFromScene(scene_anchor) - anchor.toPoint()
+        hbar, vbar = self.horizontalScrollBar(), self.verticalScrollBar()
+        hbar.setValue(hbar.value() + moved.x())
+        vbar.setValue(vbar.value() + moved.y())
+        self.zoom_changed.emit(self.zoom_factor())
+
+    def _apply_fit(self) -> None:
+        if self._image_size is None:
+            return
+        w, h = self._image_size
+        # Not fitInView: it keeps a 2 px margin; the image should touch the edges.
+        area = self.viewport().rect()
+        scale = min(area.width() / max(w, 1), area.height() / max(h, 1))
+        if scale <= 0:
+            return
+        self.setTransform(QTransform.fromScale(scale, scale))
+        self.centerOn(w / 2, h / 2)
+        self.zoom_changed.emit(self.zoom_factor())
+
+    # --- events ------------------------------------------------------------------
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        steps = event.angleDelta().y() / 120.0
+        if steps == 0 or not self.has_image():
+            event.ignore()
+            return
+        self.zoom_by(ZOOM_STEP**steps, event.position())
+        event.accept()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self._fit_mode:
+            self._apply_fit()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self._fit_mode:
+            self._apply_fit()

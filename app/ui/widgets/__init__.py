@@ -1,0 +1,1 @@
+"""Small widgets shared by several windows: the banner, overlays, sliders, plots, pickers."""
