@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.pipeline.exports.formats import ExportFormat
 from app.ui.analysis.request_log import RequestLog
 from app.ui.analysis.stats_panel import StatsPanel
 from app.ui.analysis.time_split import TimeSplitWidget
@@ -277,14 +278,14 @@ class MainWindow(QMainWindow):
         self.export_png_action = self._action(export, "Annotated image (PNG)…", "Ctrl+E")
         self.export_jsonl_action = self._action(export, "Detections of this image (JSON Lines)…")
         export.addSeparator()
-        self.export_all_actions: dict[str, QAction] = {}
+        self.export_all_actions: dict[ExportFormat, QAction] = {}
         for fmt, text in (
-            ("jsonl", "All images: JSON Lines…"),
-            ("coco", "All images: COCO JSON…"),
-            ("yolo", "All images: YOLO labels (folder)…"),
-            ("voc", "All images: Pascal VOC XML (folder)…"),
-            ("labelme", "All images: labelme JSON (folder)…"),
-            ("crops", "All images: object crops (folder)…"),
+            (ExportFormat.JSONL, "All images: JSON Lines…"),
+            (ExportFormat.COCO, "All images: COCO JSON…"),
+            (ExportFormat.YOLO, "All images: YOLO labels (folder)…"),
+            (ExportFormat.VOC, "All images: Pascal VOC XML (folder)…"),
+            (ExportFormat.LABELME, "All images: labelme JSON (folder)…"),
+            (ExportFormat.CROPS, "All images: object crops (folder)…"),
         ):
             self.export_all_actions[fmt] = self._action(export, text)
         export.addSeparator()
