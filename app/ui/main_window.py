@@ -9,8 +9,6 @@ restored from View; the whole arrangement is remembered.
 
 from __future__ import annotations
 
-import enum
-
 from PySide6.QtCore import QByteArray, QSize, Qt, Signal
 from PySide6.QtGui import (
     QAction,
@@ -44,6 +42,7 @@ from app.ui.batch.classes_panel import ClassesPanel
 from app.ui.batch.detections_panel import DetectionsPanel
 from app.ui.batch.thumbnail_strip import ThumbnailStrip
 from app.ui.server.server_panel import ServerPanel
+from app.ui.state.viewer_state import Mode
 from app.ui.view.image_view import ImageView
 from app.ui.widgets.banner import ErrorBanner
 from app.ui.widgets.empty_state import EmptyState
@@ -61,12 +60,6 @@ DEFAULT_SIZE = QSize(1280, 760)
 SIDE_WIDTH = 380
 LOG_HEIGHT = 190
 IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.webp);;All files (*)"
-
-
-class Mode(enum.StrEnum):
-    EMPTY = "empty"  # nothing opened yet: the call to action
-    BATCH = "batch"  # browsing opened images
-    LIVE = "live"  # a camera, video or stream plays
 
 
 def _group(title: str, *widgets: QWidget, stretch_last: bool = False) -> QGroupBox:

@@ -55,10 +55,10 @@ def test_stats_panel_scope_selector_and_reset(qtbot: QtBot) -> None:
     assert panel.scope() is Scope.SESSION
     with qtbot.waitSignal(panel.scope_changed, timeout=200) as changed:
         panel.set_scope(Scope.LIVE)
-    assert changed.args == ["live"]
+    assert changed.args == [Scope.LIVE] and changed.args[0] is Scope.LIVE
     with qtbot.waitSignal(panel.reset_requested, timeout=200) as reset:
         panel.reset_button.click()
-    assert reset.args == ["live"]
+    assert reset.args[0] is Scope.LIVE
 
 
 def test_stats_panel_extra_rows(qtbot: QtBot) -> None:
