@@ -41,6 +41,7 @@ class ActionStates:
         log = window.request_log.model
         log.rowsInserted.connect(self.refresh)
         log.modelReset.connect(self.refresh)
+        self.refresh()  # the state as it starts
 
     def refresh(self, *_args: object) -> None:
         if not self._timer.isActive():

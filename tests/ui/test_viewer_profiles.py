@@ -150,7 +150,7 @@ def test_model_menu_profile_is_applied_by_reconnecting_and_remembered(
     harness.connected(again)
     assert again.connection.session is not None
     assert again.connection.session.profile.labels == ("cat", "dog")
-    again.set_profile(None)  # Model > Use the detected profile
+    again.profiles.set_profile(None)  # Model > Use the detected profile
     harness.run(until(lambda: again.connection.state == ConnectionState.FAILED, what="detected again"))
     assert again.settings.profile(UNKNOWN) is None
 
