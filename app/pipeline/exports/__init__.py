@@ -47,5 +47,5 @@ def write_export(
     annotations (coco) or files (per-image formats) were written."""
     writer = BATCH_WRITERS.get(fmt)
     if writer is None:
-        raise ValueError(f"not a format written from a batch's results: {fmt!r}")
+        raise ValueError(f"not a format written from a batch's results: {str(fmt)!r}")
     return writer(output, images, labels or ())

@@ -33,7 +33,7 @@ class PerImageWriter:
 
     def __init__(self, fmt: ExportFormat, folder: str | Path, labels: Sequence[str] = ()) -> None:
         if fmt not in PER_IMAGE_TEXT:
-            raise ValueError(f"not a per-image format: {fmt!r} (one of {', '.join(PER_IMAGE_TEXT)})")
+            raise ValueError(f"not a per-image format: {str(fmt)!r} (one of {', '.join(PER_IMAGE_TEXT)})")
         self.fmt = ExportFormat(fmt)
         self._text = PER_IMAGE_TEXT[self.fmt]
         self.folder = Path(folder)
