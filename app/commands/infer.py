@@ -45,6 +45,7 @@ from app.inference.profiles.profile import ProfileError
 from app.inference.result import InferenceResult, naming_input, record_line
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.exports import FORMATS
+from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
 from app.pipeline.exports.stream import ExportStream
 from app.pipeline.frame_order import StreamsInOrder
 from app.pipeline.tracking import StreamTrackers
@@ -67,8 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--format",
-        choices=FORMATS,
-        default="jsonl",
+        choices=[f.value for f in FORMATS],
+        default=ExportFormat.JSONL.value,
         help="jsonl: the records (default); coco: one COCO JSON file; yolo, voc, labelme: a folder "
         "of one file per image, named after it (photo.txt, photo.xml, photo.json)",
     )
@@ -168,12 +169,12 @@ def _display_names(paths: Sequence[str]) -> dict[str, str]:
     return {str(Path(p)): p for p in paths}
 
 
-def _open_output(path: str | None, fmt: str = "jsonl") -> tuple[TextIO, bool]:
-    if fmt != "jsonl":
+def _open_output(path: str | None, fmt: ExportFormat = ExportFormat.JSONL) -> tuple[TextIO, bool]:
+    if fmt is not ExportFormat.JSONL:
+        folder = FORMAT_INFO[fmt].folder
         if path is None:
-            what = "FILE" if fmt == "coco" else "FOLDER"
-            raise UsageError(f"--format {fmt} needs --output {what}")
-        if fmt != "coco" and Path(path).exists() and not Path(path).is_dir():
+            raise UsageError(f"--format {fmt} needs --output {'FOLDER' if folder else 'FILE'}")
+        if folder and Path(path).exists() and not Path(path).is_dir():
             raise UsageError(f"--output {path}: --format {fmt} writes one file per image into a folder")
         return sys.stdout, False  # the summary record
     if path is None:
@@ -190,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = connection_options(args)
         overrides = profile_overrides(args)
-        fmt = getattr(args, "format", "jsonl")
+        fmt = ExportFormat(getattr(args, "format", ExportFormat.JSONL))
         out, close_out = _open_output(args.output, fmt)
         with server_urls(args) as urls:
             session = TritonSession(
@@ -207,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
             session.open()
             try:
                 export = None
-                if fmt != "jsonl":
+                if fmt is not ExportFormat.JSONL:
                     labels = session.info.profile.labels if session.info else []
                     export = ExportStream(fmt, args.output, args.paths, labels)
                 return _process(

@@ -20,6 +20,7 @@ from app.commands.common import (
 )
 from app.inference.errors import SessionError, classify_failure, first_paragraph
 from app.inference.introspection.discovery import ModelEntry, check_live, list_models
+from app.inference.profile_kinds import BoxesIn, Task
 from app.inference.profiles.profile import ModelProfile, ProfileError, detect_profile
 from app.inference.profiles.task_summary import task_summary
 from app.inference.result import ErrorKind
@@ -146,9 +147,9 @@ def _instance_groups(groups: list[dict[str, Any]]) -> str:
 
 
 _BOXES_IN = {
-    "input": "model-input pixels",
-    "original": "original-image pixels",
-    "normalized": "normalised 0..1 coordinates",
+    BoxesIn.INPUT: "model-input pixels",
+    BoxesIn.ORIGINAL: "original-image pixels",
+    BoxesIn.NORMALIZED: "normalised 0..1 coordinates",
 }
 
 
@@ -161,8 +162,8 @@ def describe_profile(profile: ModelProfile) -> list[str]:
             norm += f", mean {profile.mean}, std {profile.std}"
     labels = ", ".join(profile.labels[:10]) + (" ..." if len(profile.labels) > 10 else "")
     boxes = ""
-    if profile.task not in ("semantic", "classify"):
-        boxes = f", boxes in {_BOXES_IN.get(profile.boxes_in, profile.boxes_in)}"
+    if profile.task not in (Task.SEMANTIC, Task.CLASSIFY):
+        boxes = f", boxes in {_BOXES_IN[profile.boxes_in]}"
     return [
         f"input: {profile.input_name} {profile.input_dtype} {profile.input_layout} {profile.channel_order}, "
         f"size {size}, {'with' if profile.has_batch_dim else 'no'} batch dim, "

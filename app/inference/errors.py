@@ -6,6 +6,7 @@ Messages lead with what happened and what to do; the raw detail comes last.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -39,6 +40,11 @@ class Failure:
     transient: bool  # worth retrying (the server may answer the next attempt)
     # The server does not know our shared-memory regions (it restarted): register them again.
     regions_lost: bool = False
+    # The server accepted the connection, then closed it: a TLS server or an HTTP port (the
+    # text cannot tell which; a look at the port can).
+    closed_by_peer: bool = False
+    # The server does not know the name the call gave (a shared-memory region, a model).
+    name_unknown: bool = False
 
 
 def grpc_status(error: BaseException) -> str:
@@ -55,10 +61,16 @@ def error_text(error: BaseException) -> str:
 
 
 def classify_failure(error: BaseException, url: str, secrets: Iterable[str | bytes] = ()) -> Failure:
-    """Status, kind, clear message (with a hint where we know the usual cause) and transience."""
-    code = grpc_status(error)
+    """Status, kind, clear message (with a hint where we know the usual cause), transience and
+    the flags callers decide on (the only reading of gRPC's text)."""
     text = redact(error_text(error), secrets)
     lowered = text.lower()
+    name_unknown = "not found" in lowered or "unable to find" in lowered
+    failure = _classify(grpc_status(error), text, lowered, url, name_unknown)
+    return dataclasses.replace(failure, closed_by_peer=closed_by_peer(text), name_unknown=name_unknown)
+
+
+def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool) -> Failure:
     if "DEADLINE_EXCEEDED" in code or "deadline exceeded" in lowered:
         return Failure(
             Status.TIMEOUT, ErrorKind.TIMEOUT, f"timed out waiting for {url} (deadline exceeded)", False
@@ -81,7 +93,7 @@ def classify_failure(error: BaseException, url: str, secrets: Iterable[str | byt
             f"check --root-certificates ({text})",
             False,
         )
-    if "shared memory region" in lowered and ("unable to find" in lowered or "not found" in lowered):
+    if "shared memory region" in lowered and name_unknown:
         message = f"{url} lost this client's shared-memory regions (restarted?): {text}"
         return Failure(Status.FAILED, ErrorKind.SERVER, message, True, regions_lost=True)
     if "UNAVAILABLE" in code or "failed to connect" in lowered or "connection refused" in lowered:

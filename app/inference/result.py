@@ -163,6 +163,11 @@ class InferenceResult:
     def ok(self) -> bool:
         return self.status is Status.OK
 
+    def kind(self) -> ErrorKind:
+        """What kind of failure this is (not ok); every producer sets `error_kind`, the
+        status gives it for a result that came without one."""
+        return self.error_kind or _KIND_OF_STATUS.get(self.status, ErrorKind.SERVER)
+
     def to_record(self) -> dict[str, Any]:
         """The JSONL record of ../DESIGN.md (one input)."""
         record: dict[str, Any] = {
@@ -177,12 +182,22 @@ class InferenceResult:
             "height": self.height,
             "detections": [d.to_record() for d in self.detections] if self.ok else [],
         }
+        if not self.ok:
+            # Scripts decide on the kind, never on the message's text.
+            record["error_kind"] = self.kind().value
         # Only for the model kinds that give them, so detection records stay as they were.
         if self.masks is not None:
             record["masks"] = [m.to_record() for m in self.masks] if self.ok else []
         if self.classes is not None:
             record["classes"] = [c.to_record() for c in self.classes] if self.ok else []
         return record
+
+
+_KIND_OF_STATUS = {
+    Status.TIMEOUT: ErrorKind.TIMEOUT,
+    Status.CANCELLED: ErrorKind.CANCELLED,
+    Status.SKIPPED: ErrorKind.SKIPPED,
+}
 
 
 def naming_input(source: str | None, error: str, frame: int | None = None) -> str:

@@ -4,15 +4,12 @@ hundreds of results costs one refresh)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QAction
 
-from app.ui.main_window import Mode
-
-if TYPE_CHECKING:
-    from app.ui.viewer import Viewer
+from app.ui.batch.batch_browser import BatchBrowser
+from app.ui.main_window import MainWindow
+from app.ui.state.viewer_state import Mode, ViewerState
 
 NO_BATCH = "Open images or a folder first (File > Open images…, or drop them on the window)"
 LIVE_SHOWN = "The picture is live video: use Live > Record to keep it"
@@ -28,43 +25,51 @@ def set_enabled(action: QAction, why_not: str | None, tip: str = "") -> None:
 
 
 class ActionStates:
-    def __init__(self, viewer: Viewer) -> None:
-        self.viewer = viewer
+    """Subscribes to the viewer's state (and the request log's rows); decides from the state,
+    never from what a widget shows."""
+
+    def __init__(self, state: ViewerState, window: MainWindow, browser: BatchBrowser) -> None:
+        self.state, self.window, self.browser = state, window, browser
         self._timer = QTimer()
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
         self._timer.timeout.connect(self.apply)
+        for event in (state.batch_changed, state.selection_changed, state.shown_changed):
+            event.connect(lambda _key: self.refresh())
+        state.mode_changed.connect(lambda _mode: self.refresh())
+        state.live_changed.connect(lambda _live: self.refresh())
+        log = window.request_log.model
+        log.rowsInserted.connect(self.refresh)
+        log.modelReset.connect(self.refresh)
+        self.refresh()  # the state as it starts
 
-    def refresh(self) -> None:
+    def refresh(self, *_args: object) -> None:
         if not self._timer.isActive():
             self._timer.start()
 
     def apply(self) -> None:
-        v = self.viewer
-        w, gallery = v.window, v.gallery
-        live_shown = w.mode is Mode.LIVE
-        has_entries = bool(w.strip.keys())
-        has_results = bool(gallery.results)
+        state, w, browser = self.state, self.window, self.browser
+        live_shown = state.mode is Mode.LIVE
+        has_entries = state.has_entries()
+        has_results = bool(state.results)
         shown = None if has_entries else NO_BATCH
         if live_shown and shown is None:
             shown = LIVE_SHOWN
-        set_enabled(
-            w.export_png_action, shown or (None if gallery.current_image is not None else "No image shown")
-        )
-        current = gallery.current_result()
+        set_enabled(w.export_png_action, shown or (None if state.shown_key is not None else "No image shown"))
+        current = state.current_result()
         set_enabled(
             w.export_jsonl_action, shown or (None if current is not None else "No result for this image yet")
         )
         for action in w.export_all_actions.values():
             set_enabled(action, None if has_results else NO_BATCH)
         browse = (
-            None if v.browser.visible() else (NO_BATCH if not has_entries else "The filter hides every image")
+            None if browser.visible() else (NO_BATCH if not has_entries else "The filter hides every image")
         )
-        set_enabled(w.next_action, browse or (None if v.browser.can_step(1) else "This is the last image"))
-        set_enabled(w.prev_action, browse or (None if v.browser.can_step(-1) else "This is the first image"))
+        set_enabled(w.next_action, browse or (None if browser.can_step(1) else "This is the last image"))
+        set_enabled(w.prev_action, browse or (None if browser.can_step(-1) else "This is the first image"))
         set_enabled(w.first_action, browse)
         set_enabled(w.last_action, browse)
         set_enabled(
             w.clear_action, None if has_entries or w.request_log.model.rowCount() else "Nothing to clear"
         )
-        v.browser.update_info()
+        browser.update_info()

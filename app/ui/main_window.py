@@ -9,8 +9,6 @@ restored from View; the whole arrangement is remembered.
 
 from __future__ import annotations
 
-import enum
-
 from PySide6.QtCore import QByteArray, QSize, Qt, Signal
 from PySide6.QtGui import (
     QAction,
@@ -34,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.pipeline.exports.formats import ExportFormat
 from app.ui.analysis.request_log import RequestLog
 from app.ui.analysis.stats_panel import StatsPanel
 from app.ui.analysis.time_split import TimeSplitWidget
@@ -43,6 +42,7 @@ from app.ui.batch.classes_panel import ClassesPanel
 from app.ui.batch.detections_panel import DetectionsPanel
 from app.ui.batch.thumbnail_strip import ThumbnailStrip
 from app.ui.server.server_panel import ServerPanel
+from app.ui.state.viewer_state import Mode
 from app.ui.view.image_view import ImageView
 from app.ui.widgets.banner import ErrorBanner
 from app.ui.widgets.empty_state import EmptyState
@@ -60,12 +60,6 @@ DEFAULT_SIZE = QSize(1280, 760)
 SIDE_WIDTH = 380
 LOG_HEIGHT = 190
 IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.webp);;All files (*)"
-
-
-class Mode(enum.StrEnum):
-    EMPTY = "empty"  # nothing opened yet: the call to action
-    BATCH = "batch"  # browsing opened images
-    LIVE = "live"  # a camera, video or stream plays
 
 
 def _group(title: str, *widgets: QWidget, stretch_last: bool = False) -> QGroupBox:
@@ -277,14 +271,14 @@ class MainWindow(QMainWindow):
         self.export_png_action = self._action(export, "Annotated image (PNG)…", "Ctrl+E")
         self.export_jsonl_action = self._action(export, "Detections of this image (JSON Lines)…")
         export.addSeparator()
-        self.export_all_actions: dict[str, QAction] = {}
+        self.export_all_actions: dict[ExportFormat, QAction] = {}
         for fmt, text in (
-            ("jsonl", "All images: JSON Lines…"),
-            ("coco", "All images: COCO JSON…"),
-            ("yolo", "All images: YOLO labels (folder)…"),
-            ("voc", "All images: Pascal VOC XML (folder)…"),
-            ("labelme", "All images: labelme JSON (folder)…"),
-            ("crops", "All images: object crops (folder)…"),
+            (ExportFormat.JSONL, "All images: JSON Lines…"),
+            (ExportFormat.COCO, "All images: COCO JSON…"),
+            (ExportFormat.YOLO, "All images: YOLO labels (folder)…"),
+            (ExportFormat.VOC, "All images: Pascal VOC XML (folder)…"),
+            (ExportFormat.LABELME, "All images: labelme JSON (folder)…"),
+            (ExportFormat.CROPS, "All images: object crops (folder)…"),
         ):
             self.export_all_actions[fmt] = self._action(export, text)
         export.addSeparator()

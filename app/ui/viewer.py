@@ -1,40 +1,37 @@
-"""Viewer: wires the window's widgets to the connection, the batch runner, the gallery and the
-live stream; routes results (from the bridge, on the GUI thread) to the log, the strip, the
-view and the statistics; runs the clean shutdown and the --screenshot mode."""
+"""Viewer: wires the window's widgets to the viewer's state, the connection, the batch runner,
+the gallery and the live stream; routes results (from the bridge, on the GUI thread) to the
+log, the strip, the view and the statistics; runs the clean shutdown. The truth it shows lives
+in `ViewerState` (app/ui/state); the profile choice, the server statistics and the
+--screenshot mode are modules of their own."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import sys
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer
-from PySide6.QtGui import QImageWriter
-from PySide6.QtWidgets import QDialog, QFileDialog, QInputDialog
+from PySide6.QtWidgets import QDialog, QInputDialog
 
 from app.inference.core.session import TritonSession
 from app.inference.introspection.discovery import ModelEntry
 from app.inference.introspection.server_info import server_version
-from app.inference.introspection.server_stats import ServerCounters, ServerSplit, split
-from app.inference.profiles.profile import ProfileError, load_profile_file
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 from app.pipeline.batch import BatchCounts
 from app.pipeline.live import LiveState
-from app.pipeline.time_split import time_segments
 from app.resources import sample_image
 from app.ui.action_states import ActionStates
 from app.ui.analyse_menu import AnalysisUi
 from app.ui.analysis.csv_export import write_stats_csv, write_table_csv
 from app.ui.analysis.load_test import LoadTestWindow
 from app.ui.analysis.request_log import COLUMNS as LOG_COLUMNS
-from app.ui.analysis.scoped_stats import Scope
+from app.ui.analysis.server_split import ServerSplitPoller
 from app.ui.analysis.stats_controller import StatsController
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.settings import ViewerSettings
@@ -46,17 +43,18 @@ from app.ui.batch.gallery import Gallery
 from app.ui.help import about_dialog, add_help_menu, shortcuts_dialog
 from app.ui.live.live_controller import LiveController
 from app.ui.live.live_panel import LiveUi
-from app.ui.main_window import MainWindow, Mode
+from app.ui.main_window import MainWindow
+from app.ui.profile_choice import ProfileChoice
+from app.ui.screenshot import Screenshot
 from app.ui.server.connection import ConnectionController
 from app.ui.server.connection_state import ConnectionState
 from app.ui.server.server_dialog import ask_for_server
 from app.ui.server.server_panel import LOCAL_SERVER, parse_urls
+from app.ui.state.viewer_state import Mode, Scope, ViewerState
 from app.ui.widgets.banner import Context, split_detail
 
 log = logging.getLogger(__name__)
 
-STATS_INTERVAL_MS = 250  # ~4 Hz
-SERVER_STATS_EVERY = 8  # the server's statistics every 8 ticks (2 s): a network call each
 LOG_FLUSH_MS = 50  # results reach the log in batches (one insert per flush)
 CLOSE_DRAIN_S = 0.2
 
@@ -88,12 +86,13 @@ class Viewer(QObject):
         self.exit_code = 0
         self.closed = asyncio.Event()
         self.tasks = TaskSet(on_error=lambda m: self.report(m, True))
+        self.state = ViewerState()
         self.window = w = MainWindow()
         # Created here, on the GUI thread: what worker threads post runs on this thread.
         self.bridge = GuiBridge()
         self.connection = ConnectionController(executor, self.tasks, options.tritonserver, options.connection)
         self.runner = BatchRunner(self.bridge)
-        self.gallery = Gallery(w.view, w.strip, w.thresholds, executor, self.tasks)
+        self.gallery = Gallery(self.state, w.view, w.strip, w.thresholds, executor, self.tasks)
         self.browser = BatchBrowser(self.gallery, w.batch_bar, w.thresholds)
         self.exporter = Exporter(
             w,
@@ -117,27 +116,45 @@ class Viewer(QObject):
         )
         self.live_ui = LiveUi(w, w.file_menu, w.view, self.live, executor, self.tasks)
         self.stats = StatsController(
-            w.stats_panel, w.live_plot, self._in_flight, self.live.update_stats_panel
+            self.state, w.stats_panel, w.live_plot, self._in_flight, self.live.update_stats_panel
+        )
+        self.server_split = ServerSplitPoller(
+            w.time_split, lambda: self.connection.session, executor, self.tasks
         )
         self.analysis = AnalysisUi(w, w.view, self.live, executor, self.tasks, self.bridge, self.report)
-        self.actions = ActionStates(self)
+        self.actions = ActionStates(self.state, w, self.browser)
+        # --profile/--labels apply to --model, else to the model opened first; once the user
+        # chooses a profile for that model (Model menu) the choice wins.
+        self.profiles = ProfileChoice(
+            w,
+            self.settings,
+            executor,
+            self.tasks,
+            self.report,
+            self._profile_model,
+            lambda model: self.connection.connect_to(self._session_urls(), model),
+            options.profile_overrides,
+            options.model,
+        )
+        self.screenshot = Screenshot(
+            w,
+            self.connection,
+            self.runner,
+            self.gallery,
+            self.live,
+            bool(options.camera),
+            lambda: bool(self._pending_paths),
+            lambda: (self._failure, self._models_listed),
+        )
         self.shortcuts_action, self.about_action = add_help_menu(w)
         self.dialog: QDialog | None = None  # the Help dialog open, if any
         self._pending_paths: list[str] = []
-        self._server_counters: ServerCounters | None = None
-        self._server_split: ServerSplit | None = None
-        self._stats_ticks = 0
-        self._reading_server_stats = False
         self.load_test: LoadTestWindow | None = None
         self._batch_key: str | None = None  # the batch image shown before live video took the view
         self._log_buffer: list[InferenceResult] = []
         self._shutting_down = False
         self._model: str | None = None
         self._asked_for_server = False
-        # --profile/--labels apply to --model, else to the model opened first; once the user
-        # chooses a profile for that model (Model menu) the choice wins.
-        self._cli_profile = options.profile_overrides
-        self._cli_profile_model = options.model
         self._failure: str | None = None  # the last connection failure (for --screenshot)
         self._connection_lost = False  # failed or disconnected since the last connect
         self._models_listed: list[str] = []
@@ -157,11 +174,12 @@ class Viewer(QObject):
                 f"profiles/{model}", path, f"cannot be used: {why}"
             )
         )
-        c.profile_for = self._profile_for
+        c.profile_for = self.profiles.profile_for
         c.session_in_use = self.runner.active
         self.settings.on_warning = lambda message: self.report(message, True)
-        w.profile_action.triggered.connect(self.choose_profile)
-        w.detected_profile_action.triggered.connect(lambda: self.set_profile(None))
+        w.profile_action.triggered.connect(self.profiles.choose)
+        w.detected_profile_action.triggered.connect(lambda: self.profiles.set_profile(None))
+        self.state.mode_changed.connect(self._show_mode)
         w.server_panel.connect_requested.connect(self._on_connect_requested)
         w.server_panel.model_chosen.connect(lambda name: c.connect_to(self._session_urls(), name))
         w.server_panel.transport_chosen.connect(self._on_transport_chosen)
@@ -181,7 +199,6 @@ class Viewer(QObject):
         self.live.result.connect(self._on_live_result)
         self.live.state_changed.connect(self._on_live_state)
         self.gallery.load_failed.connect(lambda m: self.report(m, True, Context.BATCH))
-        self.gallery.shown.connect(lambda _key: self.actions.refresh())
         self.browser.navigated.connect(lambda: self._batch_takes_view(reselect=False))
         # At once, not on the next pass: a key held down must find Next/Previous up to date.
         self.browser.moved.connect(lambda: self.actions.apply())
@@ -199,9 +216,6 @@ class Viewer(QObject):
         w.clear_action.triggered.connect(self._clear)
         self.shortcuts_action.triggered.connect(self.show_shortcuts)
         self.about_action.triggered.connect(lambda: self.tasks.spawn(self.show_about(), name="about"))
-        self._time_timer = QTimer(self)  # "where the time goes": its own rhythm, ~4 Hz
-        self._time_timer.setInterval(STATS_INTERVAL_MS)
-        self._time_timer.timeout.connect(self._poll_time_split)
         self._flush_timer = QTimer(self)
         self._flush_timer.setSingleShot(True)
         self._flush_timer.setInterval(LOG_FLUSH_MS)
@@ -222,13 +236,13 @@ class Viewer(QObject):
         if opacity is not None:
             self.window.thresholds.set_mask_opacity(opacity)
         kind, batch = self.settings.transport()
-        kind = self.options.transport or kind
+        kind = TransportKind(self.options.transport) if self.options.transport else kind
         batch = self.options.client_batch or batch
         self.window.server_panel.set_transport(kind, batch)
         self._apply_transport(kind, batch)
-        self._time_timer.start()
+        self.server_split.start()
         self.stats.start()
-        self._set_mode(Mode.EMPTY)
+        self._show_mode(self.state.mode)
         if self.options.camera:
             self.live.open_text(self.options.camera)  # starts once connected
         if self.options.open_paths:
@@ -237,7 +251,7 @@ class Viewer(QObject):
         model = self.options.model or remembered
         self.connection.connect_to(self.options.urls, model, model_is_hint=remembered is not None)
         if self.options.screenshot:
-            self.tasks.spawn(self._screenshot_when_ready(self.options.screenshot), name="screenshot")
+            self.tasks.spawn(self._take_screenshot(self.options.screenshot), name="screenshot")
 
     def open_paths(self, paths: list[str]) -> None:
         """A batch of files and folders (dropped, opened, or the sample)."""
@@ -256,38 +270,36 @@ class Viewer(QObject):
         self.gallery.expect_new_job()
         self.stats.batch_started()
         self.runner.start(paths)
-        self.actions.refresh()
 
     def try_sample(self) -> None:
         self.open_paths([str(sample_image())])
 
-    # -- modes: what the middle of the window shows ---------------------------------------
-    def _set_mode(self, mode: Mode) -> None:
+    # -- modes: what the middle of the window shows (the state's; the window follows) ----------
+    def _show_mode(self, mode: Mode) -> None:
         self.window.set_mode(mode)
         # The live toolbar has no use while browsing a batch unless a stream is open.
         self.live_ui.toolbar.setVisible(mode is not Mode.BATCH or self.live.has_source)
-        self.actions.refresh()
 
     def _batch_takes_view(self, reselect: bool = True) -> None:
         """The batch shows again (opened, or the user moves in it): a playing stream stops."""
-        if self.window.mode is Mode.BATCH:
+        if self.state.mode is Mode.BATCH:
             return
         if self.live.active:
             self.live.stop()  # one picture at a time: the stream stops, its last frame goes
             self.window.statusBar().showMessage("Live stream stopped: showing the batch", 5000)
         self.live.release_view()
         self.window.banner.clear(Context.LIVE)
-        self._set_mode(Mode.BATCH)
+        self.state.set_mode(Mode.BATCH)
         key, self._batch_key = self._batch_key, None
-        if reselect and key is not None and self.gallery.current_key is None:
+        if reselect and key is not None and self.state.current_key is None:
             self.gallery.select(key)  # draw the batch's image again
 
     def _live_takes_view(self) -> None:
         self.window.statusBar().clearMessage()  # e.g. the batch's summary: not about the video
-        self._batch_key = self.gallery.current_key or self._batch_key
-        self.gallery.current_key, self.gallery.current_image = None, None  # stop redrawing the view
+        self._batch_key = self.state.current_key or self._batch_key
+        self.state.select(None)  # the batch stops redrawing the view
         self.window.banner.clear(Context.BATCH)
-        self._set_mode(Mode.LIVE)
+        self.state.set_mode(Mode.LIVE)
 
     # -- connection events ---------------------------------------------------------------
     def _on_connect_requested(self, urls: list[str]) -> None:
@@ -312,8 +324,7 @@ class Viewer(QObject):
         target = self.connection.target
         return list(target.urls) if target is not None else list(self.options.urls)
 
-    def _on_state(self, value: str, detail: str) -> None:
-        state = ConnectionState(value)
+    def _on_state(self, state: ConnectionState, detail: str) -> None:
         panel = self.window.server_panel
         panel.set_state(state, detail)
         lead, _raw = split_detail(detail)
@@ -340,7 +351,6 @@ class Viewer(QObject):
                 panel.set_info(None)
                 self._failure = detail
             self.window.banner.show_error(detail, Context.CONNECTION)
-        self.actions.refresh()
 
     def _on_models_listed(self, names: list[str]) -> None:
         """A connect failed but the server answered: offer its models to choose from."""
@@ -350,69 +360,19 @@ class Viewer(QObject):
         self.window.server_panel.set_models(entries, target.model if target is not None else None)
 
     # -- profiles ------------------------------------------------------------------------------
-    def _profile_for(self, model: str | None) -> dict[str, Any] | Path | None:
-        """What `model` is opened with: the command line's profile (for its model), else the
-        profile file chosen for it earlier (read by the connection, on the executor)."""
-        cli = self._cli_profile
-        if cli is not None and (self._cli_profile_model is None or model in (None, self._cli_profile_model)):
-            return cli
-        if model is None:
-            return None
-        path = self.settings.profile(model)
-        return Path(path) if path else None
-
     def _profile_model(self) -> str | None:
         """The model a profile choice is for: the one open, else the one last asked for."""
         target = self.connection.target
         return self._model or self.window.server_panel.current_model() or (target.model if target else None)
 
-    def choose_profile(self) -> None:
-        """Model > Profile…: a file chooser; the choice is checked, remembered for the model
-        and applied by reconnecting."""
-        model = self._profile_model()
-        if model is None:
-            self.report("choose a model first: a profile is remembered per model", True)
-            return
-        path, _ = QFileDialog.getOpenFileName(
-            self.window,
-            f"Profile for model {model}",
-            "",
-            "Profile (*.toml);;All files (*)",
-            options=QFileDialog.Option.DontUseNativeDialog,
-        )
-        if path:
-            self.set_profile(path, model)
-
-    def set_profile(self, path: str | None, model: str | None = None) -> None:
-        """Use the profile file `path` for `model` (default: the current one); None: the
-        detected profile. The file is read on the executor; a bad one is refused with its message."""
-        model = model or self._profile_model()
-        if model is None:
-            self.report("choose a model first: a profile is remembered per model", True)
-            return
-        self.tasks.spawn(self._apply_profile(model, path), name="profile")
-
-    async def _apply_profile(self, model: str, path: str | None) -> None:
-        if path is not None:
-            try:
-                await asyncio.get_running_loop().run_in_executor(self.executor, load_profile_file, path)
-            except ProfileError as e:
-                self.report(str(e), True)
-                return
-        self.settings.set_profile(model, path)
-        if self._cli_profile_model in (None, model):
-            self._cli_profile = None  # the user's choice wins over the command line's
-        self.report(f"model {model}: {'profile ' + path if path else 'the detected profile'}", False)
-        self.connection.connect_to(self._session_urls(), model)
-
-    def _apply_transport(self, kind: str, client_batch: int) -> None:
+    def _apply_transport(self, kind: TransportKind, client_batch: int) -> None:
         self.connection.speed = {
-            "transport": TransportKind(kind),
+            "transport": kind,
             "client_batch": client_batch,
             "batch_delay_ms": self.options.batch_delay_ms,
         }
 
-    def _on_transport_chosen(self, kind: str, client_batch: int) -> None:
+    def _on_transport_chosen(self, kind: TransportKind, client_batch: int) -> None:
         """The server panel's choice: remembered, and applied by reconnecting."""
         self.settings.set_transport(kind, client_batch)
         self._apply_transport(kind, client_batch)
@@ -437,18 +397,13 @@ class Viewer(QObject):
         info = session.info
         assert info is not None
         self._model = info.name
-        if self._cli_profile is not None and self._cli_profile_model is None:
-            self._cli_profile_model = info.name  # the command line's profile is this model's
+        self.profiles.model_opened(info.name)
         self.runner.set_session(session)
         panel = self.window.server_panel
         panel.set_models(session.models, info.name)
         panel.set_info(info)
         panel.set_transport_in_use(session.describe_transport(), session.transport_note)
-        self._server_counters = None
-        self._server_split = None
-        # A first read now: the next one (2 s on) gives the split of whatever ran in between.
-        self._reading_server_stats = True
-        self.tasks.spawn(self._read_server_split(session), name="server statistics")
+        self.server_split.session_opened(session)
         self.window.view.set_keypoint_style(info.profile.skeleton, info.profile.keypoint_names)
         self.settings.set_model(info.name)
         remembered = self.settings.thresholds(info.name)
@@ -482,7 +437,6 @@ class Viewer(QObject):
 
     def _on_entry_added(self, key: str, thumbnail: object, identity: object) -> None:
         self.gallery.add_entry(key, thumbnail, identity)  # type: ignore[arg-type]
-        self.actions.refresh()
 
     def _on_batch_result(self, result: InferenceResult) -> None:
         """A batch input's result, sent or local (unreadable, not media): log, strip, view."""
@@ -500,58 +454,25 @@ class Viewer(QObject):
             self.report(message, True, Context.BATCH)
             if result.error_kind is ErrorKind.UNREACHABLE:
                 self.connection.report_unreachable(result.error or "")
-        self.actions.refresh()
 
     def _on_live_result(self, result: InferenceResult) -> None:
         self._log(result)
         self.stats.add(result, Scope.LIVE)
 
-    def _on_live_state(self, value: str, _detail: str) -> None:
-        state = LiveState(value)
+    def _on_live_state(self, state: LiveState, _detail: str) -> None:
         if state is LiveState.PLAYING and self.live.meter.results == 0:
             self.window.banner.clear(Context.LIVE)  # a new stream: earlier stream errors are history
             self.stats.live_started()
-        self.actions.refresh()
+        self.state.set_live(state)
 
     def _flush_log(self) -> None:
         batch, self._log_buffer = self._log_buffer, []
         self.window.request_log.add_results(batch)
 
-    def _poll_time_split(self) -> None:
-        session = self.connection.session
-        if session is None:
-            return
-        snap = session.stats.snapshot()  # cheap: counters under one lock
-        self.window.time_split.set_segments(time_segments(snap.timing, self._server_split))
-        self._stats_ticks += 1
-        if self._stats_ticks % SERVER_STATS_EVERY == 0 and not self._reading_server_stats:
-            self._reading_server_stats = True
-            self.tasks.spawn(self._read_server_split(session), name="server statistics")
-
-    async def _read_server_split(self, session: TritonSession) -> None:
-        """Triton's statistics (a network call: on the executor) -> the server's share of the
-        last interval. Kept until a newer interval has requests."""
-        try:
-            counters = await asyncio.get_running_loop().run_in_executor(
-                self.executor, session.read_server_counters
-            )
-        except Exception:
-            counters = None  # a server without statistics: the bar shows the round trip whole
-        finally:
-            self._reading_server_stats = False
-        if session is not self.connection.session or counters is None:
-            return
-        if self._server_counters is not None:
-            latest = split(self._server_counters, counters)
-            if latest is not None:
-                self._server_split = latest
-        self._server_counters = counters
-
     def _on_batch_finished(self, _job: int, counts: BatchCounts, seconds: float) -> None:
         self.window.batch_panel.finish(counts, seconds)
         self.stats.batch_finished(counts)
         self.window.statusBar().showMessage(self.window.batch_panel.summary.text())
-        self.actions.refresh()
 
     def report(self, message: str, error: bool, context: Context = Context.OTHER) -> None:
         """Errors go where the user looks: the banner (owned by `context`) and the status bar."""
@@ -571,7 +492,7 @@ class Viewer(QObject):
         self.browser.clear()
         self.window.request_log.clear()
         self.window.banner.clear(Context.BATCH)
-        self._set_mode(Mode.LIVE if self.live.active else Mode.EMPTY)
+        self.state.set_mode(Mode.LIVE if self.live.active else Mode.EMPTY)
 
     # -- statistics and log as CSV --------------------------------------------------------------
     def export_stats_csv(self, path: str | None = None) -> None:
@@ -604,41 +525,15 @@ class Viewer(QObject):
         self.dialog.open()
 
     # -- screenshot ---------------------------------------------------------------------------
-    def ready(self) -> bool:
-        """Connected (or failed), everything opened has its result and the shown image is drawn."""
-        if self.connection.state is ConnectionState.FAILED:
-            return True
-        if self.options.camera:
-            return self.live.screenshot_ready()
-        return (
-            self.connection.state is ConnectionState.CONNECTED
-            and not self._pending_paths
-            and not self.runner.active()
-            and not self.gallery.busy()
-            and (not self.gallery.results or self.gallery.current_image is not None or not self._any_ok())
-        )
+    async def _take_screenshot(self, path: str) -> None:
+        self.exit_code = await self.screenshot.take(path, self._settle_for_screenshot, self.report)
+        self.request_close()
 
-    def _any_ok(self) -> bool:
-        return any(r.ok for r in self.gallery.results.values())
-
-    async def _screenshot_when_ready(self, path: str) -> None:
-        while not self.ready():
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(2 * STATS_INTERVAL_MS / 1000)  # let the stats and the log catch up
+    def _settle_for_screenshot(self) -> None:
+        """What is shown catches up with the last results before the window is grabbed."""
         self._flush_log()
         self.stats.poll()
         self.window.detections_panel.refresh()
-        writer = QImageWriter(path, b"png")
-        if not writer.write(self.window.grab().toImage()):
-            self.report(f"could not write the screenshot {path}: {writer.errorString()}", True)
-            self.exit_code = 1
-        elif self.connection.state is ConnectionState.FAILED or self.live.error is not None:
-            self.exit_code = 1
-            # Scripted runs see why on stderr (the window showed it in the banner).
-            print(f"error: {self._failure or self.live.error}", file=sys.stderr, flush=True)
-            if self._models_listed:
-                print(f"models on the server: {', '.join(self._models_listed)}", file=sys.stderr, flush=True)
-        self.request_close()
 
     # -- shutdown -------------------------------------------------------------------------------
     def request_close(self) -> None:
@@ -656,7 +551,7 @@ class Viewer(QObject):
             self.settings.set_last_dir("record", self.live_ui.record_dir)
             self.settings.sync()
             self.stats.stop()
-            self._time_timer.stop()
+            self.server_split.stop()
             self._flush_timer.stop()
             if self.dialog is not None:
                 with contextlib.suppress(RuntimeError):  # closed by the user: already deleted

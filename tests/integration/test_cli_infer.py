@@ -105,6 +105,10 @@ def test_bad_inputs_are_failed_records_naming_the_file(mixed_run: subprocess.Com
     assert "not exist" in failed["no_such_image.jpg"]["error"]
     for r in failed.values():
         assert r["detections"] == [] and r["frame"] is None
+        assert r["error_kind"] == "bad_input"  # scripts decide on the kind, not on the text
+    skipped = next(r for r in records if r["status"] == "skipped")
+    assert skipped["error_kind"] == "skipped"
+    assert all("error_kind" not in r for r in records if r["ok"])  # ok records are unchanged
     assert "corrupt.jpg" in mixed_run.stderr  # failures are echoed with the progress
 
 
@@ -220,6 +224,7 @@ def test_server_side_failures_are_failed_records(triton: EmbeddedServer, tmp_pat
     records, summary = parse(done.stdout)
     assert len(records) == 3 and summary["failed"] == 3 and summary["ok"] == 0
     assert all("inference always fails" in r["error"] for r in records)
+    assert all(r["error_kind"] == "server" for r in records)
 
 
 def test_ctrl_c_cancels_writes_the_summary_and_exits(triton: EmbeddedServer, tmp_path: Path) -> None:
@@ -251,6 +256,7 @@ def test_ctrl_c_cancels_writes_the_summary_and_exits(triton: EmbeddedServer, tmp
     records, summary = parse(stdout)
     assert summary["total"] == len(records) and summary["ok"] == 0
     assert records and all(r["error"] and "cancel" in r["error"] for r in records)
+    assert all(r["error_kind"] == "cancelled" for r in records)
     assert "interrupted" in stderr
 
 

@@ -5,7 +5,9 @@ from PySide6.QtGui import QColor, QFontMetricsF, QImage
 from pytestqt.qtbot import QtBot
 
 from app.ui.analysis.scoped_stats import Scope, ScopeSnapshot
+from app.ui.analysis.stats_controller import StatsController
 from app.ui.analysis.stats_panel import NONE_TEXT, StatsPanel
+from app.ui.state.viewer_state import ViewerState
 from app.ui.widgets.live_plot import LATENCY_COLOR, THROUGHPUT_COLOR, LivePlot, axis_max, nice_ceiling
 
 
@@ -55,10 +57,10 @@ def test_stats_panel_scope_selector_and_reset(qtbot: QtBot) -> None:
     assert panel.scope() is Scope.SESSION
     with qtbot.waitSignal(panel.scope_changed, timeout=200) as changed:
         panel.set_scope(Scope.LIVE)
-    assert changed.args == ["live"]
+    assert changed.args == [Scope.LIVE] and changed.args[0] is Scope.LIVE
     with qtbot.waitSignal(panel.reset_requested, timeout=200) as reset:
         panel.reset_button.click()
-    assert reset.args == ["live"]
+    assert reset.args[0] is Scope.LIVE
 
 
 def test_stats_panel_extra_rows(qtbot: QtBot) -> None:
@@ -147,3 +149,17 @@ def test_axis_labels_of_an_idle_or_slow_series_are_numbers(qtbot: QtBot, through
     assert len(set(labels)) == len(labels), labels
     assert all(not label.endswith(".") for label in labels), labels
     assert float(labels[-1]) >= throughput and float(labels[0]) == 0
+
+
+def test_the_scope_shown_is_the_viewer_states_and_the_selector_writes_it(qtbot: QtBot) -> None:
+    state, panel, plot = ViewerState(), StatsPanel(), LivePlot()
+    qtbot.addWidget(panel)
+    qtbot.addWidget(plot)
+    stats = StatsController(state, panel, plot, lambda: 0, lambda: None)
+    assert panel.scope() is state.scope is Scope.SESSION
+    stats.batch_started()  # a new batch: its scope is shown
+    assert state.scope is Scope.BATCH and panel.scope() is Scope.BATCH
+    panel.scope_combo.setCurrentIndex(panel.scope_combo.findData(Scope.LIVE.value))  # the user
+    assert state.scope is Scope.LIVE
+    state.set_scope(Scope.SESSION)  # anyone else: the selector follows
+    assert panel.scope() is Scope.SESSION

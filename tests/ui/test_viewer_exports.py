@@ -16,6 +16,7 @@ from pycocotools.coco import COCO
 from PySide6.QtWidgets import QFileDialog
 from skimage import data
 
+from app.pipeline.exports.formats import ExportFormat
 from app.server.embedded import EmbeddedServer
 from app.sources.images import read_image
 from app.ui.viewer import Viewer
@@ -62,7 +63,7 @@ def test_coco_holds_every_image_with_its_boxes(
     want = expected(batch_viewer)
     assert [len(v) for k, v in sorted(want.items())] == [1, 0, 2]  # face, sub/coffee, sub/two
     out = tmp_path / "coco.json"
-    batch_viewer.exporter.export_all("coco", str(out))
+    batch_viewer.exporter.export_all(ExportFormat.COCO, str(out))
     wait_written(harness, batch_viewer)
     with contextlib.redirect_stdout(io.StringIO()):
         coco = COCO(str(out))
@@ -75,7 +76,7 @@ def test_coco_holds_every_image_with_its_boxes(
     assert {i["file_name"] for i in coco.loadImgs(coco.getImgIds())} == set(want)
     # The sliders filter the export as they filter the view.
     batch_viewer.window.thresholds.score_slider().setValue(99)
-    batch_viewer.exporter.export_all("coco", str(out))
+    batch_viewer.exporter.export_all(ExportFormat.COCO, str(out))
     wait_written(harness, batch_viewer)
     assert json.loads(out.read_text())["annotations"] == []
 
@@ -90,12 +91,12 @@ def test_folder_exports_ask_before_replacing_and_are_read_back(
     mine.write_text("my own work")
     asked: list[list[Path]] = []
     batch_viewer.exporter.confirm_overwrite = lambda existing, _where: bool(asked.append(existing))
-    batch_viewer.exporter.export_all("labelme", str(folder))
+    batch_viewer.exporter.export_all(ExportFormat.LABELME, str(folder))
     wait_written(harness, batch_viewer)
     assert asked == [[mine]] and mine.read_text() == "my own work", "nothing replaced without a yes"
     assert "cancelled" in batch_viewer.window.statusBar().currentMessage()
     batch_viewer.exporter.confirm_overwrite = lambda _existing, _where: True
-    batch_viewer.exporter.export_all("labelme", str(folder))
+    batch_viewer.exporter.export_all(ExportFormat.LABELME, str(folder))
     wait_written(harness, batch_viewer)
     for sub in ("", "sub"):
         for annotation in AnnotationSet.from_labelme(folder / sub):
@@ -105,20 +106,20 @@ def test_folder_exports_ask_before_replacing_and_are_read_back(
             assert same_boxes(got, want[name]), (name, got)
 
     yolo = tmp_path / "yolo"
-    batch_viewer.exporter.export_all("yolo", str(yolo))
+    batch_viewer.exporter.export_all(ExportFormat.YOLO, str(yolo))
     wait_written(harness, batch_viewer)
     assert (yolo / "classes.txt").read_text() == "face\n"
     assert len((yolo / "sub" / "two.txt").read_text().splitlines()) == 2
     assert (yolo / "sub" / "coffee.txt").read_text() == ""
 
     voc = tmp_path / "voc"
-    batch_viewer.exporter.export_all("voc", str(voc))
+    batch_viewer.exporter.export_all(ExportFormat.VOC, str(voc))
     wait_written(harness, batch_viewer)
     (two,) = [a for a in AnnotationSet.from_pascal_voc(voc / "sub") if a.image_id == "two.png"]
     assert len(two.boxes) == 2 and {b.label for b in two.boxes} == {"face"}
 
     crops = tmp_path / "crops"
-    batch_viewer.exporter.export_all("crops", str(crops))
+    batch_viewer.exporter.export_all(ExportFormat.CROPS, str(crops))
     wait_written(harness, batch_viewer)
     files = sorted(p.relative_to(crops).as_posix() for p in crops.rglob("*.png"))
     assert files == ["face_01_face.png", "sub/two_01_face.png", "sub/two_02_face.png"]
@@ -139,7 +140,7 @@ def test_save_dialogs_start_in_the_last_folder_with_a_suggested_name(
         return str(target), ""
 
     monkeypatch.setattr(QFileDialog, "getSaveFileName", dialog)
-    batch_viewer.exporter.export_all("coco")
+    batch_viewer.exporter.export_all(ExportFormat.COCO)
     wait_written(harness, batch_viewer)
     assert Path(starts[0]).name.startswith("detections-coco-") and starts[0].endswith(".json")
     assert (tmp_path / "out" / "mine.json").is_file(), "the suffix is added"

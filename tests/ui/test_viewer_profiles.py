@@ -130,13 +130,13 @@ def test_model_menu_profile_is_applied_by_reconnecting_and_remembered(
 
     bad = tmp_path / "bad.toml"
     bad.write_text("[input]\nsize = [0, 640]\n")
-    viewer.set_profile(str(bad))
+    viewer.profiles.set_profile(str(bad))
     harness.run(until(lambda: str(bad) in viewer.window.banner.text(), what="the bad profile refused"))
     assert "input_size = [0, 640]: sides must be within 1..8192" in viewer.window.banner.text()
     assert viewer.settings.profile(UNKNOWN) is None
 
     good = profile_file(tmp_path)
-    viewer.set_profile(str(good))
+    viewer.profiles.set_profile(str(good))
     harness.connected(viewer)
     session = viewer.connection.session
     assert session is not None and session.info is not None and session.info.name == UNKNOWN
@@ -150,7 +150,7 @@ def test_model_menu_profile_is_applied_by_reconnecting_and_remembered(
     harness.connected(again)
     assert again.connection.session is not None
     assert again.connection.session.profile.labels == ("cat", "dog")
-    again.set_profile(None)  # Model > Use the detected profile
+    again.profiles.set_profile(None)  # Model > Use the detected profile
     harness.run(until(lambda: again.connection.state == ConnectionState.FAILED, what="detected again"))
     assert again.settings.profile(UNKNOWN) is None
 

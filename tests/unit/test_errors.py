@@ -6,7 +6,7 @@ import pytest
 from tritonclient.utils import InferenceServerException
 
 from app.inference.errors import classify_failure, first_paragraph, redact
-from app.inference.result import Status, naming_input
+from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 
 URL = "10.0.0.5:8001"
 
@@ -104,3 +104,33 @@ def test_a_port_that_closes_the_connection_gets_the_hint_of_what_listens_there()
     assert unknown_443.index("--ssl") < unknown_443.index("HTTP port")
     unknown_8000 = unreachable_message("h:8000", detail)
     assert unknown_8000.index("HTTP port") < unknown_8000.index("--ssl")
+
+
+def test_the_flags_callers_decide_on_come_from_the_classifier() -> None:
+    closed = classify_failure(
+        error(
+            "failed to connect to all addresses; last error: UNAVAILABLE: Socket closed",
+            "StatusCode.UNAVAILABLE",
+        ),
+        URL,
+    )
+    assert closed.closed_by_peer and not closed.name_unknown
+    refused = classify_failure(error("Connection refused", "StatusCode.UNAVAILABLE"), URL)
+    assert not refused.closed_by_peer
+    lost = classify_failure(
+        error("Unable to find system shared memory region: 'tviewer-c1-0'", "StatusCode.INTERNAL"), URL
+    )
+    assert lost.regions_lost and lost.name_unknown and lost.transient
+    # Unregistering a region the server never had: nothing to undo (not an error to raise).
+    unknown = classify_failure(RuntimeError("region 'x' not found"), URL)
+    assert unknown.name_unknown and not unknown.regions_lost
+    assert not classify_failure(error("region is still in use", "StatusCode.INTERNAL"), URL).name_unknown
+
+
+def test_a_record_that_is_not_ok_names_its_error_kind() -> None:
+    failed = InferenceResult(None, Status.FAILED, "a.jpg", error="x", error_kind=ErrorKind.BAD_INPUT)
+    assert failed.to_record()["error_kind"] == "bad_input"
+    # A result that came without a kind: its status gives it.
+    assert InferenceResult("1", Status.TIMEOUT, "a.jpg", error="t").to_record()["error_kind"] == "timeout"
+    ok = InferenceResult("2", Status.OK, "a.jpg").to_record()
+    assert "error_kind" not in ok and ok["error"] is None

@@ -23,6 +23,7 @@ from app.pipeline.exports import export_images, relative_name, write_export
 from app.pipeline.exports.coco import coco_document
 from app.pipeline.exports.crops import write_crops
 from app.pipeline.exports.folder import PerImageWriter, planned_paths
+from app.pipeline.exports.formats import ExportFormat
 from app.pipeline.exports.images import ExportImage, StemBook, class_names
 from app.pipeline.exports.voc import voc_box
 from app.sources.images import read_image
@@ -89,7 +90,7 @@ def test_coco_is_read_by_pycocotools_and_matches_the_detections(
 ) -> None:
     root, results = batch
     out = tmp_path / "coco.json"
-    assert write_export("coco", str(out), _images(root, results), LABELS) == 3
+    assert write_export(ExportFormat.COCO, str(out), _images(root, results), LABELS) == 3
     with contextlib.redirect_stdout(io.StringIO()):
         coco = COCO(str(out))
     images = {img["file_name"]: img for img in coco.loadImgs(coco.getImgIds())}
@@ -118,7 +119,7 @@ def test_yolo_files_are_read_by_globox(tmp_path: Path, batch: tuple[Path, list[I
     root, results = batch
     out = tmp_path / "yolo"
     images = _images(root, results)
-    assert write_export("yolo", str(out), images, LABELS) == 3
+    assert write_export(ExportFormat.YOLO, str(out), images, LABELS) == 3
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.txt")) == [
         "a.txt", "classes.txt", "empty.txt", "sub/b.txt"
     ]  # fmt: skip
@@ -137,7 +138,7 @@ def test_voc_xml_is_read_by_globox_with_one_based_pixels(
 ) -> None:
     root, results = batch
     out = tmp_path / "voc"
-    assert write_export("voc", str(out), _images(root, results), LABELS) == 3
+    assert write_export(ExportFormat.VOC, str(out), _images(root, results), LABELS) == 3
     parsed = AnnotationSet.from_pascal_voc(out, recursive=True)
     boxes = {ann.image_id: sorted((b.label, *b.ltrb) for b in ann.boxes) for ann in parsed}
     assert boxes["a.png"] == [("face", 11.0, 21.0, 110.0, 220.0), ("hand", 201.0, 31.0, 320.0, 90.0)]
@@ -173,7 +174,7 @@ def test_labelme_files_open_their_image_and_hold_the_boxes(
 ) -> None:
     root, results = batch
     out = tmp_path / "elsewhere" / "labelme"
-    assert write_export("labelme", str(out), _images(root, results), LABELS) == 3
+    assert write_export(ExportFormat.LABELME, str(out), _images(root, results), LABELS) == 3
     data = _labelme_load(out / "sub" / "b.json")
     assert data["imagePath"] == "../../../photos/sub/b.png"
     parsed = AnnotationSet.from_labelme(out, recursive=True)
@@ -202,9 +203,9 @@ def test_planned_paths_name_what_would_be_overwritten(
 ) -> None:
     root, results = batch
     images = _images(root, results)
-    paths = planned_paths("voc", tmp_path, images)
+    paths = planned_paths(ExportFormat.VOC, tmp_path, images)
     assert [p.relative_to(tmp_path).as_posix() for p in paths] == ["a.xml", "sub/b.xml", "empty.xml"]
-    writer = PerImageWriter("voc", tmp_path)
+    writer = PerImageWriter(ExportFormat.VOC, tmp_path)
     assert [writer.write(i) for i in images] == paths
 
 

@@ -7,6 +7,8 @@ import pytest
 
 from app.inference.decoding.labels import COCO_NAMES
 from app.inference.decoding.letterbox import IdentityTransform, LetterboxTransform, ResizeTransform
+from app.inference.profile_kinds import BoxesIn, OutputFormat, Preprocess, Task
+from app.inference.profiles.postprocess import DETECTION_DECODERS
 from app.inference.profiles.profile import (
     ModelProfile,
     ProfileError,
@@ -16,6 +18,7 @@ from app.inference.profiles.profile import (
     postprocess,
     preprocess,
 )
+from app.inference.profiles.profile_types import TASK_FORMATS
 
 
 def _t(name: str, dtype: str, shape: list[int]) -> dict:
@@ -209,6 +212,28 @@ def test_profile_file_errors_name_key_and_file(tmp_path: Path, text: str, patter
     f.write_text(text)
     with pytest.raises(ProfileError, match=pattern):
         load_profile_file(f)
+
+
+def test_profile_files_spell_the_kinds_which_become_enums(tmp_path: Path) -> None:
+    f = tmp_path / "pose.toml"
+    f.write_text('task = "Pose"\nkpt_shape = [17, 3]\n[input]\npreprocess = "RESIZE"\n')
+    over = load_profile_file(f)
+    assert over["task"] is Task.POSE and over["preprocess"] is Preprocess.RESIZE
+    base = detect_profile(*model([("images", "FP32", [3, 640, 640])], [("output0", "FP32", [56, 8400])], 1))
+    p = apply_overrides(base, {**over, "boxes_in": "original"})  # a dict of strings: parsed too
+    assert p.task is Task.POSE and p.output_format is OutputFormat.YOLOV8
+    assert p.preprocess is Preprocess.RESIZE and p.boxes_in is BoxesIn.ORIGINAL
+    # A kind the app does not know: the file and the values it knows.
+    f.write_text('[output]\nformat = "ssd"\n')
+    with pytest.raises(
+        ProfileError, match=r"pose\.toml: output_format must be one of efficientnms, tfod, .*got 'ssd'"
+    ):
+        load_profile_file(f)
+
+
+def test_every_detection_format_has_a_decoder() -> None:
+    detection = {f for task in (Task.DETECT, Task.POSE, Task.SEGMENT) for f in TASK_FORMATS[task]}
+    assert set(DETECTION_DECODERS) == detection
 
 
 def test_invalid_override_values() -> None:

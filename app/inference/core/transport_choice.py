@@ -7,7 +7,7 @@ import ipaddress
 import logging
 from collections.abc import Mapping
 
-from app.inference.errors import error_text
+from app.inference.errors import classify_failure, error_text
 from app.inference.introspection.discovery import ModelInfo
 from app.inference.transports.channel import Channel, Headers
 from app.inference.transports.shm import ShmRegion, remove_dead_owners_regions
@@ -77,7 +77,7 @@ def choose_transport(
             try:
                 channel.unregister_system_shm(region.name, headers=headers)
             except Exception as e:
-                if "not found" not in str(e).lower() and "unable to find" not in str(e).lower():
+                if not classify_failure(e, channel.url).name_unknown:
                     raise  # e.g. still in use: the caller tries again later
 
     shm = ShmTransport(

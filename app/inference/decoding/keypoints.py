@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from app.inference.decoding.letterbox import BoxTransform, input_to_original
+from app.inference.profile_kinds import BoxesIn
 
 COCO_KEYPOINT_NAMES: tuple[str, ...] = (
     "nose", "left_eye", "right_eye", "left_ear", "right_ear", "left_shoulder", "right_shoulder",
@@ -76,13 +77,13 @@ def parse_skeleton(value: Any) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def keypoints_to_original(points: np.ndarray, transform: BoxTransform, boxes_in: str) -> np.ndarray:
+def keypoints_to_original(points: np.ndarray, transform: BoxTransform, boxes_in: BoxesIn) -> np.ndarray:
     """(N, K, 2) x, y where the profile's boxes live (model-input pixels, original pixels or
     normalised 0..1 of the model input) -> original pixels, clipped to the image."""
     p = np.array(points, dtype=np.float32).reshape(-1, 2)
-    if boxes_in == "normalized":
+    if boxes_in is BoxesIn.NORMALIZED:
         p *= np.array([transform.dst_w, transform.dst_h], np.float32)
-    if boxes_in != "original":
+    if boxes_in is not BoxesIn.ORIGINAL:
         p = input_to_original(p, transform)
     np.clip(p[:, 0], 0, transform.src_w, out=p[:, 0])
     np.clip(p[:, 1], 0, transform.src_h, out=p[:, 1])

@@ -10,7 +10,6 @@ from tritonclient.utils import InferenceServerException
 from app.inference.errors import (
     SessionError,
     classify_failure,
-    closed_by_peer,
     error_text,
     first_paragraph,
     redact,
@@ -62,7 +61,7 @@ def check_live(channel: Channel, headers: Headers, timeout_s: float) -> None:
         live = channel.is_live(headers=headers, timeout_s=timeout_s)
     except InferenceServerException as e:
         failure = classify_failure(e, url, secrets)
-        if failure.kind is ErrorKind.UNREACHABLE and closed_by_peer(failure.message):
+        if failure.kind is ErrorKind.UNREACHABLE and failure.closed_by_peer:
             # TLS server or HTTP port: the text cannot tell which; one look at the port can.
             listener = what_listens(url, min(timeout_s, PROBE_TIMEOUT_S))
             if listener is not None:

@@ -7,7 +7,7 @@ only) is kept for callers that only want boxes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +28,7 @@ from app.inference.decoding.keypoints import keypoints_to_original
 from app.inference.decoding.labels import label_name, resolve_labels
 from app.inference.decoding.letterbox import BoxTransform, clip_boxes
 from app.inference.masks import BinaryMask
+from app.inference.profile_kinds import BoxesIn, OutputFormat, Preprocess, Task
 from app.inference.profiles.profile_types import ModelProfile, ProfileError
 from app.inference.result import ClassScore, Detection, SemanticMask
 
@@ -85,27 +86,45 @@ def _raw_rows(output: np.ndarray, profile: ModelProfile, extra: int) -> tuple[np
     return rows, n_classes
 
 
-def _decode_raw(
-    tensors: list[np.ndarray], profile: ModelProfile, transform: BoxTransform, score: float, iou: float
+# One decoder per detection output format: (tensors, profile, transform, score, iou) -> _Raw.
+RawDecoder = Callable[[list[np.ndarray], ModelProfile, BoxTransform, float, float], _Raw]
+
+
+def _efficientnms(
+    tensors: list[np.ndarray], profile: ModelProfile, _transform: BoxTransform, score: float, _iou: float
 ) -> _Raw:
-    fmt, task, limit = profile.output_format, profile.task, profile.max_detections
-    if fmt == "efficientnms":
-        num, boxes, scores, classes = tensors[:4]
-        decoded, rows = select_efficientnms(num, boxes, scores, classes, score, limit)
-        kpts = selected_keypoints(tensors[4], rows, profile.kpt_shape) if task == "pose" else None
-        return _Raw(decoded, keypoints=kpts)
-    if fmt == "tfod":
-        num, boxes, scores, classes = tensors
-        return _Raw(decode_tfod(num, boxes, scores, classes, score, transform.dst_w, transform.dst_h, limit))
-    if fmt == "yolov5":
-        return _Raw(decode_yolov5(tensors[0], score, iou, limit), int(tensors[0].shape[-1]) - 5)
-    if task == "pose":
+    num, boxes, scores, classes = tensors[:4]
+    decoded, rows = select_efficientnms(num, boxes, scores, classes, score, profile.max_detections)
+    pose = profile.task is Task.POSE
+    kpts = selected_keypoints(tensors[4], rows, profile.kpt_shape) if pose else None
+    return _Raw(decoded, keypoints=kpts)
+
+
+def _tfod(
+    tensors: list[np.ndarray], profile: ModelProfile, transform: BoxTransform, score: float, _iou: float
+) -> _Raw:
+    num, boxes, scores, classes = tensors
+    w, h = transform.dst_w, transform.dst_h
+    return _Raw(decode_tfod(num, boxes, scores, classes, score, w, h, profile.max_detections))
+
+
+def _yolov5(
+    tensors: list[np.ndarray], profile: ModelProfile, _transform: BoxTransform, score: float, iou: float
+) -> _Raw:
+    return _Raw(decode_yolov5(tensors[0], score, iou, profile.max_detections), int(tensors[0].shape[-1]) - 5)
+
+
+def _yolov8(
+    tensors: list[np.ndarray], profile: ModelProfile, _transform: BoxTransform, score: float, iou: float
+) -> _Raw:
+    limit = profile.max_detections
+    if profile.task is Task.POSE:
         assert profile.kpt_shape is not None  # checked by ModelProfile
         k, d = profile.kpt_shape
         rows, nc = _raw_rows(tensors[0], profile, k * d)
         decoded, columns = select_yolov8(rows, nc, score, iou, limit)
         return _Raw(decoded, nc, keypoints=yolov8_keypoints(rows, columns, 4 + nc, profile.kpt_shape))
-    if task == "segment":
+    if profile.task is Task.SEGMENT:
         protos = _protos(tensors[1])
         rows, nc = _raw_rows(tensors[0], profile, protos.shape[0])
         decoded, columns = select_yolov8(rows, nc, score, iou, limit)
@@ -114,17 +133,27 @@ def _decode_raw(
     return _Raw(select_yolov8(rows, nc, score, iou, limit)[0], nc)
 
 
-def boxes_in(profile: ModelProfile) -> str:
+DETECTION_DECODERS: dict[OutputFormat, RawDecoder] = {
+    OutputFormat.EFFICIENTNMS: _efficientnms,
+    OutputFormat.TFOD: _tfod,
+    OutputFormat.YOLOV5: _yolov5,
+    OutputFormat.YOLOV8: _yolov8,
+}
+
+
+def boxes_in(profile: ModelProfile) -> BoxesIn:
     """Where the model's coordinates live. A raw-image model's "original" pixels are those of
     the image it was sent: the original, or the client's downscaled copy (max_input_side),
     which the transform maps back like model-input pixels."""
-    return "input" if profile.boxes_in == "original" and profile.preprocess == "raw" else profile.boxes_in
+    raw = profile.preprocess is Preprocess.RAW
+    return BoxesIn.INPUT if profile.boxes_in is BoxesIn.ORIGINAL and raw else profile.boxes_in
 
 
 def _to_original(boxes: np.ndarray, profile: ModelProfile, transform: BoxTransform) -> np.ndarray:
-    if boxes_in(profile) == "original":
+    if boxes_in(profile) is BoxesIn.ORIGINAL:
         return clip_boxes(boxes, transform.src_w, transform.src_h)
-    if profile.boxes_in == "normalized" and profile.output_format != "tfod":  # tfod scales itself
+    tfod = profile.output_format is OutputFormat.TFOD  # scales itself
+    if profile.boxes_in is BoxesIn.NORMALIZED and not tfod:
         boxes = boxes * np.array([transform.dst_w, transform.dst_h] * 2, np.float32)
     return transform.to_original(boxes)
 
@@ -139,18 +168,17 @@ def decode_outputs(
     """Output tensors (by name) -> everything found, in original-image pixels. Detections
     are clipped to the image, best score first. Thresholds default to the profile's."""
     tensors = _tensors(outputs, profile)
-    if profile.task == "classify":
+    if profile.output_format is OutputFormat.CLASSIFY:
         return DecodedOutputs([], classes=top_k(tensors[0], profile.labels, profile.top_k, profile.logits))
-    if profile.task == "semantic":
+    if profile.output_format is OutputFormat.SEMANTIC:
         semantic = semantic_masks(
             tensors[0], transform, profile.labels, profile.map_layout, profile.logits, profile.mask_threshold
         )
         return DecodedOutputs([], masks=semantic)
     score = profile.score_threshold if score_threshold is None else score_threshold
     iou = profile.iou_threshold if iou_threshold is None else iou_threshold
-    return DecodedOutputs(
-        _detections(_decode_raw(tensors, profile, transform, score, iou), profile, transform)
-    )
+    raw = DETECTION_DECODERS[profile.output_format](tensors, profile, transform, score, iou)
+    return DecodedOutputs(_detections(raw, profile, transform))
 
 
 def _detections(raw: _Raw, profile: ModelProfile, transform: BoxTransform) -> list[Detection]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.inference.decoding.letterbox import BoxTransform, fit_within, identity, letterbox, stretch_resize
+from app.inference.profile_kinds import Preprocess
 from app.inference.profiles.postprocess import DecodedOutputs, decode_outputs, postprocess
 from app.inference.profiles.profile_detect import detect_profile
 from app.inference.profiles.profile_file import apply_overrides, load_profile_file
@@ -39,9 +40,9 @@ def input_side_needed(profile: ModelProfile) -> int | None:
     shrinks the longest side to at most the input's: decoding smaller than that loses
     nothing. A raw-image model says so itself (`max_input_side`). A stretch-resize needs
     both sides, which a longest-side hint cannot promise: None."""
-    if profile.preprocess == "raw":
+    if profile.preprocess is Preprocess.RAW:
         return profile.max_input_side or None
-    if profile.preprocess == "letterbox":
+    if profile.preprocess is Preprocess.LETTERBOX:
         return max(profile.input_size or DEFAULT_SIZE)
     return None
 
@@ -56,9 +57,9 @@ def preprocess(image: np.ndarray, profile: ModelProfile) -> tuple[np.ndarray, Bo
         )
     size = profile.input_size or DEFAULT_SIZE
     transform: BoxTransform
-    if profile.preprocess == "letterbox":
+    if profile.preprocess is Preprocess.LETTERBOX:
         img, transform = letterbox(image, size, profile.pad_value)
-    elif profile.preprocess == "resize":
+    elif profile.preprocess is Preprocess.RESIZE:
         img, transform = stretch_resize(image, size)
     elif profile.max_input_side:
         img, transform = fit_within(image, profile.max_input_side)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.inference.decoding.labels import config_labels, resolve_labels
+from app.inference.profile_kinds import BoxesIn, OutputFormat, Preprocess, Task
 from app.inference.profiles.profile_file import normalise_overrides
 from app.inference.profiles.profile_tasks import (
     Found,
@@ -107,7 +108,7 @@ def _anchor_count(size: tuple[int, int]) -> int:
     return sum((size[0] // s) * (size[1] // s) for s in (8, 16, 32))
 
 
-def _raw_yolo(t: _Tensor, size: tuple[int, int] | None, n_labels: int) -> tuple[str, int] | None:
+def _raw_yolo(t: _Tensor, size: tuple[int, int] | None, n_labels: int) -> tuple[OutputFormat, int] | None:
     """(format, class count) of a raw YOLO output, or None if the shape is not one."""
     dims = list(t.shape)
     while len(dims) > 2 and dims[0] in (1, -1):
@@ -116,25 +117,25 @@ def _raw_yolo(t: _Tensor, size: tuple[int, int] | None, n_labels: int) -> tuple[
         return None
     rows, cols = dims
     if rows > 0 and (cols < 0 or rows < cols):
-        return ("yolov8", rows - 4) if rows >= 5 else None  # [4 + C, N]
+        return (OutputFormat.YOLOV8, rows - 4) if rows >= 5 else None  # [4 + C, N]
     if cols < 6:
         return None
     # [N, K]: YOLOv5 (K = 5 + C) or a transposed YOLOv8 (K = 4 + C).
     if n_labels:
         if cols == 5 + n_labels:
-            return "yolov5", n_labels
+            return OutputFormat.YOLOV5, n_labels
         if cols == 4 + n_labels:
-            return "yolov8", n_labels
+            return OutputFormat.YOLOV8, n_labels
     if size is not None and rows > 0:
         # YOLOv5 has 3 anchors per grid cell, YOLOv8 is anchor-free.
         if rows == 3 * _anchor_count(size):
-            return "yolov5", cols - 5
+            return OutputFormat.YOLOV5, cols - 5
         if rows == _anchor_count(size):
-            return "yolov8", cols - 4
+            return OutputFormat.YOLOV8, cols - 4
     if cols == 85:
-        return "yolov5", 80
+        return OutputFormat.YOLOV5, 80
     if cols == 84:
-        return "yolov8", 80
+        return OutputFormat.YOLOV8, 80
     return None
 
 
@@ -147,21 +148,24 @@ def _detect_output(
 ) -> Found:
     """The output layout, trying each task unless `hints` (config parameters / overrides)
     name one: boxes (+ keypoints), instance masks, raw YOLO (+ pose), classes, maps."""
-    wanted, kpt_shape = hints.get("task"), hints.get("kpt_shape")
+    wanted: Task | None = hints.get("task")
+    kpt_shape = hints.get("kpt_shape")
     names = {t.name for t in outputs}
-    if wanted in (None, "detect", "pose"):
-        for fmt in ("efficientnms", "tfod"):
+    if wanted in (None, Task.DETECT, Task.POSE):
+        for fmt in (OutputFormat.EFFICIENTNMS, OutputFormat.TFOD):
             roles = OUTPUT_ROLES[fmt]
             if set(roles) <= names:
-                kpts = keypoints_output(outputs, roles, kpt_shape) if fmt == "efficientnms" else None
-                if kpts is not None and wanted != "detect":
+                kpts = (
+                    keypoints_output(outputs, roles, kpt_shape) if fmt is OutputFormat.EFFICIENTNMS else None
+                )
+                if kpts is not None and wanted is not Task.DETECT:
                     return kpts
-                if wanted == "pose":
+                if wanted is Task.POSE:
                     raise ProfileError(f"a pose model, but no keypoints output next to {', '.join(roles)}")
                 return Found(fmt, roles)
-    if wanted in (None, "segment") and (seg := segment_outputs(outputs, batched, n_labels)) is not None:
+    if wanted in (None, Task.SEGMENT) and (seg := segment_outputs(outputs, batched, n_labels)) is not None:
         return seg
-    if wanted in (None, "detect", "pose"):
+    if wanted in (None, Task.DETECT, Task.POSE):
         for t in outputs:
             # With keypoints in the channels the labels count cannot be 4 + C: not a hint then.
             found = _raw_yolo(t, size, 0 if kpt_shape else n_labels)
@@ -169,15 +173,15 @@ def _detect_output(
                 continue
             fmt, n_classes = found
             pose = None
-            if fmt == "yolov8" and wanted != "detect":
+            if fmt is OutputFormat.YOLOV8 and wanted is not Task.DETECT:
                 pose = raw_pose(n_classes, n_labels, kpt_shape, wanted)
             if pose is not None:
                 return Found(fmt, (t.name,), pose.num_classes, pose.fields)
-            if wanted != "pose":
+            if wanted is not Task.POSE:
                 return Found(fmt, (t.name,), n_classes)
-    if wanted in (None, "classify") and (cls := classify_output(outputs, batched)) is not None:
+    if wanted in (None, Task.CLASSIFY) and (cls := classify_output(outputs, batched)) is not None:
         return cls
-    if wanted in (None, "semantic") and (sem := semantic_output(outputs, batched, size)) is not None:
+    if wanted in (None, Task.SEMANTIC) and (sem := semantic_output(outputs, batched, size)) is not None:
         return sem
     task = f"a {wanted} model, but its " if wanted else ""
     raise ProfileError(
@@ -189,17 +193,18 @@ def _detect_output(
     )
 
 
-def _defaults(dtype: str, size: tuple[int, int] | None, fmt: str) -> dict[str, Any]:
+def _defaults(dtype: str, size: tuple[int, int] | None, fmt: OutputFormat) -> dict[str, Any]:
+    tfod = fmt is OutputFormat.TFOD
     if dtype == "UINT8" and size is None:
         # A raw image of any size: the model resizes itself and answers in its own terms.
-        return {"preprocess": "raw", "pad_value": 0.0, "scale": 1.0,
-                "boxes_in": "normalized" if fmt == "tfod" else "original"}  # fmt: skip
-    yolo = fmt in ("yolov5", "yolov8", "efficientnms")
+        return {"preprocess": Preprocess.RAW, "pad_value": 0.0, "scale": 1.0,
+                "boxes_in": BoxesIn.NORMALIZED if tfod else BoxesIn.ORIGINAL}  # fmt: skip
+    yolo = fmt in (OutputFormat.YOLOV5, OutputFormat.YOLOV8, OutputFormat.EFFICIENTNMS)
     return {
-        "preprocess": "letterbox" if yolo else "resize",
+        "preprocess": Preprocess.LETTERBOX if yolo else Preprocess.RESIZE,
         "pad_value": 114.0 if yolo else 0.0,
         "scale": 1.0 if dtype == "UINT8" else 1 / 255,
-        "boxes_in": "normalized" if fmt == "tfod" else "input",
+        "boxes_in": BoxesIn.NORMALIZED if tfod else BoxesIn.INPUT,
         "input_size": size or DEFAULT_SIZE,
     }
 
@@ -225,7 +230,7 @@ def detect_profile(
         if "output_format" not in overrides or "output_names" not in overrides:
             raise
         found = Found(overrides["output_format"], tuple(overrides["output_names"]))
-    fmt = overrides.get("output_format", found.output_format)
+    fmt: OutputFormat = overrides.get("output_format", found.output_format)
     fields = {
         **inp,
         "output_format": fmt,
@@ -233,10 +238,10 @@ def detect_profile(
         "num_classes": found.num_classes,
     }
     fields.update(_defaults(inp["input_dtype"], size, fmt))
-    raw_classes = found.num_classes if fmt in ("yolov5", "yolov8") else None
+    raw_classes = found.num_classes if fmt in (OutputFormat.YOLOV5, OutputFormat.YOLOV8) else None
     fields["labels"] = resolve_labels(None, labels_cfg, raw_classes)
     fields.update(_threshold_parameters(cfg))
-    if fields["preprocess"] == "raw":
+    if fields["preprocess"] is Preprocess.RAW:
         fields["max_input_side"] = _int_parameter(cfg, "max_input_side", 16, 16384)
     fields.update(task_parameters(cfg))
     fields.update(found.fields)

@@ -46,6 +46,7 @@ it detected. Every key is optional; keys given win over the detected values::
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import tomllib
 from collections.abc import Callable, Mapping
@@ -54,7 +55,8 @@ from typing import Any
 
 from app.inference.decoding.keypoints import parse_kpt_shape, parse_skeleton
 from app.inference.decoding.labels import read_labels_file
-from app.inference.profiles.profile_types import ModelProfile, ProfileError
+from app.inference.profile_kinds import BoxesIn, OutputFormat, Preprocess, Task
+from app.inference.profiles.profile_types import ModelProfile, ProfileError, parse_kind
 
 
 def _str(v: Any) -> str:
@@ -133,28 +135,37 @@ def _upper_or_none(v: Any) -> str | None:
     return None if v is None else _upper(v)
 
 
+def _kind(kind: type[enum.StrEnum], name: str) -> Callable[[Any], enum.StrEnum]:
+    """The file's spelling (any case) -> the enum; ProfileError naming the values allowed."""
+
+    def convert(v: Any) -> enum.StrEnum:
+        return parse_kind(kind, name, _lower(v))
+
+    return convert
+
+
 _CONVERT: dict[str, Callable[[Any], Any]] = {
     "input_name": _str,
     "input_layout": _upper,
     "input_dtype": _upper,
     "input_size": _size,
     "has_batch_dim": _bool,
-    "preprocess": _lower,
+    "preprocess": _kind(Preprocess, "preprocess"),
     "pad_value": _number,
     "scale": _number,
     "mean": _triple,
     "std": _triple,
     "channel_order": _upper,
-    "output_format": _lower,
+    "output_format": _kind(OutputFormat, "output_format"),
     "output_names": _names,
-    "boxes_in": _lower,
+    "boxes_in": _kind(BoxesIn, "boxes_in"),
     "score_threshold": _number,
     "iou_threshold": _number,
     "max_detections": _int,
     "labels": _names,
     "num_classes": _int,
     "max_input_side": _int,
-    "task": _lower,
+    "task": _kind(Task, "task"),
     "kpt_shape": _kpt_shape,
     "skeleton": _skeleton,
     "keypoint_names": _names,
@@ -234,6 +245,8 @@ def normalise_overrides(overrides: Mapping[str, Any], source: str) -> dict[str, 
             out[key] = convert(value)
         except TypeError as exc:
             raise ProfileError(f"{source}: {key} = {value!r}: {exc}") from None
+        except ProfileError as exc:  # a kind the app does not know: the values it knows
+            raise ProfileError(f"{source}: {exc}") from None
         problem = _RANGES[key](out[key]) if key in _RANGES and out[key] is not None else None
         if problem:
             raise ProfileError(f"{source}: {key} = {value!r}: {problem}")

@@ -22,7 +22,8 @@ from app.inference.decoding.keypoints import (
     parse_skeleton,
 )
 from app.inference.decoding.labels import parse_labels_text
-from app.inference.profiles.profile_types import TASKS, ProfileError
+from app.inference.profile_kinds import OutputFormat, Task
+from app.inference.profiles.profile_types import ProfileError
 
 _INT_DTYPES = {"INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64"}
 MIN_MAP_SIZE = 8  # a semantic map's spatial dims are at least this (or dynamic)
@@ -45,7 +46,7 @@ class Found:
     """An output layout recognised: format, the outputs read (in role order), the class count
     of a raw YOLO output, and the task-specific profile fields."""
 
-    output_format: str
+    output_format: OutputFormat
     output_names: tuple[str, ...]
     num_classes: int | None = None
     fields: dict[str, Any] = field(default_factory=dict)
@@ -57,10 +58,11 @@ def _param(cfg: Mapping[str, Any], key: str) -> str | None:
     return None if value is None else str(value)
 
 
-def _task(text: str) -> str:
-    if text.strip().lower() not in TASKS:
-        raise ValueError(f"expected one of {', '.join(TASKS)}")
-    return text.strip().lower()
+def _task(text: str) -> Task:
+    try:
+        return Task(text.strip().lower())
+    except ValueError:
+        raise ValueError(f"expected one of {', '.join(Task)}") from None
 
 
 def _flag(text: str) -> bool:
@@ -122,7 +124,9 @@ def keypoints_output(
                 raise ProfileError(
                     f"keypoints output {t.name} {list(t.shape)}: give kpt_shape (config parameter or profile)"
                 )
-            return Found("efficientnms", (*used, t.name), None, {"task": "pose", "kpt_shape": shape})
+            return Found(
+                OutputFormat.EFFICIENTNMS, (*used, t.name), None, {"task": Task.POSE, "kpt_shape": shape}
+            )
     return None
 
 
@@ -141,12 +145,12 @@ def segment_outputs(outputs: Sequence[Tensor], batched: bool, n_labels: int) -> 
             channels = min(d for d in (a, b) if d > 0) if max(a, b) > 0 else -1
             nc = channels - 4 - nm
             if nc >= 1 and (not n_labels or nc == n_labels):
-                return Found("yolov8", (t.name, p.name), nc, {"task": "segment"})
+                return Found(OutputFormat.YOLOV8, (t.name, p.name), nc, {"task": Task.SEGMENT})
     return None
 
 
 def raw_pose(
-    channels_minus_box: int, n_labels: int, kpt_shape: tuple[int, int] | None, wanted: str | None
+    channels_minus_box: int, n_labels: int, kpt_shape: tuple[int, int] | None, wanted: Task | None
 ) -> Found | None:
     """Whether a raw YOLOv8 output with 4 + `channels_minus_box` channels is a pose output,
     and its fields (task, kpt_shape, num_classes). Names of the output come from the caller."""
@@ -156,12 +160,14 @@ def raw_pose(
         nc = extra - k * d
         if nc < 1:
             raise ProfileError(f"kpt_shape {k}x{d} leaves no class scores in {4 + extra} channels")
-        return Found("yolov8", (), nc, {"task": "pose", "kpt_shape": kpt_shape})
+        return Found(OutputFormat.YOLOV8, (), nc, {"task": Task.POSE, "kpt_shape": kpt_shape})
     if n_labels and extra > n_labels and (extra - n_labels) % 3 == 0:
-        return Found("yolov8", (), n_labels, {"task": "pose", "kpt_shape": ((extra - n_labels) // 3, 3)})
+        return Found(
+            OutputFormat.YOLOV8, (), n_labels, {"task": Task.POSE, "kpt_shape": ((extra - n_labels) // 3, 3)}
+        )
     if (not n_labels or n_labels == 1) and extra == 1 + 17 * 3:  # Ultralytics' COCO person pose
-        return Found("yolov8", (), 1, {"task": "pose", "kpt_shape": (17, 3)})
-    if wanted == "pose":
+        return Found(OutputFormat.YOLOV8, (), 1, {"task": Task.POSE, "kpt_shape": (17, 3)})
+    if wanted is Task.POSE:
         raise ProfileError(
             f"a pose model, but the keypoint layout of {4 + extra} channels is unknown: give kpt_shape"
         )
@@ -172,7 +178,7 @@ def classify_output(outputs: Sequence[Tensor], batched: bool) -> Found | None:
     """A single output that is one score vector per image: [C], [1, C], [C, 1, 1]..."""
     vectors = [t for t in outputs if len([d for d in _core(t, batched, 1) if d != 1]) == 1]
     if len(outputs) == 1 and len(vectors) == 1 and max(_core(vectors[0], batched, 1)) >= 2:
-        return Found("classify", (vectors[0].name,), None, {"task": "classify"})
+        return Found(OutputFormat.CLASSIFY, (vectors[0].name,), None, {"task": Task.CLASSIFY})
     return None
 
 
@@ -185,21 +191,29 @@ def semantic_output(outputs: Sequence[Tensor], batched: bool, size: tuple[int, i
         if len(dims) == 3:
             c_first, c_last = dims[0], dims[2]
             if c_first > 0 and (c_last == -1 or c_first < c_last) and spatial_ok:
-                return Found("semantic", (t.name,), None, {"task": "semantic", "map_layout": "CHW"})
+                return Found(
+                    OutputFormat.SEMANTIC, (t.name,), None, {"task": Task.SEMANTIC, "map_layout": "CHW"}
+                )
             if c_last > 0 and (c_first == -1 or c_last < c_first):
                 h, w = dims[:2]
                 if all(d == -1 or d >= MIN_MAP_SIZE for d in (h, w)):
-                    return Found("semantic", (t.name,), None, {"task": "semantic", "map_layout": "HWC"})
+                    return Found(
+                        OutputFormat.SEMANTIC, (t.name,), None, {"task": Task.SEMANTIC, "map_layout": "HWC"}
+                    )
         dims = _core(t, batched, 2)
         if len(dims) == 2 and spatial_ok and (t.dtype in _INT_DTYPES or (size is not None and dims == size)):
-            return Found("semantic", (t.name,), None, {"task": "semantic", "map_layout": "HW"})
+            return _semantic(t, "HW")
     return None
+
+
+def _semantic(t: Tensor, layout: str) -> Found:
+    return Found(OutputFormat.SEMANTIC, (t.name,), None, {"task": Task.SEMANTIC, "map_layout": layout})
 
 
 def keypoint_defaults(fields: Mapping[str, Any]) -> dict[str, Any]:
     """COCO-17 names and skeleton for a 17-keypoint pose model that names none."""
     shape = fields.get("kpt_shape")
-    if fields.get("task") != "pose" or shape is None or shape[0] != len(COCO_KEYPOINT_NAMES):
+    if fields.get("task") is not Task.POSE or shape is None or shape[0] != len(COCO_KEYPOINT_NAMES):
         return {}
     out: dict[str, Any] = {}
     if "skeleton" not in fields:

@@ -2,41 +2,42 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+from typing import TypeVar
+
+from app.inference.profile_kinds import BoxesIn, OutputFormat, Preprocess, Task
 
 LAYOUTS = ("NCHW", "NHWC")
 DTYPES = ("FP32", "FP16", "UINT8")
-PREPROCESS = ("letterbox", "resize", "raw")
 CHANNEL_ORDERS = ("RGB", "BGR")
-OUTPUT_FORMATS = ("efficientnms", "tfod", "yolov5", "yolov8", "semantic", "classify")
-BOXES_IN = ("input", "original", "normalized")
-TASKS = ("detect", "pose", "segment", "semantic", "classify")
 MAP_LAYOUTS = ("CHW", "HWC", "HW")
+F = OutputFormat
 # The output tensors each format reads, in this order (for the detection task).
-OUTPUT_ROLES = {
-    "efficientnms": ("num_dets", "det_boxes", "det_scores", "det_classes"),
-    "tfod": ("num_detections", "detection_boxes", "detection_scores", "detection_classes"),
-    "yolov5": ("output",),
-    "yolov8": ("output",),
-    "semantic": ("map",),
-    "classify": ("scores",),
+OUTPUT_ROLES: dict[OutputFormat, tuple[str, ...]] = {
+    F.EFFICIENTNMS: ("num_dets", "det_boxes", "det_scores", "det_classes"),
+    F.TFOD: ("num_detections", "detection_boxes", "detection_scores", "detection_classes"),
+    F.YOLOV5: ("output",),
+    F.YOLOV8: ("output",),
+    F.SEMANTIC: ("map",),
+    F.CLASSIFY: ("scores",),
 }
 # Which output formats each task can be read from.
-TASK_FORMATS = {
-    "detect": ("efficientnms", "tfod", "yolov5", "yolov8"),
-    "pose": ("efficientnms", "yolov8"),  # efficientnms + a keypoints output; raw YOLOv8-pose
-    "segment": ("yolov8",),  # raw YOLOv8-seg: detections + mask prototypes
-    "semantic": ("semantic",),
-    "classify": ("classify",),
+TASK_FORMATS: dict[Task, tuple[OutputFormat, ...]] = {
+    Task.DETECT: (F.EFFICIENTNMS, F.TFOD, F.YOLOV5, F.YOLOV8),
+    Task.POSE: (F.EFFICIENTNMS, F.YOLOV8),  # efficientnms + a keypoints output; raw YOLOv8-pose
+    Task.SEGMENT: (F.YOLOV8,),  # raw YOLOv8-seg: detections + mask prototypes
+    Task.SEMANTIC: (F.SEMANTIC,),
+    Task.CLASSIFY: (F.CLASSIFY,),
 }
 
 
-def output_roles(output_format: str, task: str) -> tuple[str, ...]:
+def output_roles(output_format: OutputFormat, task: Task) -> tuple[str, ...]:
     """The outputs read for `output_format` doing `task`, in order."""
     roles = OUTPUT_ROLES[output_format]
-    if task == "pose" and output_format == "efficientnms":
+    if task is Task.POSE and output_format is OutputFormat.EFFICIENTNMS:
         return (*roles, "keypoints")
-    if task == "segment":
+    if task is Task.SEGMENT:
         return (*roles, "protos")
     return roles
 
@@ -47,6 +48,20 @@ DEFAULT_SIZE = (640, 640)
 
 class ProfileError(ValueError):
     """The model's inputs/outputs are not understood, or a profile file/override is invalid."""
+
+
+K = TypeVar("K", bound=enum.StrEnum)
+
+
+def parse_kind(kind: type[K], name: str, value: object) -> K:
+    """`value` (an enum or its spelling in a profile file) as a `kind`; ProfileError naming
+    `name` and the values allowed otherwise."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str) and value in kind.__members__.values():
+        return kind(value)
+    allowed = ", ".join(k.value for k in kind)
+    raise ProfileError(f"{name} must be one of {allowed}; got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -68,10 +83,10 @@ class ModelProfile:
     input_dtype: str
     input_size: tuple[int, int] | None
     has_batch_dim: bool
-    preprocess: str
-    output_format: str
+    preprocess: Preprocess
+    output_format: OutputFormat
     output_names: tuple[str, ...]
-    boxes_in: str = "input"
+    boxes_in: BoxesIn = BoxesIn.INPUT
     pad_value: float = 114.0
     scale: float = 1 / 255
     mean: tuple[float, float, float] | None = None
@@ -87,7 +102,7 @@ class ModelProfile:
     # Bigger images are downscaled on the client (less to send, the same boxes). 0: never.
     max_input_side: int | None = None
     # What the model does; decides which outputs are read and what a result carries.
-    task: str = "detect"
+    task: Task = Task.DETECT
     # pose: keypoints per detection and values per keypoint (2: x, y; 3: x, y, visibility),
     # the lines to draw between them (0-based index pairs) and their names.
     kpt_shape: tuple[int, int] | None = None
@@ -102,26 +117,31 @@ class ModelProfile:
     map_layout: str | None = None
 
     def __post_init__(self) -> None:
+        # A profile built from strings (a dict, a test) gets its kinds parsed here, with the
+        # same messages as a profile file's.
+        kinds: tuple[tuple[str, type[enum.StrEnum]], ...] = (
+            ("preprocess", Preprocess),
+            ("output_format", OutputFormat),
+            ("boxes_in", BoxesIn),
+            ("task", Task),
+        )
+        for name, kind in kinds:
+            object.__setattr__(self, name, parse_kind(kind, name, getattr(self, name)))
         for name, value, allowed in (
             ("input_layout", self.input_layout, LAYOUTS),
             ("input_dtype", self.input_dtype, DTYPES),
-            ("preprocess", self.preprocess, PREPROCESS),
             ("channel_order", self.channel_order, CHANNEL_ORDERS),
-            ("output_format", self.output_format, OUTPUT_FORMATS),
-            ("boxes_in", self.boxes_in, BOXES_IN),
         ):
             if value not in allowed:
                 raise ProfileError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
         if self.input_size is not None and (len(self.input_size) != 2 or min(self.input_size) <= 0):
             raise ProfileError(f"input size must be [H, W] with positive values; got {self.input_size}")
-        if self.preprocess != "raw" and self.input_size is None:
-            raise ProfileError(f"preprocess {self.preprocess!r} needs an input size [H, W]")
-        if self.task not in TASKS:
-            raise ProfileError(f"task must be one of {', '.join(TASKS)}; got {self.task!r}")
+        if self.preprocess is not Preprocess.RAW and self.input_size is None:
+            raise ProfileError(f"preprocess {self.preprocess.value!r} needs an input size [H, W]")
         if self.output_format not in TASK_FORMATS[self.task]:
             raise ProfileError(
-                f"task {self.task!r} reads output format(s) {', '.join(TASK_FORMATS[self.task])}; "
-                f"got {self.output_format!r}"
+                f"task {self.task.value!r} reads output format(s) {', '.join(TASK_FORMATS[self.task])}; "
+                f"got {self.output_format.value!r}"
             )
         if self.map_layout is not None and self.map_layout not in MAP_LAYOUTS:
             raise ProfileError(f"map_layout must be one of {', '.join(MAP_LAYOUTS)}; got {self.map_layout!r}")
@@ -133,10 +153,10 @@ class ModelProfile:
         roles = output_roles(self.output_format, self.task)
         if len(self.output_names) != len(roles):
             raise ProfileError(
-                f"output format {self.output_format!r} reads {len(roles)} output(s) "
+                f"output format {self.output_format.value!r} reads {len(roles)} output(s) "
                 f"({', '.join(roles)}); got names {list(self.output_names)}"
             )
-        if self.output_format == "tfod" and self.boxes_in != "normalized":
+        if self.output_format is OutputFormat.TFOD and self.boxes_in is not BoxesIn.NORMALIZED:
             raise ProfileError("output format 'tfod' has normalised boxes: boxes_in must be 'normalized'")
         for key, triple in (("mean", self.mean), ("std", self.std)):
             if triple is not None and len(triple) != 3:
@@ -162,7 +182,7 @@ class ModelProfile:
             k, d = self.kpt_shape
             if k < 1 or d not in (2, 3):
                 raise ProfileError(f"kpt_shape must be [K >= 1, 2 or 3]; got {list(self.kpt_shape)}")
-        if self.task == "pose" and self.output_format == "yolov8" and self.kpt_shape is None:
+        if self.task is Task.POSE and self.output_format is OutputFormat.YOLOV8 and self.kpt_shape is None:
             raise ProfileError("a raw YOLOv8 pose output needs kpt_shape [K, 2 or 3]")
         count = self.kpt_shape[0] if self.kpt_shape else None
         for a, b in self.skeleton:

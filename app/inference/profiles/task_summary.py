@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.inference.decoding.keypoints import COCO_SKELETON
+from app.inference.profile_kinds import OutputFormat, Task
 from app.inference.profiles.profile_types import ModelProfile
 
 
@@ -11,28 +12,32 @@ def _names(names: tuple[str, ...], limit: int = 6) -> str:
 
 
 def task_summary(p: ModelProfile) -> str:
-    if p.task == "pose":
+    if p.task is Task.POSE:
         k, d = p.kpt_shape or (0, 0)
         count = f"{k} keypoints" if k else "keypoints"
         values = "x, y, score" if d == 3 else "x, y"
-        source = f"from {p.output_names[-1]}" if p.output_format == "efficientnms" else "in the raw output"
+        source = (
+            f"from {p.output_names[-1]}"
+            if p.output_format is OutputFormat.EFFICIENTNMS
+            else "in the raw output"
+        )
         names = f": {_names(p.keypoint_names)}" if p.keypoint_names else ""
         skeleton = (
             "coco17" if p.skeleton == COCO_SKELETON else f"{len(p.skeleton)} lines" if p.skeleton else "none"
         )
         return f"task: pose, {count} per detection ({values}) {source}{names}; skeleton {skeleton}"
-    if p.task == "segment":
+    if p.task is Task.SEGMENT:
         return (
             f"task: segment, instance masks from prototypes {p.output_names[1]} "
             f"(mask threshold {p.mask_threshold:g})"
         )
-    if p.task == "semantic":
+    if p.task is Task.SEMANTIC:
         layout = p.map_layout or "told from the shape"
         single = f"; threshold {p.mask_threshold:g} for one-class maps" + (
             " (logits: sigmoid)" if p.logits else ""
         )
         return f"task: semantic, per-pixel map {p.output_names[0]} ({layout}){single}"
-    if p.task == "classify":
+    if p.task is Task.CLASSIFY:
         scores = "logits (softmax applied)" if p.logits else "scores as given"
         return f"task: classify, top {p.top_k} of {p.output_names[0]}, {scores}"
     return "task: detect (boxes)"

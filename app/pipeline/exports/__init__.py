@@ -12,31 +12,40 @@ Per-detection extras (segmentation, keypoints) plug in through `app.pipeline.exp
 
 from __future__ import annotations
 
-from app.pipeline.exports.images import ExportImage, export_images, relative_name
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
 
-PER_IMAGE_FORMATS = ("yolo", "voc", "labelme")
-FILE_FORMATS = ("jsonl", "coco")
-FORMATS = FILE_FORMATS + PER_IMAGE_FORMATS
+from app.pipeline.exports.coco import write_coco
+from app.pipeline.exports.folder import write_per_image
+from app.pipeline.exports.formats import FILE_FORMATS, FORMATS, PER_IMAGE_FORMATS, ExportFormat
+from app.pipeline.exports.images import ExportImage, export_images, relative_name
 
 __all__ = [
     "FILE_FORMATS",
     "FORMATS",
     "PER_IMAGE_FORMATS",
+    "ExportFormat",
     "ExportImage",
     "export_images",
     "relative_name",
     "write_export",
 ]
 
+# (output, images, labels) -> annotations (COCO) or files (per-image formats) written.
+BatchWriter = Callable[[str | Path, Sequence[ExportImage], Sequence[str]], int]
+BATCH_WRITERS: dict[ExportFormat, BatchWriter] = {
+    ExportFormat.COCO: write_coco,
+    **{fmt: partial(write_per_image, fmt) for fmt in PER_IMAGE_FORMATS},
+}
 
-def write_export(fmt: str, output: str, images: list[ExportImage], labels: list[str] | None = None) -> int:
+
+def write_export(
+    fmt: ExportFormat, output: str | Path, images: list[ExportImage], labels: Sequence[str] | None = None
+) -> int:
     """Write `images` as `fmt` (coco: a file; yolo/voc/labelme: a folder). Returns how many
     annotations (coco) or files (per-image formats) were written."""
-    from app.pipeline.exports.coco import write_coco
-    from app.pipeline.exports.folder import write_per_image
-
-    if fmt == "coco":
-        return write_coco(output, images, labels or ())
-    if fmt in PER_IMAGE_FORMATS:
-        return write_per_image(fmt, output, images, labels or ())
-    raise ValueError(f"unknown export format {fmt!r}")
+    writer = BATCH_WRITERS.get(fmt)
+    if writer is None:
+        raise ValueError(f"not a format written from a batch's results: {str(fmt)!r}")
+    return writer(output, images, labels or ())

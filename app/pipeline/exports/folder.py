@@ -5,25 +5,37 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
 from app.pipeline.exports.images import ExportImage, StemBook, class_names
 from app.pipeline.exports.labelme import labelme_document
 from app.pipeline.exports.voc import voc_xml
 from app.pipeline.exports.yolo import CLASSES_FILE, classes_text, yolo_text
 
-SUFFIXES = {"yolo": ".txt", "voc": ".xml", "labelme": ".json"}
+
+def _labelme_text(image: ExportImage, path: Path) -> str:
+    return json.dumps(labelme_document(image, path), ensure_ascii=False, indent=2) + "\n"
+
+
+# The text of one image's file (image, the file's path) by format.
+PER_IMAGE_TEXT: dict[ExportFormat, Callable[[ExportImage, Path], str]] = {
+    ExportFormat.YOLO: lambda image, _path: yolo_text(image),
+    ExportFormat.VOC: lambda image, _path: voc_xml(image),
+    ExportFormat.LABELME: _labelme_text,
+}
 
 
 class PerImageWriter:
     """`write(image)` as results come (any thread), `finish()` once at the end (YOLO's
     classes.txt needs every class seen)."""
 
-    def __init__(self, fmt: str, folder: str | Path, labels: Sequence[str] = ()) -> None:
-        if fmt not in SUFFIXES:
-            raise ValueError(f"not a per-image format: {fmt!r} (one of {', '.join(SUFFIXES)})")
-        self.fmt = fmt
+    def __init__(self, fmt: ExportFormat, folder: str | Path, labels: Sequence[str] = ()) -> None:
+        if fmt not in PER_IMAGE_TEXT:
+            raise ValueError(f"not a per-image format: {str(fmt)!r} (one of {', '.join(PER_IMAGE_TEXT)})")
+        self.fmt = ExportFormat(fmt)
+        self._text = PER_IMAGE_TEXT[self.fmt]
         self.folder = Path(folder)
         self.labels = list(labels)
         self.written = 0
@@ -32,18 +44,12 @@ class PerImageWriter:
         self._lock = threading.Lock()
 
     def path_for(self, image: ExportImage) -> Path:
-        return self.folder / f"{self._stems.claim(image.stem)}{SUFFIXES[self.fmt]}"
+        return self.folder / f"{self._stems.claim(image.stem)}{FORMAT_INFO[self.fmt].suffix}"
 
     def write(self, image: ExportImage) -> Path:
         path = self.path_for(image)
         path.parent.mkdir(parents=True, exist_ok=True)
-        if self.fmt == "yolo":
-            text = yolo_text(image)
-        elif self.fmt == "voc":
-            text = voc_xml(image)
-        else:
-            text = json.dumps(labelme_document(image, path), ensure_ascii=False, indent=2) + "\n"
-        path.write_text(text, encoding="utf-8")
+        path.write_text(self._text(image, path), encoding="utf-8")
         with self._lock:
             self.written += 1
             if image.detections:
@@ -52,14 +58,14 @@ class PerImageWriter:
 
     def finish(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        if self.fmt == "yolo":
+        if self.fmt is ExportFormat.YOLO:  # the class names, once every class is seen
             with self._lock:
                 names = class_names(self._seen, self.labels)
             (self.folder / CLASSES_FILE).write_text(classes_text(names), encoding="utf-8")
 
 
 def write_per_image(
-    fmt: str, folder: str | Path, images: Iterable[ExportImage], labels: Sequence[str] = ()
+    fmt: ExportFormat, folder: str | Path, images: Iterable[ExportImage], labels: Sequence[str] = ()
 ) -> int:
     """Write every image's file; returns how many."""
     writer = PerImageWriter(fmt, folder, labels)
@@ -69,10 +75,11 @@ def write_per_image(
     return writer.written
 
 
-def planned_paths(fmt: str, folder: str | Path, images: Iterable[ExportImage]) -> list[Path]:
+def planned_paths(fmt: ExportFormat, folder: str | Path, images: Iterable[ExportImage]) -> list[Path]:
     """The files an export of `images` into `folder` would write (to ask before overwriting)."""
     stems = StemBook()
-    paths = [Path(folder) / f"{stems.claim(image.stem)}{SUFFIXES[fmt]}" for image in images]
-    if fmt == "yolo":
+    suffix = FORMAT_INFO[fmt].suffix
+    paths = [Path(folder) / f"{stems.claim(image.stem)}{suffix}" for image in images]
+    if fmt is ExportFormat.YOLO:
         paths.append(Path(folder) / CLASSES_FILE)
     return paths

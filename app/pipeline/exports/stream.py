@@ -11,13 +11,14 @@ from pathlib import Path
 from app.inference.result import InferenceResult
 from app.pipeline.exports.coco import write_coco
 from app.pipeline.exports.folder import PerImageWriter
+from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
 from app.pipeline.exports.images import ExportImage, export_images, relative_name
 
 
 class ExportStream:
     def __init__(
         self,
-        fmt: str,
+        fmt: ExportFormat,
         output: str | Path,
         roots: Sequence[str | os.PathLike[str]],
         labels: Sequence[str] = (),
@@ -28,7 +29,8 @@ class ExportStream:
         self.labels = list(labels)
         self._lock = threading.Lock()
         self._coco: list[ExportImage] = []
-        self._writer = PerImageWriter(fmt, output, labels) if fmt != "coco" else None
+        # A folder format writes each image's file at once; COCO writes its one file at the end.
+        self._writer = PerImageWriter(fmt, output, labels) if FORMAT_INFO[fmt].folder else None
 
     def add(self, result: InferenceResult) -> None:
         for image in export_images([result], lambda s: relative_name(s, self.roots)):

@@ -12,7 +12,6 @@ summary. Plain Python (no Qt): fed and read on the GUI thread.
 from __future__ import annotations
 
 import collections
-import enum
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,15 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.inference.result import InferenceResult, Status
+from app.ui.state.viewer_state import Scope
 
 LATENCY_WINDOW = 200
 RATE_WINDOW_S = 10.0
-
-
-class Scope(enum.StrEnum):
-    BATCH = "batch"
-    LIVE = "live"
-    SESSION = "session"
 
 
 SCOPE_TITLES = {

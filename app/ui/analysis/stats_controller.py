@@ -14,6 +14,7 @@ from app.inference.result import InferenceResult
 from app.pipeline.batch import BatchCounts
 from app.ui.analysis.scoped_stats import Scope, ScopedStats, ScopeSnapshot
 from app.ui.analysis.stats_panel import StatsPanel
+from app.ui.state.viewer_state import ViewerState
 from app.ui.widgets.live_plot import WINDOW_S, LivePlot, PlotPoint
 
 POLL_MS = 250  # ~4 Hz
@@ -22,6 +23,7 @@ POLL_MS = 250  # ~4 Hz
 class StatsController(QObject):
     def __init__(
         self,
+        state: ViewerState,
         panel: StatsPanel,
         plot: LivePlot,
         in_flight: Callable[[], int],
@@ -29,7 +31,7 @@ class StatsController(QObject):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
-        self.panel, self.plot = panel, plot
+        self.state, self.panel, self.plot = state, panel, plot
         self._in_flight = in_flight
         self._extra_rows = extra_rows  # the live stream's own rows (capture, display...)
         self._clock = clock
@@ -38,8 +40,12 @@ class StatsController(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self.poll)
-        panel.scope_changed.connect(lambda _s: self._show_history())
-        panel.reset_requested.connect(lambda s: self.reset(Scope(s), "reset"))
+        # The scope shown is the state's: the panel's selector writes it and mirrors it.
+        panel.set_scope(state.scope)
+        panel.scope_changed.connect(state.set_scope)
+        state.scope_changed.connect(panel.set_scope)
+        state.scope_changed.connect(lambda _s: self._show_history())
+        panel.reset_requested.connect(lambda scope: self.reset(scope, "reset"))
 
     def start(self) -> None:
         self._timer.start()
@@ -53,7 +59,7 @@ class StatsController(QObject):
 
     def batch_started(self) -> None:
         self.reset(Scope.BATCH, "batch started")
-        self.panel.set_scope(Scope.BATCH)
+        self.state.set_scope(Scope.BATCH)
 
     def batch_finished(self, counts: BatchCounts) -> None:
         # Inputs a cancelled batch never sent: not results, but part of the batch's summary.
@@ -61,12 +67,12 @@ class StatsController(QObject):
 
     def live_started(self) -> None:
         self.reset(Scope.LIVE, "stream started")
-        self.panel.set_scope(Scope.LIVE)
+        self.state.set_scope(Scope.LIVE)
 
     def reset(self, scope: Scope, note: str) -> None:
         self.stats.reset(scope, note)
         self._history[scope].clear()
-        if scope is self.panel.scope():
+        if scope is self.state.scope:
             self.plot.clear()
         self.poll()
 
@@ -79,7 +85,7 @@ class StatsController(QObject):
 
     def poll(self) -> None:
         now = self._clock()
-        shown = self.panel.scope()
+        shown = self.state.scope
         for scope in Scope:
             snap = self.stats.snapshot(scope)
             history = self._history[scope]
@@ -94,7 +100,7 @@ class StatsController(QObject):
 
     def _show_history(self) -> None:
         self.plot.clear()
-        for point in self._history[self.panel.scope()]:
+        for point in self._history[self.state.scope]:
             self.plot.add_point(*point)
-        self.panel.show_snapshot(self.stats.snapshot(self.panel.scope()), self._in_flight())
+        self.panel.show_snapshot(self.stats.snapshot(self.state.scope), self._in_flight())
         self._extra_rows()

@@ -76,8 +76,8 @@ class StatsPanel(QWidget):
     """Feed with `show_snapshot(snapshot, in_flight)` a few times a second; emits
     `scope_changed(scope)` and `reset_requested(scope)`."""
 
-    scope_changed = Signal(str)
-    reset_requested = Signal(str)
+    scope_changed = Signal(object)  # Scope
+    reset_requested = Signal(object)  # Scope
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -119,8 +119,8 @@ class StatsPanel(QWidget):
         layout.addWidget(self.note)
         layout.addLayout(self._grid)
         layout.addWidget(self.window_note)
-        self.scope_combo.currentIndexChanged.connect(lambda _i: self.scope_changed.emit(self.scope().value))
-        self.reset_button.clicked.connect(lambda: self.reset_requested.emit(self.scope().value))
+        self.scope_combo.currentIndexChanged.connect(lambda _i: self.scope_changed.emit(self.scope()))
+        self.reset_button.clicked.connect(lambda: self.reset_requested.emit(self.scope()))
         self.clear()
 
     def _add_row(self, key: str, title: str, half: int = 1) -> tuple[QLabel, QLabel]:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from app.inference.transports.transport import TransportKind
+
 log = logging.getLogger(__name__)
 
 SETTINGS_DIR_ENV = "TRITON_VIEWER_SETTINGS_DIR"
@@ -91,19 +93,18 @@ class ViewerSettings:
     def set_mask_opacity(self, opacity: float) -> None:
         self.qsettings.setValue("display/mask_opacity", opacity)
 
-    def transport(self) -> tuple[str, int]:
-        """(TransportKind value, client batch); unknown or out-of-range values are ignored."""
-        kind = str(self.qsettings.value("transport/kind", "auto"))
+    def transport(self) -> tuple[TransportKind, int]:
+        """(TransportKind, client batch); unknown or out-of-range values are ignored."""
+        value = str(self.qsettings.value("transport/kind", "auto"))
         try:
             batch = int(str(self.qsettings.value("transport/client_batch", 1)))
         except (TypeError, ValueError):
             batch = 1
-        if kind not in ("auto", "grpc", "shm"):
-            kind = "auto"
+        kind = TransportKind(value) if value in TransportKind.__members__.values() else TransportKind.AUTO
         return kind, batch if 1 <= batch <= 64 else 1
 
-    def set_transport(self, kind: str, client_batch: int) -> None:
-        self.qsettings.setValue("transport/kind", kind)
+    def set_transport(self, kind: TransportKind, client_batch: int) -> None:
+        self.qsettings.setValue("transport/kind", kind.value)
         self.qsettings.setValue("transport/client_batch", client_batch)
 
     def profile(self, model: str) -> str | None:

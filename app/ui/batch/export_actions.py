@@ -16,9 +16,10 @@ from typing import Any
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from app.inference.result import InferenceResult
-from app.pipeline.exports import PER_IMAGE_FORMATS, export_images, write_export
+from app.pipeline.exports import export_images, write_export
 from app.pipeline.exports.crops import crop_paths, write_crops
 from app.pipeline.exports.folder import planned_paths
+from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
 from app.sources.images import read_image
 from app.ui.base.settings import ViewerSettings
 from app.ui.base.tasks import TaskSet
@@ -32,10 +33,10 @@ FILE_FILTERS = {
     "csv": ("CSV (*.csv)", ".csv"),
 }
 FOLDER_TITLES = {
-    "yolo": "Folder for the YOLO labels (one .txt per image, classes.txt)",
-    "voc": "Folder for the Pascal VOC files (one .xml per image)",
-    "labelme": "Folder for the labelme files (one .json per image)",
-    "crops": "Folder for the object crops (one .png per detection)",
+    ExportFormat.YOLO: "Folder for the YOLO labels (one .txt per image, classes.txt)",
+    ExportFormat.VOC: "Folder for the Pascal VOC files (one .xml per image)",
+    ExportFormat.LABELME: "Folder for the labelme files (one .json per image)",
+    ExportFormat.CROPS: "Folder for the object crops (one .png per detection)",
 }
 MAX_LISTED = 5  # existing files named in the overwrite question
 
@@ -120,9 +121,9 @@ class Exporter:
         if path:
             self._run(path, write_jsonl, path, results)
 
-    def export_all(self, fmt: str, path: str | None = None) -> None:
+    def export_all(self, fmt: ExportFormat, path: str | None = None) -> None:
         """The batch as `fmt`: jsonl or coco (a file), yolo, voc, labelme or crops (a folder)."""
-        if fmt == "jsonl":
+        if fmt is ExportFormat.JSONL:
             self.export_jsonl(True, path)
             return
         results = self.current_results(True)
@@ -131,15 +132,16 @@ class Exporter:
             self._report("nothing to export: no image has a result yet", True)
             return
         labels = self._labels()
-        if fmt == "coco":
+        if not FORMAT_INFO[fmt].folder:  # COCO: one file
             path = path or self.ask_file("Export COCO JSON", "coco", suggested_name("coco"))
             if path:
-                self._run(path, write_export, "coco", path, images, labels)
+                self._run(path, write_export, fmt, path, images, labels)
             return
         folder = path or self.ask_folder(FOLDER_TITLES[fmt])
         if not folder:
             return
-        if fmt == "crops":
+        crops = fmt is ExportFormat.CROPS  # re-reads the images: not a writer of results alone
+        if crops:
             planned = [p for _image, _i, p in crop_paths(Path(folder), images)]
         else:
             planned = planned_paths(fmt, folder, images)
@@ -147,9 +149,9 @@ class Exporter:
         if existing and not self.confirm_overwrite(existing, folder):
             self._report(f"export to {folder} cancelled: nothing was replaced", False)
             return
-        if fmt == "crops":
+        if crops:
             self._run(folder, write_crops, folder, images, read_image)
-        elif fmt in PER_IMAGE_FORMATS:
+        else:
             self._run(folder, write_export, fmt, folder, images, labels)
 
     def export_table(

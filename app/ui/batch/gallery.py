@@ -24,16 +24,21 @@ from app.sources.files import FileIdentity, file_identity
 from app.sources.images import read_image
 from app.ui.base.tasks import TaskSet
 from app.ui.batch.thumbnail_strip import ThumbnailStrip
+from app.ui.state.viewer_state import ViewerState
 from app.ui.view.image_view import ImageView
 from app.ui.widgets.thresholds import ThresholdsWidget
 
 
 class Gallery(QObject):
+    """Draws the state's selected entry: reads its picture, puts its boxes on it, and writes
+    back what it found (the entries read, their results, which picture is drawn)."""
+
     shown = Signal(str)  # key of the entry now displayed (image and boxes in place)
     load_failed = Signal(str)  # message naming the file and the cause
 
     def __init__(
         self,
+        state: ViewerState,
         view: ImageView,
         strip: ThumbnailStrip,
         thresholds: ThresholdsWidget,
@@ -41,32 +46,39 @@ class Gallery(QObject):
         tasks: TaskSet,
     ) -> None:
         super().__init__()
+        self.state = state
         self.view, self.strip, self.thresholds = view, strip, thresholds
         self._executor = executor
         self._tasks = tasks
-        self.results: dict[str, InferenceResult] = {}  # key -> result (tag dropped)
-        self.identities: dict[str, FileIdentity] = {}  # key -> the file version its result is for
-        self.stale: set[str] = set()  # keys whose file changed on disk since: boxes not shown
-        self.current_key: str | None = None
+        # The picture of the shown entry (a cache of the file, not the truth: the state says
+        # which entry is selected and whether its picture is drawn).
         self.current_image: np.ndarray | None = None
         self._loading: asyncio.Task[None] | None = None
         self._auto_show = True  # show the next result that arrives (new job opened)
         strip.selected.connect(self.select)
         thresholds.changed.connect(self._refilter)
+        state.selection_changed.connect(self._on_selection)
+
+    # -- the state's batch, as the exports and the browser read it ---------------------------------
+    @property
+    def results(self) -> dict[str, InferenceResult]:
+        return self.state.results
+
+    @property
+    def stale(self) -> set[str]:
+        return self.state.stale
+
+    @property
+    def current_key(self) -> str | None:
+        return self.state.current_key
 
     # -- entries ---------------------------------------------------------------------
     def add_entry(self, key: str, thumbnail: np.ndarray, identity: FileIdentity | None = None) -> None:
         """An input was read (its result follows). Read again (opened again): the old result
         is dropped at once, so the old boxes are never drawn on the new picture."""
-        renewed = key in self.results or key in self.identities
-        self.results.pop(key, None)
-        self.stale.discard(key)
-        if identity is not None:
-            self.identities[key] = identity
-        else:
-            self.identities.pop(key, None)
+        renewed = self.state.add_entry(key, identity)
         self.strip.add_item(key, thumbnail, None)
-        if renewed and key == self.current_key:
+        if renewed and key == self.state.current_key:
             self.current_image = None
             self.view.set_detections([])
             self.select(key)  # the new picture, boxes once its result is here
@@ -78,9 +90,9 @@ class Gallery(QObject):
         key = result.source
         if key is None:
             return
-        self.results[key] = dataclasses.replace(result, tag=None)  # drop the tag: keep entries small
+        self.state.set_result(dataclasses.replace(result, tag=None))  # drop the tag: keep entries small
         self.strip.set_status(key, result.ok)
-        if key == self.current_key:
+        if key == self.state.current_key:
             self._refilter()
             if self.current_image is not None:
                 self.view.set_overlays(*self._overlays())
@@ -92,12 +104,10 @@ class Gallery(QObject):
         self._auto_show = True
 
     def clear(self) -> None:
-        self.results.clear()
-        self.identities.clear()
-        self.stale.clear()
+        self.state.clear_batch()
         self.strip.clear()
         self.view.clear()
-        self.current_key, self.current_image = None, None
+        self.current_image = None
         self._auto_show = True
 
     def busy(self) -> bool:
@@ -105,9 +115,25 @@ class Gallery(QObject):
 
     # -- display -------------------------------------------------------------------------
     def select(self, key: str) -> None:
-        if key == self.current_key and self.current_image is not None:
+        """Show `key` (the user, the browser, a first result): through the state."""
+        if key == self.state.current_key:
+            if self.current_image is None:
+                self._show(key)  # selected, but its picture is not drawn: read it again
             return
-        self.current_key = key
+        self.state.select(key)
+
+    def _on_selection(self, key: str | None) -> None:
+        if key is None:
+            # Nothing of the batch is drawn any more (e.g. live video took the view): the view
+            # is left as it is, to whoever draws next.
+            self.current_image = None
+            if self._loading is not None:
+                self._loading.cancel()
+            return
+        self._show(key)
+
+    def _show(self, key: str) -> None:
+        self.current_image = None
         item = self.strip.item_for(key)
         if item is not None and self.strip.currentItem() is not item:
             self.strip.blockSignals(True)
@@ -122,26 +148,27 @@ class Gallery(QObject):
         try:
             image, identity = await loop.run_in_executor(self._executor, _read_with_identity, key)
         except (ValueError, OSError) as e:
-            if key == self.current_key:
+            if key == self.state.current_key:
                 self.current_image = None
                 self.view.clear()
                 self.load_failed.emit(str(e))
             return
-        if key != self.current_key:
+        if key != self.state.current_key:
             return
-        inferred = self.identities.get(key)
+        inferred = self.state.identity(key)
         if inferred is not None and identity != inferred:
-            self.stale.add(key)
+            self.state.mark_stale(key)
             self.load_failed.emit(
                 f"{key} changed on disk since it was inferred: its boxes are not shown; "
                 "open it again to run it again"
             )
         self.current_image = image
         self.view.set_image(image, self.drawable_detections(), *self._overlays())
+        self.state.set_shown(key)
         self.shown.emit(key)
 
     def current_result(self) -> InferenceResult | None:
-        return None if self.current_key is None else self.results.get(self.current_key)
+        return self.state.current_result()
 
     def visible_detections(self, result: InferenceResult | None = None) -> list[Detection]:
         """The received detections of `result` (default: the shown one) that pass the sliders."""
@@ -154,7 +181,7 @@ class Gallery(QObject):
         """What may be drawn on the picture read from disk now: nothing when the file changed
         since its result (the JSON exports keep the result as it was inferred)."""
         result = result or self.current_result()
-        if result is not None and result.source in self.stale:
+        if result is not None and result.source in self.state.stale:
             return []
         return self.visible_detections(result)
 
@@ -162,7 +189,7 @@ class Gallery(QObject):
         """Semantic masks and top-k classes of the shown result (None: the model gives none,
         or the file changed on disk since it was inferred)."""
         result = self.current_result()
-        if result is None or not result.ok or result.source in self.stale:
+        if result is None or not result.ok or result.source in self.state.stale:
             return None, None
         return result.masks, result.classes
 

@@ -67,10 +67,10 @@ def source_label(source: int | str) -> str:
 
 
 class LiveController(QObject):
-    state_changed = Signal(str, str)  # LiveState, detail
+    state_changed = Signal(object, str)  # LiveState, detail
     frame_shown = Signal(int, float)  # frame index, capture-to-display latency (ms)
     recording_changed = Signal(bool)  # armed or recording
-    recording_state = Signal(str)  # RecordingState
+    recording_state = Signal(object)  # RecordingState
     result = Signal(object)  # every result of the live stream (GUI thread), for the log
     painted = Signal(object)  # the result just drawn (its frame in .tag), e.g. for track trails
 
@@ -383,7 +383,7 @@ class LiveController(QObject):
 
     def _recording_state(self, state: RecordingState) -> None:
         self._recording = state
-        self.recording_state.emit(state.value)
+        self.recording_state.emit(state)
         self.recording_changed.emit(state is not RecordingState.OFF)
 
     # -- start / stop --------------------------------------------------------------------------------
@@ -471,4 +471,4 @@ class LiveController(QObject):
 
     def _set_state(self, state: LiveState, detail: str) -> None:
         self.state = state
-        self.state_changed.emit(state.value, detail)
+        self.state_changed.emit(state, detail)

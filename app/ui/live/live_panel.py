@@ -101,8 +101,8 @@ class LiveToolbar(QToolBar):
         self.addWidget(self.state_label)
         self.set_state(LiveState.IDLE, "")
 
-    def set_state(self, value: str, detail: str) -> None:
-        state = self.state = LiveState(value)
+    def set_state(self, state: LiveState, detail: str) -> None:
+        self.state = state
         title = STATE_TEXT[state]
         lead, _raw = split_detail(detail)
         self.state_label.setText(f" {title}: {lead}" if lead else f" {title}")
@@ -188,9 +188,9 @@ class LiveUi:
         live.recording_state.connect(self._recording_changed)
         self.rec_mark = RecordingMark(view)
 
-    def _state_changed(self, value: str, detail: str) -> None:
+    def _state_changed(self, state: LiveState, detail: str) -> None:
         self.toolbar.has_source = self.live.has_source
-        self.toolbar.set_state(value, detail)
+        self.toolbar.set_state(state, detail)
 
     def _insert_into_file_menu(self, file_menu: QMenu) -> None:
         """After "Open folder…" (before the separator that follows it)."""
@@ -277,8 +277,7 @@ class LiveUi:
         self.record_dir = str(Path(path).parent)
         self.live.start_recording(path)
 
-    def _recording_changed(self, value: str) -> None:
-        state = RecordingState(value)
+    def _recording_changed(self, state: RecordingState) -> None:
         action = self.toolbar.record_action
         action.blockSignals(True)
         action.setChecked(state is not RecordingState.OFF)

@@ -24,7 +24,7 @@ class LiveTracking(QObject):
         self.enabled = False
         self.tracker: ObjectTracker | None = None
         self._source: str | None = None
-        self._state = ""
+        self._state = LiveState.IDLE
         self.trails = TrailsItem()
         self.trails.setVisible(False)
         view.scene().addItem(self.trails)
@@ -49,9 +49,9 @@ class LiveTracking(QObject):
             self._panel_timer.stop()
             self.panel.clear()
 
-    def _state_changed(self, state: str, _detail: str) -> None:
+    def _state_changed(self, state: LiveState, _detail: str) -> None:
         # A (re)start, not a resume: frame indices start again at 0, so do the tracks.
-        if state == LiveState.PLAYING and self._state != LiveState.PAUSED:
+        if state is LiveState.PLAYING and self._state is not LiveState.PAUSED:
             self.tracker = None
         self._state = state
 

@@ -53,7 +53,7 @@ class Target:
 
 
 class ConnectionController(QObject):
-    state_changed = Signal(str, str)  # ConnectionState, detail
+    state_changed = Signal(object, str)  # ConnectionState, detail
     # A connect failed on a server that answered: the models it has (to choose another).
     models_listed = Signal(object)
     # The profile file given by `profile_for` could not be read: (model, path, why); the
@@ -352,4 +352,4 @@ class ConnectionController(QObject):
 
     def _set_state(self, state: ConnectionState, detail: str) -> None:
         self.state = state
-        self.state_changed.emit(state.value, detail)
+        self.state_changed.emit(state, detail)

@@ -73,7 +73,7 @@ class ServerPanel(QWidget):
 
     connect_requested = Signal(list)
     model_chosen = Signal(str)
-    transport_chosen = Signal(str, int)  # TransportKind value, client batch (1: off)
+    transport_chosen = Signal(object, int)  # TransportKind, client batch (1: off)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -97,7 +97,7 @@ class ServerPanel(QWidget):
         self.model_combo.setToolTip("Models on the server and their state; choose one to switch")
         self.transport_combo = QComboBox()
         for text, kind in TRANSPORT_CHOICES:
-            self.transport_combo.addItem(text, kind.value)
+            self.transport_combo.addItem(text, kind)
         self.transport_combo.setToolTip(
             "How images travel to the server. Automatic: shared memory when the server is on "
             "this machine (no copy through the network stack), else gRPC"
@@ -155,7 +155,7 @@ class ServerPanel(QWidget):
         self.url_combo.addItems(items)
         self.url_combo.setCurrentIndex(0)
 
-    def set_transport(self, kind: str, client_batch: int) -> None:
+    def set_transport(self, kind: TransportKind, client_batch: int) -> None:
         """The choice shown (no signal)."""
         index = self.transport_combo.findData(kind)
         self.transport_combo.setCurrentIndex(max(index, 0))
@@ -164,8 +164,8 @@ class ServerPanel(QWidget):
         self.client_batch.blockSignals(False)
         self._transport_choice = (kind, client_batch)
 
-    def transport_choice(self) -> tuple[str, int]:
-        return str(self.transport_combo.currentData()), self.client_batch.value()
+    def transport_choice(self) -> tuple[TransportKind, int]:
+        return TransportKind(self.transport_combo.currentData()), self.client_batch.value()
 
     def set_transport_in_use(self, text: str, note: str = "") -> None:
         """What the session actually uses, and why it differs from the choice when it does."""
@@ -181,8 +181,7 @@ class ServerPanel(QWidget):
     def url_text(self) -> str:
         return self.url_combo.currentText().strip()
 
-    def set_state(self, value: str, detail: str) -> None:
-        state = ConnectionState(value)
+    def set_state(self, state: ConnectionState, detail: str) -> None:
         title = state.value.capitalize()
         color = STATE_COLORS.get(state, "palette(text)")
         lead, _raw = split_detail(detail)  # the whole message (raw detail too) in the tooltip

@@ -1,0 +1,84 @@
+"""The "where the time goes" bar: the client's share from the session's counters (cheap, ~4
+times a second) and the server's from Triton's statistics, read every 2 s on the executor (a
+network call each, never on the GUI thread)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import Executor
+
+from PySide6.QtCore import QObject, QTimer
+
+from app.inference.core.session import TritonSession
+from app.inference.introspection.server_stats import ServerCounters, ServerSplit, split
+from app.pipeline.time_split import time_segments
+from app.ui.analysis.time_split import TimeSplitWidget
+from app.ui.base.tasks import TaskSet
+
+INTERVAL_MS = 250  # ~4 Hz
+SERVER_EVERY = 8  # the server's statistics every 8 ticks (2 s)
+
+
+class ServerSplitPoller(QObject):
+    def __init__(
+        self,
+        widget: TimeSplitWidget,
+        session: Callable[[], TritonSession | None],  # the viewer's current session
+        executor: Executor,
+        tasks: TaskSet,
+    ) -> None:
+        super().__init__()
+        self.widget = widget
+        self._session, self._executor, self._tasks = session, executor, tasks
+        self.counters: ServerCounters | None = None
+        self.split: ServerSplit | None = None  # the server's share of the last interval with requests
+        self._ticks = 0
+        self._reading = False
+        self._timer = QTimer(self)
+        self._timer.setInterval(INTERVAL_MS)
+        self._timer.timeout.connect(self.poll)
+
+    def start(self) -> None:
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    def session_opened(self, session: TritonSession) -> None:
+        """A first read now: the next one (2 s on) gives the split of whatever ran in between."""
+        self.counters, self.split = None, None
+        self._read(session)
+
+    def poll(self) -> None:
+        session = self._session()
+        if session is None:
+            return
+        snap = session.stats.snapshot()  # cheap: counters under one lock
+        self.widget.set_segments(time_segments(snap.timing, self.split))
+        self._ticks += 1
+        if self._ticks % SERVER_EVERY == 0 and not self._reading:
+            self._read(session)
+
+    def _read(self, session: TritonSession) -> None:
+        self._reading = True
+        self._tasks.spawn(self._read_split(session), name="server statistics")
+
+    async def _read_split(self, session: TritonSession) -> None:
+        """Triton's statistics -> the server's share of the last interval. Kept until a newer
+        interval has requests."""
+        try:
+            counters = await asyncio.get_running_loop().run_in_executor(
+                self._executor, session.read_server_counters
+            )
+        except Exception:
+            counters = None  # a server without statistics: the bar shows the round trip whole
+        finally:
+            self._reading = False
+        if session is not self._session() or counters is None:
+            return
+        if self.counters is not None:
+            latest = split(self.counters, counters)
+            if latest is not None:
+                self.split = latest
+        self.counters = counters

@@ -1,0 +1,72 @@
+"""--screenshot: once everything opened has its results (or after the first annotated frames
+of --camera), a PNG of the window; the exit status says whether it all worked, and a failure
+is repeated on stderr for scripted runs (the window showed it in the banner)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+
+from PySide6.QtGui import QImageWriter
+from PySide6.QtWidgets import QWidget
+
+from app.ui.batch.batch_runner import BatchRunner
+from app.ui.batch.gallery import Gallery
+from app.ui.live.live_controller import LiveController
+from app.ui.server.connection import ConnectionController
+from app.ui.server.connection_state import ConnectionState
+
+CHECK_S = 0.1
+SETTLE_S = 0.5  # two statistics ticks: the figures and the log catch up with the last results
+
+
+class Screenshot:
+    def __init__(
+        self,
+        window: QWidget,
+        connection: ConnectionController,
+        runner: BatchRunner,
+        gallery: Gallery,
+        live: LiveController,
+        camera: bool,  # --camera: ready after the stream's first annotated frames
+        pending: Callable[[], bool],  # inputs opened, waiting for a connection
+        failure: Callable[[], tuple[str | None, list[str]]],  # the connection's: why, models there
+    ) -> None:
+        self.window, self.connection, self.runner = window, connection, runner
+        self.gallery, self.live, self.camera = gallery, live, camera
+        self._pending, self._failure = pending, failure
+
+    def ready(self) -> bool:
+        """Connected (or failed), everything opened has its result and the shown image is drawn."""
+        if self.connection.state is ConnectionState.FAILED:
+            return True
+        if self.camera:
+            return self.live.screenshot_ready()
+        state = self.gallery.state
+        any_ok = any(r.ok for r in state.results.values())
+        return (
+            self.connection.state is ConnectionState.CONNECTED
+            and not self._pending()
+            and not self.runner.active()
+            and not self.gallery.busy()
+            and (not state.results or state.shown_key is not None or not any_ok)
+        )
+
+    async def take(self, path: str, settle: Callable[[], None], report: Callable[[str, bool], None]) -> int:
+        """Wait until ready, `settle()` (flush what is shown), write the PNG; the exit status."""
+        while not self.ready():
+            await asyncio.sleep(CHECK_S)
+        await asyncio.sleep(SETTLE_S)
+        settle()
+        writer = QImageWriter(path, b"png")
+        if not writer.write(self.window.grab().toImage()):
+            report(f"could not write the screenshot {path}: {writer.errorString()}", True)
+            return 1
+        if self.connection.state is ConnectionState.FAILED or self.live.error is not None:
+            why, models = self._failure()
+            print(f"error: {why or self.live.error}", file=sys.stderr, flush=True)
+            if models:
+                print(f"models on the server: {', '.join(models)}", file=sys.stderr, flush=True)
+            return 1
+        return 0
