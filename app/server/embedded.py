@@ -129,6 +129,10 @@ class EmbeddedServer:
             f"--metrics-address={LOOPBACK}",
             f"--metrics-port={self.metrics_port}",
             "--allow-gpu-metrics=false",
+            # Explicit control with every model loaded at start: the same models as polling
+            # mode would serve, and load/unload (the repository command, tune) work on it.
+            "--model-control-mode=explicit",
+            "--load-model=*",
             # We report unloadable models ourselves, with their names and reasons.
             "--exit-on-error=false",
             "--strict-readiness=false",
