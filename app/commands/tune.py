@@ -205,20 +205,25 @@ def _in_worker(fn: Callable[[], T], tuner: Tuner) -> tuple[T | None, bool]:
     wait goes on until the worker has restored the config. (result, interrupted); the
     worker's exception is raised here."""
     box: dict[str, Any] = {}
+    # An Event, not Thread.join: a KeyboardInterrupt inside join() can leave the Thread
+    # object reporting "not alive" while the thread still runs (CPython 3.11).
+    finished = threading.Event()
 
     def work() -> None:
         try:
             box["result"] = fn()
         except BaseException as e:  # handed to the main thread
             box["error"] = e
+        finally:
+            finished.set()
 
     # Daemon: a third signal leaves without waiting for it (the config then stays as it is).
     worker = threading.Thread(target=work, name="tune", daemon=True)
     worker.start()
     signals = 0
-    while worker.is_alive():
+    while not finished.is_set():
         try:
-            worker.join(0.2)
+            finished.wait(0.2)
         except KeyboardInterrupt:
             signals += 1
             if signals == 1:
@@ -257,6 +262,8 @@ def format_report(result: TuneResult, images: int, requests: int) -> str:
         if trial.error is not None:
             rows.append(f"{head}  failed: {trial.error}")
             continue
+        if not trial.levels:
+            rows.append(f"{head}  (interrupted before a level was measured)")
         for lv in trial.levels:
             marks = (" P" if id(lv) in front else "") + ("  <- recommended" if id(lv) == chosen else "")
             rows.append(
