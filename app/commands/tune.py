@@ -29,11 +29,13 @@ from app.commands.common import (
     connection_options,
     eprint,
     profile_overrides,
-    server_urls,
+    server_endpoints,
 )
 from app.commands.progress import format_seconds
 from app.inference.errors import SessionError
+from app.inference.introspection.metrics_history import MetricsHistory, MetricsPoller
 from app.inference.introspection.repository import RepositoryControl
+from app.inference.introspection.server_metrics import MetricsReader, default_metrics_url
 from app.inference.profiles.profile import ProfileError
 from app.pipeline.sweep import Sweep, SweepPlan, SweepProgress
 from app.pipeline.tune import TuneError, TunePlan, TuneProgress, Tuner, TuneResult
@@ -98,6 +100,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="MS",
         help="recommend the highest throughput whose p95 is within MS (default: the knee)",
     )
+    p.add_argument(
+        "--metrics-url",
+        default=None,
+        metavar="HOST:PORT",
+        help="the server's Prometheus metrics, read during each trial (CPU utilisation, pending "
+        "requests; GPU figures when reported). Default: the embedded server's, or the --url host "
+        "on port 8002",
+    )
     p.add_argument("--output", default=None, metavar="FILE.json", help="write the results as JSON")
     p.add_argument("--csv", default=None, metavar="FILE", help="write every trial's levels as CSV")
     p.add_argument(
@@ -144,13 +154,18 @@ def _plan(args: argparse.Namespace) -> TunePlan:
 @contextlib.contextmanager
 def _connect(
     args: argparse.Namespace, plan: SweepPlan
-) -> Iterator[tuple[RepositoryControl, Callable[..., Sweep]]]:
-    """The server (repository control) and how each trial's sweep connects: the one place that
-    reads the connection and session options."""
+) -> Iterator[tuple[RepositoryControl, Callable[..., Sweep], str]]:
+    """The server (repository control), how each trial's sweep connects, and the server's
+    metrics address: the one place that reads the connection and session options."""
     options = connection_options(args)
     overrides = profile_overrides(args)
     images, _names = load_images(args.image)
-    with server_urls(args) as urls, RepositoryControl(urls[0], options, timeout_s=args.timeout) as repository:
+    with (
+        server_endpoints(args) as endpoints,
+        RepositoryControl(endpoints.urls[0], options, timeout_s=args.timeout) as repository,
+    ):
+        urls = endpoints.urls
+        metrics = args.metrics_url or endpoints.metrics_url or default_metrics_url(urls[0])
 
         def new_sweep(model: str, on_progress: Callable[[SweepProgress], None]) -> Sweep:
             return Sweep(
@@ -165,7 +180,7 @@ def _connect(
                 on_progress=on_progress,
             )
 
-        yield repository, new_sweep
+        yield repository, new_sweep, metrics
 
 
 class ProgressPrinter:
@@ -238,6 +253,14 @@ def _in_worker(fn: Callable[[], T], tuner: Tuner) -> tuple[T | None, bool]:
     return box.get("result"), signals > 0
 
 
+def _server_line(figures: dict[str, float | None] | None) -> list[str]:
+    cpu = (figures or {}).get("cpu_utilization_mean")
+    if figures is None or cpu is None:
+        return []
+    pending = figures.get("pending_requests_max") or 0.0
+    return [f"{'':>5} server while measuring: CPU {cpu:.0%} on average, at most {pending:.0f} pending"]
+
+
 def format_report(result: TuneResult, images: int, requests: int) -> str:
     rec = result.recommendation
     front = {id(p.level) for p in result.pareto}
@@ -271,6 +294,7 @@ def format_report(result: TuneResult, images: int, requests: int) -> str:
                 f"{ms(lv.p95_ms):>8} {ms(lv.p99_ms):>8} {ms(lv.server_queue_ms):>9} "
                 f"{ms(lv.server_compute_ms):>8} {ms(lv.server_avg_batch):>9} {lv.failed:>6}{marks}"
             )
+        rows += _server_line(trial.server_metrics)
     rows += ["", "* the original config; P on the Pareto front (throughput against p95)"]
     if rec is None:
         rows.append(f"recommendation: none ({result.recommendation_reason})")
@@ -293,7 +317,10 @@ def run(args: argparse.Namespace) -> int:
     tuner: Tuner | None = None
     try:
         plan = _plan(args)
-        with _connect(args, plan.sweep) as (repository, new_sweep):
+        with (
+            _connect(args, plan.sweep) as (repository, new_sweep, metrics_url),
+            MetricsPoller(MetricsReader(metrics_url), history := MetricsHistory()) as _poller,
+        ):
             printer = ProgressPrinter()
             tuner = Tuner(
                 repository,
@@ -302,6 +329,7 @@ def run(args: argparse.Namespace) -> int:
                 new_sweep,
                 on_progress=printer,
                 on_note=lambda text: eprint(f"\nnote: {text}" if printer.tty else f"note: {text}"),
+                metrics=history,
             )
             trials, interrupted = _in_worker(tuner.prepare, tuner)
             if interrupted or trials is None:
@@ -315,6 +343,9 @@ def run(args: argparse.Namespace) -> int:
                 eprint(f"  trial {n}: {settings.describe()}{' (the original config)' if n == 1 else ''}")
             result, interrupted = _in_worker(tuner.run, tuner)
             printer.end_line()
+            latest = history.latest()
+            if latest is not None and not latest.reachable:
+                eprint(f"note: server metrics {latest.state}")
     except TuneError as e:
         eprint(f"error: {e}")
         if tuner is not None and tuner.restore_error:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.inference.errors import SessionError
+from app.inference.introspection.metrics_history import MetricsHistory, summary_of
 from app.inference.introspection.model_config import ModelConfigDict
 from app.inference.introspection.repository import RepositoryControl, RepositoryError, RepositoryErrorKind
 from app.inference.profiles.profile import ProfileError
@@ -151,6 +152,7 @@ class TuneResult:
                     "original": t.original,
                     "error": t.error,
                     "load_seconds": None if t.load_seconds is None else round(t.load_seconds, 2),
+                    "server_metrics": t.server_metrics,
                     "levels": [level_record(lv) for lv in t.levels],
                 }
                 for t in self.trials
@@ -177,6 +179,7 @@ class Tuner:
         on_progress: Callable[[TuneProgress], None] | None = None,
         on_trial: Callable[[TrialResult], None] | None = None,
         on_note: Callable[[str], None] | None = None,
+        metrics: MetricsHistory | None = None,
     ) -> None:
         self.repository = repository
         self.model = model
@@ -185,6 +188,7 @@ class Tuner:
         self.on_progress = on_progress
         self.on_trial = on_trial
         self.on_note = on_note
+        self.metrics = metrics  # filled by the caller's poller: each trial's server figures
         self.original_config: ModelConfigDict | None = None
         self.trials: list[TrialSettings] = []
         self.notes: list[str] = []
@@ -333,6 +337,7 @@ class Tuner:
         sweep = self.new_sweep(self.model, self._sweep_progress)
         with self._lock:
             self._sweep = sweep
+        started = time.time()
         try:
             trial.levels = sweep.run()
         except (SessionError, ProfileError) as e:
@@ -342,6 +347,8 @@ class Tuner:
             with self._lock:
                 self._sweep = None
             self._done_before += self.plan.sweep.total_requests()
+        if self.metrics is not None:
+            trial.server_metrics = summary_of(self.metrics.between(started, time.time()))
         for note in sweep.notes:
             if note not in self.notes:
                 self._note(note)

@@ -17,6 +17,7 @@ class TrialResult:
     levels: list[LevelResult] = field(default_factory=list)
     error: str | None = None  # the load failed (the server's reason) or the sweep could not run
     load_seconds: float | None = None  # None: measured as found, no load
+    server_metrics: dict[str, float | None] | None = None  # Prometheus figures while measuring
 
     def usable_levels(self) -> list[LevelResult]:
         """Levels that count: measured, every request answered."""

@@ -17,6 +17,7 @@ import cv2
 import numpy as np
 import pytest
 
+from app.inference.introspection.metrics_history import MetricsHistory, MetricsPoller
 from app.inference.introspection.model_config import parse_config
 from app.inference.introspection.repository import (
     RepositoryControl,
@@ -25,6 +26,7 @@ from app.inference.introspection.repository import (
 )
 from app.inference.introspection.server_metrics import MetricsReader
 from app.server.embedded import EmbeddedServer
+from tests.integration.procs import eventually
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,10 +151,15 @@ def test_infer_summary_has_the_batchers_figures(triton: EmbeddedServer, tmp_path
 
 
 def test_metrics_of_the_embedded_server(triton: EmbeddedServer) -> None:
-    snapshot = MetricsReader(f"127.0.0.1:{triton.metrics_port}").read()
+    history = MetricsHistory()
+    with MetricsPoller(MetricsReader(f"127.0.0.1:{triton.metrics_port}"), history, interval_s=0.1):
+        assert eventually(lambda: len(history) >= 3)
+    snapshot = history.latest()
+    assert snapshot is not None
     assert snapshot.reachable, snapshot.error
     assert snapshot.cpu_memory_total_bytes and snapshot.cpu_memory_used_bytes
     assert 0 < snapshot.cpu_memory_used_bytes <= snapshot.cpu_memory_total_bytes
     assert snapshot.cpu_utilization is not None and 0 <= snapshot.cpu_utilization <= 1
     assert MODEL in snapshot.pending_requests
     assert snapshot.gpus == (), "started with --allow-gpu-metrics=false, and no GPU here"
+    assert [value for _, value in history.series("cpu_memory_used_bytes")][-1] > 0

@@ -22,8 +22,10 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
+from app.inference.introspection.metrics_history import MetricsHistory, MetricsPoller
 from app.inference.introspection.model_config import parse_config
 from app.inference.introspection.repository import RepositoryControl
+from app.inference.introspection.server_metrics import MetricsReader
 from app.pipeline.sweep import Sweep, SweepPlan
 from app.pipeline.tune import TunePlan, Tuner
 from app.pipeline.tune_export import write_model_config
@@ -63,12 +65,17 @@ def tuner(repository: RepositoryControl, images: list[np.ndarray], levels: tuple
 
 
 def test_tune_finds_dynamic_batching_reports_the_speedup_and_restores(
-    repository: RepositoryControl, images: list[np.ndarray], tmp_path: Path
+    repository: RepositoryControl, images: list[np.ndarray], tmp_path: Path, triton: EmbeddedServer
 ) -> None:
+    metrics_port = triton.metrics_port
     original = repository.config(MODEL)
     progress = []
-    result = tuner(repository, images, (1, 8), on_progress=progress.append).run()
+    history = MetricsHistory()
+    with MetricsPoller(MetricsReader(f"127.0.0.1:{metrics_port}"), history, interval_s=0.2):
+        result = tuner(repository, images, (1, 8), on_progress=progress.append, metrics=history).run()
     assert repository.config(MODEL) == original, "the original config is back"
+    figures = result.trials[1].server_metrics
+    assert figures is not None and figures["samples"] and figures["cpu_utilization_mean"] is not None
 
     assert [t.settings for t in result.trials] == [ORIGINAL, BATCHING]
     assert result.trials[0].original and result.trials[0].load_seconds is None, "measured as found"

@@ -9,7 +9,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from app.inference.introspection.metrics_history import MetricsHistory
+from app.inference.introspection.metrics_history import MetricsHistory, summary_of
 from app.inference.introspection.model_config import ConfigError, parse_config, to_pbtxt
 from app.inference.introspection.server_metrics import (
     MetricsReader,
@@ -197,3 +197,18 @@ def test_metrics_urls() -> None:
     assert default_metrics_url("10.0.0.5:8001") == "http://10.0.0.5:8002/metrics"
     closed = MetricsReader("127.0.0.1:9").read()
     assert not closed.reachable and closed.state.startswith("not reachable: http://127.0.0.1:9/metrics")
+
+
+def test_summary_of_an_interval() -> None:
+    history = MetricsHistory()
+    history.add(parse_metrics(METRICS, read_at=10.0))
+    history.add(parse_metrics("nv_cpu_utilization 0.75\nnv_cpu_memory_used_bytes 3000\n", read_at=11.0))
+    history.add(parse_metrics("nv_cpu_utilization 0.5\n", read_at=20.0))
+    figures = summary_of(history.between(9.0, 12.0))
+    assert figures is not None
+    assert figures["samples"] == 2 and figures["cpu_utilization_mean"] == 0.5
+    assert figures["cpu_utilization_max"] == 0.75 and figures["pending_requests_max"] == 4.0
+    assert figures["cpu_memory_used_bytes_max"] == 3000 and figures["gpu_utilization_mean"] == 0.5
+    assert summary_of(history.between(12.0, 19.0)) is None
+    cpu_only = summary_of(history.between(19.0, 21.0))
+    assert cpu_only is not None and "gpu_utilization_mean" not in cpu_only
