@@ -86,21 +86,25 @@ def fixed_cost_part(tmp: Path, requests: int, smoke: bool) -> bool:
         if load.returncode != 0:
             print(load.stderr)
             return False
-        bench_json = tmp / "bench.json"
-        bench, _ = command(
-            "bench", "--url", url, "--model", "fixed_cost", "--image", str(image),
-            "--concurrency", str(rec["concurrency"]), "--transport", rec["transport"],
-            "--requests", str(requests), "--output", str(bench_json),
-        )  # fmt: skip
-        if bench.returncode != 0:
-            print(bench.stderr[-3000:])
-            return False
-        again = json.loads(bench_json.read_text())["levels"][0]
+        figures = []
+        for round_ in range(1 if smoke else 3):  # the machine may be shared: a median of rounds
+            bench_json = tmp / f"bench{round_}.json"
+            bench, _ = command(
+                "bench", "--url", url, "--model", "fixed_cost", "--image", str(image),
+                "--concurrency", str(rec["concurrency"]), "--transport", rec["transport"],
+                "--requests", str(requests), "--output", str(bench_json),
+            )  # fmt: skip
+            if bench.returncode != 0:
+                print(bench.stderr[-3000:])
+                return False
+            figures.append(json.loads(bench_json.read_text())["levels"][0])
+        again = sorted(figures, key=lambda f: f["throughput"])[len(figures) // 2]
         gap = again["throughput"] / rec["throughput"] - 1
+        rounds = ", ".join(f"{f['throughput']:.1f} (avg batch {f['server_avg_batch']})" for f in figures)
         print(
-            f"2. bench on the written config: {again['throughput']:.1f} req/s, p95 {again['p95_ms']:.1f} ms, "
-            f"average server batch {again['server_avg_batch']}: {gap:+.1%} from the tune's figure "
-            f"(goal within 15%: {'met' if abs(gap) <= 0.15 else 'NOT met'})"
+            f"2. bench on the written config, {len(figures)} round(s): {rounds} req/s; median "
+            f"{again['throughput']:.1f} req/s, p95 {again['p95_ms']:.1f} ms: {gap:+.1%} from the tune's "
+            f"figure (goal within 15%: {'met' if abs(gap) <= 0.15 else 'NOT met'})"
         )
         return ratio >= 3 and p95_ok and abs(gap) <= 0.15
 
