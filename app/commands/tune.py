@@ -117,8 +117,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write DIR/NAME/config.pbtxt: the original config with the recommended settings",
     )
     p.epilog = (
-        "Every trial loads the model with a config override (nothing is written on the server); "
-        "the model's original config is measured first and loaded back at the end, after Ctrl-C "
+        "Every trial loads the model with a config override (nothing is written on the server);\n"
+        "the model's original config is measured first and loaded back at the end, after Ctrl-C\n"
         "and after an error. Needs a server in explicit model-control mode (the embedded one is)."
     )
 
