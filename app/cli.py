@@ -99,7 +99,7 @@ def _load(module: str) -> ModuleType:
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     """The parser of one command (None: the viewer)."""
     if command is None:
-        listing = "\n".join(f"  {name:<10} {text}" for name, (_module, text) in SUBCOMMANDS.items())
+        listing = "\n".join(f"  {name:<8} {text}" for name, (_module, text) in SUBCOMMANDS.items())
         parser = argparse.ArgumentParser(
             prog="triton-viewer",
             usage="triton-viewer [COMMAND] [options]",
