@@ -26,6 +26,14 @@ SUBCOMMANDS = {
     ),
     "bench": ("app.commands.bench", "concurrency sweep: the app's pipeline vs a plain tritonclient loop"),
     "compare": ("app.commands.compare", "two models (or versions, or servers) on the same inputs, matched"),
+    "repository": (
+        "app.commands.repository",
+        "the server's models: states and reasons, load (with another config), unload, config",
+    ),
+    "tune": (
+        "app.commands.tune",
+        "server-config search: instances, max batch, dynamic batching, swept on your own images",
+    ),
 }
 EXAMPLES = {
     None: """\
@@ -61,6 +69,20 @@ examples:
   triton-viewer compare --model face_detector --model face_detector_v2 photos/
   triton-viewer compare --model my_yolo --version-a 1 --version-b 2 photos/ clip.mp4
   triton-viewer compare --url old-triton:8001 --url-b new-triton:8001 --model my_yolo photos/""",
+    "repository": """\
+examples:
+  triton-viewer repository --url my-triton:8001 list
+  triton-viewer repository --url my-triton:8001 config my_yolo > config.pbtxt
+  triton-viewer repository --url my-triton:8001 load my_yolo --config tuned/my_yolo/config.pbtxt
+  triton-viewer repository --url my-triton:8001 unload my_yolo""",
+    "tune": """\
+examples:
+  triton-viewer tune --url my-triton:8001 --model my_yolo --image photos/
+  triton-viewer tune --url my-triton:8001 --model my_yolo --instances 1,2 --queue-delay-us off,0,2000 \\
+      --latency-budget-ms 50 --write-config tuned/ --output tune.json
+
+exit status: 0 done, 1 some trial failed to load (the others still ran), 2 usage or connection
+error, 130 interrupted (the model's original config is restored in every case)""",
     "serve": """\
 examples:
   triton-viewer serve

@@ -64,6 +64,8 @@ CSV_COLUMNS = (
     "p99_ms",
     "server_queue_ms",
     "server_compute_ms",
+    "server_avg_batch",
+    "server_executions_per_s",
     "failed",
 )
 
@@ -257,7 +259,7 @@ def format_table(report: dict[str, Any]) -> str:
         f"{report['requests']} requests per level",
         "",
         f"{'in flight':>9} {'transport':>9} {'batch':>5} {'req/s':>9} {'p50 ms':>8} {'p95 ms':>8} "
-        f"{'p99 ms':>8} {'srv queue':>9} {'srv comp':>9} {'failed':>6}",
+        f"{'p99 ms':>8} {'srv queue':>9} {'srv comp':>9} {'avg batch':>9} {'exec/s':>8} {'failed':>6}",
     ]
     knees = {(k["transport"], k["client_batch"], k["concurrency"]) for k in report.get("knees", [])}
 
@@ -272,10 +274,15 @@ def format_table(report: dict[str, Any]) -> str:
         rows.append(
             f"{e['concurrency']:>9} {e['transport']:>9} {e['client_batch']:>5} {e['throughput']:>9.1f} "
             f"{ms(e['p50_ms']):>8} {ms(e['p95_ms']):>8} {ms(e['p99_ms']):>8} {ms(e['server_queue_ms']):>9} "
-            f"{ms(e['server_compute_ms']):>9} {e['failed']:>6}{mark}{ratio}"
+            f"{ms(e['server_compute_ms']):>9} {ms(e['server_avg_batch']):>9} "
+            f"{_rate(e['server_executions_per_s']):>8} {e['failed']:>6}{mark}{ratio}"
         )
     rows += ["", f"recommendation: {report['recommendation']}"]
     return "\n".join(rows) + "\n"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def build_report(sweep: Sweep, url: str, names: list[str], plan: SweepPlan) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -233,13 +234,26 @@ def profile_overrides(args: argparse.Namespace) -> dict[str, Any] | None:
     return overrides or None
 
 
+@dataclass(frozen=True)
+class ServerEndpoints:
+    urls: list[str]
+    metrics_url: str | None  # the embedded server's; None for --url servers
+
+
 @contextlib.contextmanager
 def server_urls(args: argparse.Namespace) -> Iterator[list[str]]:
     """The --url values, or the address of an embedded server started now and stopped
     (with every child) when the block ends, whatever happens in it."""
+    with server_endpoints(args) as endpoints:
+        yield endpoints.urls
+
+
+@contextlib.contextmanager
+def server_endpoints(args: argparse.Namespace) -> Iterator[ServerEndpoints]:
+    """server_urls, with the embedded server's metrics address when one is started."""
     urls = urls_of(args)
     if urls:
-        yield urls
+        yield ServerEndpoints(urls, None)
         return
     # Imported here: `--url` users never pay for the server module.
     from app.resources import model_repository
@@ -255,6 +269,6 @@ def server_urls(args: argparse.Namespace) -> Iterator[list[str]]:
         raise UsageError(f"cannot start the embedded Triton server: {e}") from None
     eprint(f"embedded server ready at {server.grpc_url}")
     try:
-        yield [server.grpc_url]
+        yield ServerEndpoints([server.grpc_url], f"127.0.0.1:{server.metrics_port}")
     finally:
         server.stop()

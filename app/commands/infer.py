@@ -263,7 +263,7 @@ def _process(
     )
     writer.on_broken.append(job.cancel)
     counters_before = _server_counters(session)
-    t0 = time.monotonic()
+    t0 = time.monotonic()  # also the start of the server statistics' interval
     interrupted = False
     try:
         counts = job.run()
@@ -282,7 +282,7 @@ def _process(
         except OSError as e:
             writer.broken = f"cannot write the {export.fmt} export: {e}"
     summary = _summary(writer, counts, seconds, interrupted)
-    summary["timing"] = _timing(writer.timing, session, counters_before)
+    summary["timing"] = _timing(writer.timing, session, counters_before, t0)
     summary["transport"] = session.transport.kind.value if session.transport else None
     if trackers is not None:  # per video: how many tracks, how many flickered (< 3 frames)
         summary["tracks"] = {
@@ -307,15 +307,19 @@ def _server_counters(session: TritonSession) -> ServerCounters | None:
         return None
 
 
-def _timing(totals: TimingTotals, session: TritonSession, before: ServerCounters | None) -> dict[str, Any]:
+def _timing(
+    totals: TimingTotals, session: TritonSession, before: ServerCounters | None, since: float
+) -> dict[str, Any]:
     """Means per request: the client's split of the records, the server's from its statistics
-    over the run (other clients of the same model would be counted too)."""
+    over the run (other clients of the same model would be counted too), with its batcher's
+    average batch and executions per second (`since`: when `before` was read, monotonic)."""
     timing: dict[str, Any] = {}
     client = totals.means()
     if client is not None:
         timing.update(client.to_record())
     after = _server_counters(session) if before is not None else None
-    server = split(before, after) if before is not None and after is not None else None
+    seconds = time.monotonic() - since
+    server = split(before, after, seconds) if before is not None and after is not None else None
     if server is not None:
         timing.update(server.to_record())
     return timing

@@ -4,5 +4,8 @@
   through a bounded window; counts; cancel.
 - `live.LiveJob` / `live.LiveRun`: a live source, latest frame wins (or frame by frame),
   never blocking the capture thread; stop wakes everything.
+- `sweep.Sweep`: the load ramp on the user's images; `tune.Tuner`: the same ramp for each
+  server config tried (loaded as an override, the original restored), the Pareto front
+  and a recommendation (`tune_settings`, `tune_analysis`, `tune_export`).
 Qt-free: ui/ and commands/ are thin adapters over it, so both write the same records.
 """

@@ -85,6 +85,9 @@ class LevelResult:
     server_queue_ms: float | None
     server_compute_ms: float | None
     first_error: str | None = None
+    # The server's batcher over the level: images per model execution, executions per second.
+    server_avg_batch: float | None = None
+    server_executions_per_s: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the plain loop's figures
 
     def to_record(self) -> dict[str, Any]:
@@ -246,7 +249,7 @@ class Sweep:
         server = None
         if before is not None:
             try:
-                server = split(before, session.read_server_counters())
+                server = split(before, session.read_server_counters(), figures.seconds)
             except Exception:
                 server = None
         extra = self.extra_for_level(session, level) if self.extra_for_level is not None else {}
@@ -262,6 +265,10 @@ class Sweep:
             server_queue_ms=None if server is None else round(server.queue_ms, 3),
             server_compute_ms=None if server is None else round(server.compute_ms, 3),
             first_error=figures.first_error,
+            server_avg_batch=None if server is None else round(server.batch_size, 3),
+            server_executions_per_s=None
+            if server is None or server.executions_per_s is None
+            else round(server.executions_per_s, 2),
             extra=extra,
         )
         self.results.append(result)

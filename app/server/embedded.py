@@ -49,6 +49,7 @@ class EmbeddedServer:
         startup_timeout: float = 120.0,
         require_all_ready: bool = True,
         log_verbose: int = 0,
+        model_control: str = "explicit",
     ) -> None:
         self.model_repository = Path(model_repository).resolve()
         if not self.model_repository.is_dir():
@@ -58,6 +59,9 @@ class EmbeddedServer:
         self.startup_timeout = startup_timeout
         self.require_all_ready = require_all_ready
         self.log_verbose = log_verbose
+        # "explicit" (every model loaded at start; load/unload allowed), or Triton's "none" /
+        # "poll" (what many deployed servers run: the repository commands must say so).
+        self.model_control = model_control
         self.grpc_port = self.http_port = self.metrics_port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._lifeline: Lifeline | None = None
@@ -129,6 +133,7 @@ class EmbeddedServer:
             f"--metrics-address={LOOPBACK}",
             f"--metrics-port={self.metrics_port}",
             "--allow-gpu-metrics=false",
+            *self._model_control_options(),
             # We report unloadable models ourselves, with their names and reasons.
             "--exit-on-error=false",
             "--strict-readiness=false",
@@ -139,6 +144,15 @@ class EmbeddedServer:
             "--backend-config=python,shm-default-byte-size=16777216",
             "--backend-config=python,shm-growth-byte-size=16777216",
         ]
+
+    def _model_control_options(self) -> list[str]:
+        if self.model_control != "explicit":
+            return [f"--model-control-mode={self.model_control}"]
+        # Explicit control with every model loaded at start: the same models as the default
+        # mode would serve, and load/unload (the repository command, tune) work on it. The
+        # server becomes live once the startup loads are done; the index then lists each
+        # model READY or UNAVAILABLE with its reason, as before.
+        return ["--model-control-mode=explicit", "--load-model=*"]
 
     def _spawn(self, install: TritonInstall) -> None:
         assert self._workdir is not None

@@ -50,6 +50,9 @@ def test_sweep_on_own_images_with_transports_batches_knee_json_and_csv(
         assert e["failed"] == 0 and e["throughput"] > 0
         assert 0 < e["p50_ms"] <= e["p95_ms"] <= e["p99_ms"]
         assert e["server_queue_ms"] is not None and e["server_compute_ms"] > 0
+        # images per execution: never more than are in flight (a client batch may not fill)
+        assert 1 <= e["server_avg_batch"] <= e["client_batch"] * e["concurrency"]
+        assert e["server_executions_per_s"] > 0
     assert report["recommendation"].startswith("use ") and "recommendation: use " in done.stdout
     for e in report["levels"]:  # one table row per level
         assert re.search(

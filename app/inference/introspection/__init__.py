@@ -1,1 +1,2 @@
-"""What a server says about itself: its models, health, version and statistics."""
+"""What a server says about itself: its models, health, version and statistics; its model
+repository (load, unload, config text) and its Prometheus metrics."""

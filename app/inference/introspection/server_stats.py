@@ -37,17 +37,30 @@ class ServerSplit:
     compute_output_ms: float
     total_ms: float  # success time per request: queue + compute + the server's own overhead
     batch_size: float  # images per model execution (dynamic + client batching)
+    executions: int = 0  # model executions in the interval (the server's batches)
+    executions_per_s: float | None = None  # when the interval's length was given
 
     @property
     def compute_ms(self) -> float:
         return self.compute_input_ms + self.compute_infer_ms + self.compute_output_ms
 
-    def to_record(self) -> dict[str, float]:
+    def to_record(self) -> dict[str, float | None]:
         return {
             "server_queue_ms": round(self.queue_ms, 3),
             "server_compute_input_ms": round(self.compute_input_ms, 3),
             "server_compute_infer_ms": round(self.compute_infer_ms, 3),
             "server_compute_output_ms": round(self.compute_output_ms, 3),
+            **self.batcher_record(),
+        }
+
+    def batcher_record(self) -> dict[str, float | None]:
+        """What the server's batcher did: images per execution (1.0: no batching happened) and
+        executions per second (None without the interval's length)."""
+        return {
+            "server_avg_batch": round(self.batch_size, 3),
+            "server_executions_per_s": None
+            if self.executions_per_s is None
+            else round(self.executions_per_s, 2),
         }
 
 
@@ -77,8 +90,10 @@ def parse_counters(statistics: Mapping[str, Any], model: str) -> ServerCounters:
     )
 
 
-def split(before: ServerCounters, after: ServerCounters) -> ServerSplit | None:
-    """Means per request between two reads; None when no request finished in between."""
+def split(before: ServerCounters, after: ServerCounters, seconds: float | None = None) -> ServerSplit | None:
+    """Means per request between two reads `seconds` apart; None when no request finished in
+    between. The average batch is images / executions: 4.0 means the server ran the model
+    once for every 4 images (its dynamic batcher, client batches, or both)."""
     n = after.requests - before.requests
     if n <= 0:
         return None
@@ -93,4 +108,6 @@ def split(before: ServerCounters, after: ServerCounters) -> ServerSplit | None:
         compute_output_ms=ms[3],
         total_ms=(after.success_ns - before.success_ns) / n / 1e6,
         batch_size=images / executions if executions > 0 else 0.0,
+        executions=executions,
+        executions_per_s=executions / seconds if seconds and seconds > 0 else None,
     )

@@ -1,0 +1,128 @@
+"""`python -m app repository [--url HOST:PORT] list | load NAME [--config FILE] | unload NAME |
+config NAME`: Triton's model repository extension from the command line (a thin adapter over
+app.inference.introspection.repository)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+
+from app.commands.common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_connection_arguments,
+    connection_options,
+    eprint,
+    server_urls,
+)
+from app.inference.introspection.model_config import ConfigError, read_config_file
+from app.inference.introspection.repository import (
+    RepositoryControl,
+    RepositoryEntry,
+    RepositoryError,
+    RepositoryErrorKind,
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_connection_arguments(p, repeatable_url=False)
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="every model of the repository: version, state, reason")
+    listing.add_argument("--json", action="store_true", help="one JSON array instead of the table")
+    load = actions.add_parser(
+        "load",
+        help="load a model (a loaded one is reloaded only if its files changed: Triton's rule), "
+        "or load it with another config",
+    )
+    load.add_argument("name", metavar="NAME")
+    load.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="config.pbtxt text or JSON to load the model with instead of the repository's file "
+        "(the whole config; nothing is written on the server)",
+    )
+    unload = actions.add_parser("unload", help="unload a model")
+    unload.add_argument("name", metavar="NAME")
+    config = actions.add_parser("config", help="the config the server runs a model with, as config.pbtxt")
+    config.add_argument("name", metavar="NAME")
+    config.add_argument("--json", action="store_true", help="JSON instead of config.pbtxt text")
+    p.epilog = (
+        "load and unload need a server started with --model-control-mode=explicit (the embedded "
+        "server is); the others work on any Triton.\n"
+        "exit status: 0 done, 1 the server refused the load (its reason on stderr), 2 usage, "
+        "connection or model-control error"
+    )
+
+
+@contextlib.contextmanager
+def _repository(args: argparse.Namespace) -> Iterator[RepositoryControl]:
+    """The server this command talks to (the one place that reads the connection options)."""
+    options = connection_options(args)
+    with server_urls(args) as urls, RepositoryControl(urls[0], options, timeout_s=args.timeout) as control:
+        yield control
+
+
+def format_index(entries: list[RepositoryEntry]) -> str:
+    if not entries:
+        return "(the repository is empty)\n"
+    width = max(len("NAME"), *(len(e.name) for e in entries))
+    rows = [f"{'NAME':<{width}}  {'VERSION':>7}  {'STATE':<11}  REASON"]
+    for e in entries:
+        reason = e.reason.replace("\n", " ")
+        rows.append(
+            f"{e.name:<{width}}  {e.version or '-':>7}  {e.state or 'NOT LOADED':<11}  {reason}".rstrip()
+        )
+    return "\n".join(rows) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        override = read_config_file(args.config) if getattr(args, "config", None) else None
+        with _repository(args) as repository:
+            if args.action == "list":
+                entries = repository.index()
+                if args.json:
+                    print(json.dumps([e.to_record() for e in entries], indent=2), flush=True)
+                else:
+                    print(format_index(entries), end="", flush=True)
+            elif args.action == "config":
+                config = repository.config(args.name)
+                print(
+                    json.dumps(config, indent=2) if args.json else repository.config_text(args.name),
+                    flush=True,
+                )
+            elif args.action == "load":
+                repository.load(args.name, override)
+                how = f" with the config of {args.config}" if override is not None else ""
+                eprint(f"loaded '{args.name}'{how}")
+            else:
+                repository.unload(args.name)
+                eprint(f"unloaded '{args.name}'")
+        return EXIT_OK
+    except RepositoryError as e:
+        eprint(f"error: {e}")
+        return EXIT_FAILED if e.kind is RepositoryErrorKind.LOAD_FAILED else EXIT_USAGE
+    except (UsageError, ConfigError) as e:
+        eprint(f"error: {e}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        eprint("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `... config NAME | head`: the reader has what it wanted
+        _silence_stdout()
+        return EXIT_OK
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that Python's flush at exit does not fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

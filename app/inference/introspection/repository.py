@@ -1,0 +1,192 @@
+"""Triton's model repository extension: the index with states and reasons, load (optionally
+with a config override), unload, and a model's current config. Blocking calls: run them in
+a worker thread in the viewer.
+
+Load and unload work only on a server started with `--model-control-mode=explicit` (the
+embedded server is). In `none` or `poll` mode Triton answers them with UNAVAILABLE while it
+is otherwise live: that code plus a live server is how we tell "repository control is off"
+from "the server is down", never by the message's wording.
+
+A load without an override does not reload a model that is already loaded when its files
+are unchanged (Triton 2.51, measured): to go back from an override to the repository's
+files, unload then load (`reload_from_files`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tritonclient.utils import InferenceServerException
+
+from app.inference.errors import classify_failure, error_text, first_paragraph, grpc_status, redact
+from app.inference.introspection.model_config import ModelConfigDict, normalise, to_json, to_pbtxt
+from app.inference.transports.channel import ConnectionOptions, GrpcChannel
+
+TIMEOUT_S = 10.0
+LOAD_TIMEOUT_S = 300.0  # a big model (or many Python-backend instances) takes a while
+
+
+class RepositoryErrorKind(enum.StrEnum):
+    CONTROL_DISABLED = "control_disabled"  # the server's model-control mode is none or poll
+    NOT_FOUND = "not_found"  # no such model in the repository, or not loaded
+    LOAD_FAILED = "load_failed"  # the server tried and refused: its reason in the message
+    UNREACHABLE = "unreachable"
+    OTHER = "other"
+
+
+class RepositoryError(RuntimeError):
+    def __init__(self, message: str, kind: RepositoryErrorKind) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class RepositoryEntry:
+    name: str
+    version: str  # "" when the model has never been loaded
+    state: str  # READY, UNAVAILABLE, LOADING, UNLOADING, or "" (not loaded)
+    reason: str  # why it is not ready ("unloaded", the load error), the backend's traceback cut
+
+    def to_record(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version, "state": self.state, "reason": self.reason}
+
+
+def control_disabled_message(url: str) -> str:
+    return (
+        f"the server at {url} does not allow loading or unloading models: its model control mode "
+        "is 'none' or 'poll'. Start it with --model-control-mode=explicit (and --load-model=* to "
+        "load every model at start) to use the repository commands and tune"
+    )
+
+
+class RepositoryControl:
+    """One gRPC client to one server. Use it from one thread at a time (the CLI's main thread,
+    or the viewer's worker); `close()` is idempotent."""
+
+    def __init__(
+        self,
+        url: str,
+        options: ConnectionOptions | None = None,
+        *,
+        timeout_s: float = TIMEOUT_S,
+        load_timeout_s: float = LOAD_TIMEOUT_S,
+    ) -> None:
+        self.url = url
+        self._options = options or ConnectionOptions()
+        self._headers = dict(self._options.headers)
+        self.timeout_s = timeout_s
+        self.load_timeout_s = load_timeout_s
+        self._channel: GrpcChannel | None = GrpcChannel(url, self._options)
+
+    def __enter__(self) -> RepositoryControl:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            with contextlib.suppress(Exception):
+                channel.close()
+
+    @property
+    def _client(self) -> Any:
+        if self._channel is None:
+            raise RepositoryError("the repository client is closed", RepositoryErrorKind.OTHER)
+        return self._channel.client
+
+    # -- reading ------------------------------------------------------------
+    def index(self) -> list[RepositoryEntry]:
+        """Every model of the repository (loaded or not), sorted by name and version."""
+        try:
+            raw = self._client.get_model_repository_index(
+                headers=self._headers, as_json=True, client_timeout=self.timeout_s
+            )
+        except InferenceServerException as e:
+            raise self._error(e, "read the repository index") from None
+        entries = [
+            RepositoryEntry(
+                str(m.get("name", "")),
+                str(m.get("version", "")),
+                str(m.get("state", "")),
+                first_paragraph(str(m.get("reason", ""))),
+            )
+            for m in raw.get("models", [])
+        ]
+        return sorted(entries, key=lambda e: (e.name, e.version))
+
+    def config(self, name: str) -> ModelConfigDict:
+        """The config the server runs the model with now (files or override, auto-completed)."""
+        try:
+            wrapped = self._client.get_model_config(
+                name, headers=self._headers, as_json=True, client_timeout=self.timeout_s
+            )
+        except InferenceServerException as e:
+            raise self._error(e, f"read the config of '{name}'", name) from None
+        return normalise(wrapped.get("config", wrapped), f"the config of '{name}' on {self.url}")
+
+    def config_text(self, name: str) -> str:
+        return to_pbtxt(self.config(name))
+
+    # -- changing -----------------------------------------------------------
+    def load(self, name: str, config: Mapping[str, Any] | None = None) -> None:
+        """Load (or reload) `name`; with `config`, that config instead of the repository's file
+        (not written to disk). Returns when the model is ready; RepositoryError with the
+        server's reason otherwise, the model then being as it was before."""
+        payload = None if config is None else to_json(config)
+        try:
+            self._client.load_model(
+                name, headers=self._headers, config=payload, client_timeout=self.load_timeout_s
+            )
+        except InferenceServerException as e:
+            raise self._error(e, f"load '{name}'", name) from None
+
+    def unload(self, name: str) -> None:
+        try:
+            self._client.unload_model(name, headers=self._headers, client_timeout=self.load_timeout_s)
+        except InferenceServerException as e:
+            raise self._error(e, f"unload '{name}'", name) from None
+
+    def reload_from_files(self, name: str) -> None:
+        """Back to the repository's own config.pbtxt: unload, then load without override."""
+        self.unload(name)
+        self.load(name)
+
+    # -- errors -------------------------------------------------------------
+    def _error(self, e: InferenceServerException, action: str, name: str | None = None) -> RepositoryError:
+        code = grpc_status(e)
+        text = first_paragraph(redact(error_text(e), self._headers.values())).rstrip(";").strip()
+        if code.endswith("UNAVAILABLE"):
+            if self._live():
+                return RepositoryError(
+                    control_disabled_message(self.url), RepositoryErrorKind.CONTROL_DISABLED
+                )
+            failure = classify_failure(e, self.url, self._headers.values())
+            return RepositoryError(f"cannot {action}: {failure.message}", RepositoryErrorKind.UNREACHABLE)
+        if code.endswith("NOT_FOUND"):
+            return RepositoryError(f"cannot {action} on {self.url}: {text}", RepositoryErrorKind.NOT_FOUND)
+        if name is not None and not self._in_repository(name):
+            return RepositoryError(
+                f"cannot {action}: no model '{name}' in the repository of {self.url}",
+                RepositoryErrorKind.NOT_FOUND,
+            )
+        if code.endswith("INVALID_ARGUMENT") and action.startswith("load"):
+            return RepositoryError(f"cannot {action}: {text}", RepositoryErrorKind.LOAD_FAILED)
+        return RepositoryError(f"cannot {action} on {self.url}: {text}", RepositoryErrorKind.OTHER)
+
+    def _live(self) -> bool:
+        try:
+            return bool(self._client.is_server_live(headers=self._headers, client_timeout=self.timeout_s))
+        except InferenceServerException:
+            return False
+
+    def _in_repository(self, name: str) -> bool:
+        try:
+            return any(entry.name == name for entry in self.index())
+        except RepositoryError:
+            return True  # cannot tell: keep the server's own message

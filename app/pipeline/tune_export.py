@@ -1,0 +1,79 @@
+"""A tune's results on disk: JSON, CSV (one row per trial and level), and the recommended
+config as `DIR/NAME/config.pbtxt` (a model repository layout Triton loads as it is)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from app.inference.introspection.model_config import to_pbtxt
+from app.pipeline.tune import TuneResult, level_record
+
+CSV_COLUMNS = (
+    "instances",
+    "max_batch_size",
+    "max_queue_delay_us",
+    "original",
+    "concurrency",
+    "transport",
+    "client_batch",
+    "throughput",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "server_queue_ms",
+    "server_compute_ms",
+    "avg_batch",
+    "executions_per_s",
+    "failed",
+    "pareto",
+    "recommended",
+    "error",
+)
+
+
+def write_json(path: str | Path, result: TuneResult) -> None:
+    Path(path).write_text(json.dumps(result.to_record(), indent=2) + "\n", encoding="utf-8")
+
+
+def write_csv(path: str | Path, result: TuneResult) -> None:
+    front = {(id(p.level)) for p in result.pareto}
+    chosen = id(result.recommendation.level) if result.recommendation is not None else None
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(CSV_COLUMNS)
+        for trial in result.trials:
+            settings = trial.settings.to_record()
+            base = {**settings, "original": trial.original}
+            if not trial.levels:  # a trial that failed to load: one row with the reason
+                row = {**base, "error": trial.error or ""}
+                writer.writerow(["" if row.get(c) is None else row.get(c, "") for c in CSV_COLUMNS])
+            for level in trial.levels:
+                row = {
+                    **base,
+                    **level_record(level),
+                    "pareto": id(level) in front,
+                    "recommended": id(level) == chosen,
+                    "error": trial.error or level.first_error or "",
+                }
+                writer.writerow(["" if row.get(c) is None else row.get(c) for c in CSV_COLUMNS])
+
+
+def write_model_config(directory: str | Path, result: TuneResult) -> Path:
+    """DIR/NAME/config.pbtxt: the original config with the recommended settings, nothing else
+    changed. ValueError when there is no recommendation; OSError when it cannot be written."""
+    config = result.recommended_config()
+    if config is None or result.recommendation is None:
+        raise ValueError(f"no recommendation to write ({result.recommendation_reason})")
+    folder = Path(directory) / result.model
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.pbtxt"
+    rec = result.recommendation
+    header = (
+        f"# Written by triton-viewer tune: {rec.settings.describe()}\n"
+        f"# (measured {rec.level.throughput:.1f} req/s, p95 {rec.level.p95_ms or 0:.1f} ms at "
+        f"{rec.level.concurrency} in flight); everything else as the original config on {result.url}.\n"
+    )
+    path.write_text(header + to_pbtxt(config), encoding="utf-8")
+    return path
