@@ -26,6 +26,10 @@ SUBCOMMANDS = {
     ),
     "bench": ("app.commands.bench", "concurrency sweep: the app's pipeline vs a plain tritonclient loop"),
     "compare": ("app.commands.compare", "two models (or versions, or servers) on the same inputs, matched"),
+    "evaluate": (
+        "app.commands.evaluate",
+        "accuracy against labelled data (COCO, YOLO, VOC, labelme): mAP, per class, confusion, speed",
+    ),
 }
 EXAMPLES = {
     None: """\
@@ -61,6 +65,13 @@ examples:
   triton-viewer compare --model face_detector --model face_detector_v2 photos/
   triton-viewer compare --model my_yolo --version-a 1 --version-b 2 photos/ clip.mp4
   triton-viewer compare --url old-triton:8001 --url-b new-triton:8001 --model my_yolo photos/""",
+    "evaluate": """\
+examples:
+  triton-viewer evaluate val/ --model my_yolo --output report.json        (format told from the files)
+  triton-viewer evaluate instances_val.json --images val2017/ --model my_yolo --plots plots/
+  triton-viewer evaluate labels/ --images photos/ --format yolo --model face_detector
+  triton-viewer evaluate data/ --model yolo_fp32 --model yolo_int8       (both, and B - A per class)
+  triton-viewer evaluate faces/ --model face_detector --iou-type keypoints""",
     "serve": """\
 examples:
   triton-viewer serve
