@@ -62,7 +62,7 @@ def pr_curve_image(
         _text(img, label, (left - 35, xy(0, v)[1] + 5), color=GREY)
     cv2.rectangle(img, xy(0, 1), xy(1, 0), GREY, 1)
     _text(img, "recall", ((left + right) // 2 - 25, h - 15))
-    _text(img, "precision", (5, top - 15))
+    _text(img, "precision", (8, top - 8))
     title = f"{name}: AP50 {ap50:.3f}" if ap50 is not None else f"{name}: no ground truth"
     _text(img, title, (left, 30), 0.6, bold=2)
     if precision is not None:

@@ -96,7 +96,14 @@ def read_coco(path: Path, images_dir: Path | None = None) -> Dataset:
             continue
         image.objects.append(obj)
     names = list(dict.fromkeys(categories.values()))
-    return Dataset(str(path), "coco", list(images.values()), names, problems, keypoint_names)
+    # In image id order, as pycocotools evaluates them (detections with equal scores are
+    # ranked in that order, so it changes AP when scores tie).
+    ordered = [images[k] for k in sorted(images, key=_id_order)]
+    return Dataset(str(path), "coco", ordered, names, problems, keypoint_names)
+
+
+def _id_order(image_id: Any) -> tuple[int, Any]:
+    return (0, image_id) if isinstance(image_id, int | float) else (1, str(image_id))
 
 
 def _object(ann: dict[str, Any], label: str, where: str) -> tuple[GroundTruthObject | None, str]:
