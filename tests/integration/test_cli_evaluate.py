@@ -24,8 +24,10 @@ from tests.evaluation_data import (
     reference_metrics,
     write_dataset,
     write_images,
+    write_labelme,
 )
 from tests.integration.test_cli_infer import run_cli
+from tests.media import face_box, head_image
 
 FORMATS = ("coco", "yolo", "voc", "labelme")
 CLASSES = ["face", "hand", "car"]  # fixed_versions' labels
@@ -143,3 +145,214 @@ def test_per_class_operating_point_confusion_and_worst_images(fixed_reports: dic
         and speed["transport"] in ("grpc", "shm")
     )
     assert "NaN" not in json.dumps(report) and "Infinity" not in json.dumps(report)
+
+
+# -- the face detector on photographs: real scores, imprecise boxes ---------------------------------------
+def _face_images() -> list[Img]:
+    """640x480 images with the astronaut's head pasted at a few sizes; the face boxes as a
+    labeller would draw them (approximately: IoU with the detector's from ~0.5 to ~0.9)."""
+    layouts = {
+        "f1.png": [((40, 60), 1.0), ((380, 200), 0.7)],
+        "f2.png": [((250, 100), 1.3)],
+        "f3.png": [((60, 250), 0.75), ((300, 40), 0.8), ((470, 260), 0.9)],
+        "f4.png": [],  # a labelled face the detector cannot find (no head there): a miss
+        "f5.png": [((200, 150), 0.9)],  # a head nobody labelled: a false positive
+    }
+    images = []
+    for name, heads in layouts.items():
+        canvas = np.full((480, 640, 3), (210, 200, 190), np.uint8)
+        objects = []
+        for (x, y), scale in heads:
+            head = cv2.cvtColor(head_image(scale), cv2.COLOR_RGB2BGR)
+            canvas[y : y + head.shape[0], x : x + head.shape[1]] = head
+            if name != "f5.png":
+                objects.append(Obj("face", tuple(float(v) for v in face_box((x, y), scale))))
+        if name == "f4.png":
+            objects.append(Obj("face", (300.0, 200.0, 360.0, 270.0)))
+        images.append(Img(name, 640, 480, objects, canvas))
+    return images
+
+
+@pytest.fixture(scope="module")
+def face_run(triton: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Img], list[Any]]:
+    """The face images and the detector's records of them (from a first evaluate run)."""
+    images = _face_images()
+    root = tmp_path_factory.mktemp("faces")
+    dataset, _ = write_dataset("voc", root / "data", images, ["face"])
+    out, records = root / "report.json", root / "records.jsonl"
+    report = evaluate(triton, dataset, "--records", str(records), out=out)
+    return images, [report, records_of(records)]
+
+
+def test_face_detector_metrics_equal_pycocotools(face_run: tuple[list[Img], list[Any]]) -> None:
+    images, (report, records) = face_run
+    assert report["model"] == "face_detector"
+    expected = reference(images, ["face"], records)
+    assert_close(report["metrics"], reference_metrics(expected))
+    ap, ap50 = reference_class_ap(expected, 0)
+    assert_close(report["per_class"][0], {"ap": ap, "ap50": ap50})
+    # The detector found the six heads (and not the unlabelled place on f4).
+    assert sum(len(r["detections"]) for r in records) == 7
+    assert 0.3 < report["metrics"]["map"] < 0.95 and report["metrics"]["map50"] > 0.7
+    row = report["per_class"][0]
+    assert (row["gt"], row["tp"] + row["fn"]) == (7, 7) and row["fp"] >= 1  # f5's head, unlabelled
+
+
+def test_face_landmarks_by_oks_equal_pycocotools(
+    triton: EmbeddedServer, face_run: tuple[list[Img], list[Any]], tmp_path: Path
+) -> None:
+    """Keypoints: the six landmarks, labelled a few pixels off the detector's (as a labeller
+    would), in COCO and labelme; OKS with the sigmas the report gives (eyes 0.025, nose 0.026,
+    mouth 0.025, ears 0.035)."""
+    images, (_report, records) = face_run
+    names = ["right eye", "left eye", "nose tip", "mouth centre", "right ear tragion", "left ear tragion"]
+    by_name = {Path(r["source"]).name: r for r in records}
+    labelled = []
+    for img in images:
+        dets = sorted(by_name[img.name]["detections"], key=lambda d: d["box"][0])
+        objects = []
+        for k, det in enumerate(dets):
+            if img.name == "f5.png":
+                continue
+            offsets = [(2.5, -1.5), (-2.0, 2.0), (0.0, 3.5), (4.0, 0.0), (-6.0 - k, 2.0), (5.0, -4.0)]
+            keypoints = [
+                v
+                for (x, y, _s), (dx, dy) in zip(det["keypoints"], offsets, strict=True)
+                for v in (x + dx, y + dy, 2)
+            ]
+            x1, y1, x2, y2 = det["box"]
+            objects.append(Obj("face", (x1 - 3, y1 - 2, x2 + 4, y2 + 1), keypoints=keypoints))
+        if img.name == "f4.png":
+            objects.append(Obj("face", (300, 200, 360, 270), keypoints=[330, 230, 2] * 6))
+        labelled.append(Img(img.name, img.width, img.height, objects, img.pixels))
+    sigmas = oks_sigmas(names, 6)
+    assert sigmas == [0.025, 0.025, 0.026, 0.025, 0.035, 0.035]
+    expected = reference_metrics(reference(labelled, ["face"], records, "keypoints", sigmas))
+    assert 0.2 < expected["map"] < 0.99  # the offsets cost some OKS: not a trivial 1.0
+    for fmt in ("coco", "labelme"):
+        root = tmp_path / fmt
+        if fmt == "coco":
+            dataset, _ = write_dataset("coco", root, labelled, ["face"])
+        else:
+            write_labelme(root, labelled, names)
+            dataset = root
+        report = evaluate(triton, dataset, "--iou-type", "keypoints", out=root / "report.json")
+        assert report["iou_type"] == "keypoints" and report["dataset"]["oks_sigmas"] == sigmas
+        assert_close(report["metrics"], expected)
+        assert report["metrics"]["mar_100"] is None and report["metrics"]["mar_20"] is not None
+
+
+# -- bad datasets: each problem named with its file and line or field; the rest evaluated ---------------
+GOOD = [
+    Img("a.png", 640, 640, [Obj("face", (110, 150, 310, 350)), Obj("car", (380, 300, 580, 500))]),
+    Img("b.png", 640, 640, []),
+    Img("c.png", 640, 640, [Obj("car", (400, 300, 600, 500))]),
+]
+
+
+def _problems(report: dict[str, Any]) -> list[tuple[str, str | None, str]]:
+    return [(Path(p["file"]).name, p["where"], p["kind"]) for p in report["dataset"]["dropped"]["problems"]]
+
+
+def _check_rest_evaluated(report: dict[str, Any], records: list[dict[str, Any]], images: list[Img]) -> None:
+    """The metrics are pycocotools' on the good objects of the images evaluated."""
+    kept = [img for img in images if any(Path(r["source"]).name == img.name for r in records)]
+    assert_close(report["metrics"], reference_metrics(reference(kept, CLASSES, records)))
+
+
+def test_bad_yolo_dataset(triton: EmbeddedServer, tmp_path: Path) -> None:
+    root = tmp_path / "yolo"
+    write_dataset("yolo", root, GOOD, [*CLASSES, "dog"])
+    labels = root / "labels"
+    with open(labels / "a.txt", "a") as f:
+        f.write("0 0.5 abc 0.1 0.1\n")  # line 3: not a number
+        f.write("9 0.5 0.5 0.1 0.1\n")  # line 4: a class id without a name
+        f.write("3 0.5 0.5 0.1 0.1\n")  # line 5: dog, which the model does not know
+        f.write("0 0.5 0.5 0.1\n")  # line 6: 3 values
+    (labels / "c.txt").write_text(
+        (labels / "c.txt").read_text() + "0 1.5 1.5 0.1 0.1\n2 0.95 0.1 0.2 0.1\n"
+    )  # line 2: outside; line 3: half outside, clipped (and a car there is nothing the model finds)
+    assert (labels / "b.txt").read_text() == ""  # an empty label file: an image without objects
+    (labels / "d.txt").write_text("0 0.5 0.5 0.2 0.2\n1 0.1 0.1 0.1 0.1\n")  # no image d.*
+    out, records = tmp_path / "report.json", tmp_path / "records.jsonl"
+    report = evaluate(triton, root, "--model", "fixed_versions", "--records", str(records), out=out, code=1)
+    problems = _problems(report)
+    assert ("a.txt", "line 3", "malformed annotation") in problems
+    assert ("a.txt", "line 4", "malformed annotation") in problems
+    assert ("a.txt", "line 5", "class matches no model class") in problems
+    assert ("a.txt", "line 6", "malformed annotation") in problems
+    assert ("c.txt", "line 2", "box outside the image") in problems
+    assert ("c.txt", "line 3", "box clipped to the image") in problems
+    assert ("d.txt", None, "image not found") in problems
+    dropped = report["dataset"]["dropped"]
+    assert dropped["annotations"] == 4 + 1 + 2 and dropped["images"] == 1 and dropped["clipped_boxes"] == 1
+    assert dropped["by_reason"]["malformed annotation"] == 3
+    assert report["dataset"]["unmatched_classes"] == ["dog"]
+    assert "'abc' is not a number" in report["_stderr"] and "a.txt (line 3)" in report["_stderr"]
+    assert "dog" in report["_stderr"] and "1 image(s) left out" in report["_stderr"]
+    assert report["dataset"]["evaluated_images"] == 3 and report["dataset"]["annotations"] == 4
+    expected = [
+        GOOD[0],
+        GOOD[1],
+        Img("c.png", 640, 640, [Obj("car", (400, 300, 600, 500)), Obj("car", (595.2, 32, 640, 96))]),
+    ]
+    _check_rest_evaluated(report, records_of(records), expected)
+
+
+def test_bad_voc_labelme_and_coco_datasets(triton: EmbeddedServer, tmp_path: Path) -> None:
+    voc = tmp_path / "voc"
+    write_dataset("voc", voc, GOOD, CLASSES)
+    ann = voc / "Annotations"
+    (ann / "b.xml").write_text("<annotation><filename>b.png</filename><object><name>face</name>")  # cut short
+    text = (ann / "a.xml").read_text().replace("<xmin>111</xmin>", "<xmin>eleven</xmin>")
+    (ann / "a.xml").write_text(text)
+    (ann / "e.xml").write_text("<annotation><filename>e.png</filename></annotation>")  # no such image
+    report = evaluate(triton, voc, "--model", "fixed_versions", out=tmp_path / "voc.json", code=1)
+    problems = _problems(report)
+    assert ("b.xml", "line 1, column 63", "unreadable label file") in problems
+    assert ("a.xml", "object 1", "malformed annotation") in problems
+    assert ("e.xml", "<filename>", "image not found") in problems
+    assert "<bndbox><xmin> 'eleven' is not a number" in report["_stderr"]
+    assert report["dataset"]["evaluated_images"] == 2  # b left out: its labels are unknown
+
+    labelme = tmp_path / "labelme"
+    write_dataset("labelme", labelme, GOOD, CLASSES)
+    cut = '{"shapes": [{"label": "face", "points": [[1, 2], [3, 4]],'
+    (labelme / "b.json").write_text(cut)
+    with pytest.raises(json.JSONDecodeError) as error:
+        json.loads(cut)
+    doc = json.loads((labelme / "c.json").read_text())
+    doc["shapes"].append({"label": "car", "points": [[1, 1], [5, 5], [9, 1]], "shape_type": "linestrip"})
+    (labelme / "c.json").write_text(json.dumps(doc))
+    (labelme / "z.json").write_text(json.dumps({**doc, "imagePath": "z.png"}))
+    report = evaluate(triton, labelme, "--model", "fixed_versions", out=tmp_path / "labelme.json", code=1)
+    problems = _problems(report)
+    where = f"line {error.value.lineno}, column {error.value.colno}"
+    assert ("b.json", where, "unreadable label file") in problems
+    assert ("c.json", "shapes[1]", "unsupported shape") in problems
+    assert ("z.json", "imagePath", "image not found") in problems
+    assert report["dataset"]["evaluated_images"] == 2
+
+    coco = tmp_path / "coco"
+    dataset, _ = write_dataset("coco", coco, GOOD, CLASSES)
+    doc = json.loads(dataset.read_text())
+    doc["annotations"][0]["bbox"] = [110, 150, "wide", 200]
+    doc["annotations"].append({"id": 99, "image_id": 3, "category_id": 77, "bbox": [1, 1, 5, 5]})
+    doc["images"].append({"id": 4, "file_name": "gone.png", "width": 640, "height": 640})
+    dataset.write_text(json.dumps(doc))
+    # An image that cannot be decoded: a failed image, reported and not in the metrics.
+    (coco / "images" / "b.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"broken" * 10)
+    out, records = tmp_path / "coco.json", tmp_path / "coco.jsonl"
+    report = evaluate(
+        triton, dataset, "--model", "fixed_versions", "--records", str(records), out=out, code=1
+    )
+    problems = _problems(report)
+    assert ("instances.json", "annotations[0]", "malformed annotation") in problems
+    assert ("instances.json", "annotations[3]", "malformed annotation") in problems
+    assert ("instances.json", "images[id 4]", "image not found") in problems
+    failed = report["dataset"]["failed_images"]
+    assert [Path(f["source"]).name for f in failed] == ["b.png"] and failed[0]["status"] == "failed"
+    assert report["dataset"]["evaluated_images"] == 2 and "1 image(s) failed" in report["_stderr"]
+    _check_rest_evaluated(
+        report, records_of(records), [Img("a.png", 640, 640, [GOOD[0].objects[1]]), GOOD[2]]
+    )

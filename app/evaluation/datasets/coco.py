@@ -12,6 +12,7 @@ from typing import Any
 from app.evaluation.datasets.images import ImageIndex
 from app.evaluation.datasets.model import (
     MALFORMED,
+    MISSING_IMAGE,
     Dataset,
     DatasetError,
     GroundTruthImage,
@@ -58,12 +59,15 @@ def read_coco(path: Path, images_dir: Path | None = None) -> Dataset:
             keypoint_names = [str(k) for k in cat["keypoints"]]
     index = ImageIndex([p for p in (images_dir, path.parent, path.parent / "images") if p is not None])
     images: dict[Any, GroundTruthImage] = {}
+    missing: set[Any] = set()
     for i, entry in enumerate(doc["images"]):
         name = entry.get("file_name") if isinstance(entry, dict) else None
         if not isinstance(name, str) or "id" not in entry:
             problems.append(Problem(file, f"images[{i}]", MALFORMED, "needs an id and a file_name", 0))
             continue
         found = index.find(name)
+        if found is None:
+            missing.add(entry["id"])
         image_path = found if found is not None else (images_dir or path.parent) / name
         width, height = entry.get("width"), entry.get("height")
         images[entry["id"]] = GroundTruthImage(
@@ -96,6 +100,12 @@ def read_coco(path: Path, images_dir: Path | None = None) -> Dataset:
             continue
         image.objects.append(obj)
     names = list(dict.fromkeys(categories.values()))
+    for image_id in sorted(missing, key=_id_order):
+        image = images.pop(image_id)
+        where = f"images[id {image_id}]"
+        searched = ", ".join(str(f) for f in index.folders) or str(path.parent)
+        message = f"image {image.name!r} not found (looked in {searched}; give the folder with --images)"
+        problems.append(Problem(file, where, MISSING_IMAGE, message, len(image.objects), True))
     # In image id order, as pycocotools evaluates them (detections with equal scores are
     # ranked in that order, so it changes AP when scores tie).
     ordered = [images[k] for k in sorted(images, key=_id_order)]
