@@ -11,7 +11,9 @@ from typing import Any
 
 import cv2
 import numpy as np
+import pycocotools.mask as coco_mask
 import pytest
+import skimage.data
 
 from app.evaluation.sigmas import oks_sigmas
 from app.server.embedded import EmbeddedServer
@@ -356,3 +358,131 @@ def test_bad_voc_labelme_and_coco_datasets(triton: EmbeddedServer, tmp_path: Pat
     _check_rest_evaluated(
         report, records_of(records), [Img("a.png", 640, 640, [GOOD[0].objects[1]]), GOOD[2]]
     )
+
+
+# -- the product's own exports read back as ground truth ---------------------------------------------
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_exports_read_back_as_ground_truth(
+    triton: EmbeddedServer, face_run: tuple[list[Img], list[Any]], tmp_path: Path, fmt: str
+) -> None:
+    """`infer --format F` of the face detector, then `evaluate` of the same model against it: every
+    detection is its own ground truth, so mAP is 1.0 (keypoints too, for the formats that carry
+    them)."""
+    images, _ = face_run
+    photos = tmp_path / "photos"
+    write_images(photos, images)
+    export = tmp_path / ("export.json" if fmt == "coco" else "export")
+    done = run_cli("infer", "--url", triton.grpc_url, "--format", fmt, "--output", str(export), str(photos))
+    assert done.returncode == 0, done.stderr[-2000:]
+    extra = ["--images", str(photos)] if fmt in ("coco", "yolo") else []
+    report = evaluate(triton, export, *extra, out=tmp_path / "report.json")
+    assert report["dataset"]["format"] == fmt and report["dataset"]["annotations"] == 7
+    assert report["dataset"]["dropped"]["annotations"] == 0
+    assert report["metrics"]["map"] == 1.0 and report["metrics"]["mar_100"] == 1.0
+    assert report["per_class"][0]["fp"] == 0 and report["per_class"][0]["fn"] == 0
+    if fmt in ("coco", "yolo", "labelme"):
+        report = evaluate(triton, export, *extra, "--iou-type", "keypoints", out=tmp_path / "kp.json")
+        assert report["metrics"]["map"] == 1.0
+
+
+# -- masks -----------------------------------------------------------------------------------------------
+def _disk(cx: float, cy: float, r: float, x_max: float, sides: int = 64) -> list[float]:
+    """A polygon of the disk cut at x = x_max (what fixed_segment's disk mask is)."""
+    points = []
+    for k in range(sides):
+        a = 2 * np.pi * k / sides
+        points += [min(cx + r * np.cos(a), x_max), cy + r * np.sin(a)]
+    return points
+
+
+def test_instance_masks_equal_pycocotools(triton: EmbeddedServer, tmp_path: Path) -> None:
+    """fixed_segment on 640x640 images: a disk cut at x = 300 (class disk) and a rectangle
+    [400, 260, 560, 460] (class square); labelled as polygons, once right and once off."""
+    square = [400.0, 260.0, 560.0, 260.0, 560.0, 460.0, 400.0, 460.0]
+    shifted = [430.0, 260.0, 590.0, 260.0, 590.0, 460.0, 430.0, 460.0]  # IoU 0.68
+    images = [
+        Img(
+            "m1.png",
+            640,
+            640,
+            [
+                Obj("disk", (140, 160, 300, 340), polygon=_disk(230, 250, 90, 300)),
+                Obj("square", (400, 260, 560, 460), polygon=square),
+            ],
+        ),
+        Img(
+            "m2.png",
+            640,
+            640,
+            [
+                Obj("disk", (150, 160, 300, 340), polygon=_disk(240, 250, 85, 300)),
+                Obj("square", (430, 260, 590, 460), polygon=shifted),
+            ],
+        ),
+    ]
+    for fmt in ("coco", "labelme", "yolo"):
+        root = tmp_path / fmt
+        dataset, _ = write_dataset(fmt, root, images, ["disk", "square"])
+        records = root / "records.jsonl"
+        report = evaluate(
+            triton,
+            dataset,
+            "--model",
+            "fixed_segment",
+            "--iou-type",
+            "segm",
+            "--records",
+            str(records),
+            out=root / "report.json",
+        )
+        expected = reference_metrics(reference(images, ["disk", "square"], records_of(records), "segm"))
+        assert 0.5 < expected["map"] < 1.0
+        assert_close(report["metrics"], expected)
+
+
+def test_semantic_masks_are_evaluated_as_regions(triton: EmbeddedServer, tmp_path: Path) -> None:
+    """person_segmentation gives one mask per class: each connected region is an instance,
+    scored by its share of the mask. The astronaut's mask labelled as her outline: the
+    largest region (scored highest) is her, so AP50 is 1.0; the specks are false positives."""
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    cv2.imwrite(str(photos / "astronaut.png"), cv2.cvtColor(skimage.data.astronaut(), cv2.COLOR_RGB2BGR))
+    done = run_cli("infer", "--url", triton.grpc_url, "--model", "person_segmentation", str(photos))
+    record = json.loads(done.stdout.splitlines()[0])
+    mask = record["masks"][0]["mask"]
+    full = coco_mask.decode({"size": mask["size"], "counts": mask["counts"].encode()})
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(full, connectivity=8)
+    biggest = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    outline = coco_mask.encode(np.asfortranarray((labels == biggest).astype(np.uint8)))
+    x, y, w, h = (float(v) for v in coco_mask.toBbox(outline))
+    doc = {
+        "images": [{"id": 1, "file_name": "astronaut.png", "width": 512, "height": 512}],
+        "categories": [{"id": 1, "name": "person"}],
+        "annotations": [
+            {
+                "id": 1,
+                "image_id": 1,
+                "category_id": 1,
+                "bbox": [x, y, w, h],
+                "segmentation": {"size": [512, 512], "counts": outline["counts"].decode()},
+                "area": float(coco_mask.area(outline)),
+                "iscrowd": 0,
+            }
+        ],
+    }
+    (tmp_path / "gt.json").write_text(json.dumps(doc))
+    report = evaluate(
+        triton,
+        tmp_path / "gt.json",
+        "--images",
+        str(photos),
+        "--model",
+        "person_segmentation",
+        "--iou-type",
+        "segm",
+        out=tmp_path / "report.json",
+    )
+    assert report["metrics"]["map50"] == 1.0 and report["metrics"]["map"] == 1.0
+    assert report["dataset"]["detections"]["evaluated"] == count - 1  # one per region
+    row = report["per_class"][0]
+    assert (row["tp"], row["fn"]) == (1, 0)
