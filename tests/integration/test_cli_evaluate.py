@@ -486,3 +486,85 @@ def test_semantic_masks_are_evaluated_as_regions(triton: EmbeddedServer, tmp_pat
     assert report["dataset"]["detections"]["evaluated"] == count - 1  # one per region
     row = report["per_class"][0]
     assert (row["tp"], row["fn"]) == (1, 0)
+
+
+# -- two models, plots, usage ---------------------------------------------------------------------------
+def test_two_models_side_by_side_with_plots(triton: EmbeddedServer, tmp_path: Path) -> None:
+    """fixed_versions (face, car found) against fixed_efficientnms named by --labels (face at
+    [100, 150, 300, 350], car at [400, 200, 600, 500]) on the FIXED dataset."""
+    dataset, _ = write_dataset("coco", tmp_path / "data", FIXED, CLASSES)
+    labels = tmp_path / "labels.txt"
+    labels.write_text("face\nhand\ncar\n")
+    plots = tmp_path / "plots"
+    out = tmp_path / "ab.json"
+    done = run_cli(
+        "evaluate", "--url", triton.grpc_url, str(dataset), "--model", "fixed_versions",
+        "--model", "fixed_efficientnms", "--labels", str(labels), "--plots", str(plots),
+        "--output", str(out), timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["a"]["model"] == "fixed_versions" and report["b"]["model"] == "fixed_efficientnms"
+    diff = report["difference"]
+    assert diff["sign"] == "b - a"
+    for key, value in diff["metrics"].items():
+        a, b = report["a"]["metrics"][key], report["b"]["metrics"][key]
+        assert value == (None if a is None or b is None else pytest.approx(b - a, abs=1e-6))
+    face = next(row for row in diff["per_class"] if row["class"] == "face")
+    assert face["ap_difference"] == pytest.approx(face["ap_b"] - face["ap_a"], abs=1e-6)
+    assert face["ap_b"] != face["ap_a"]  # the two models' face boxes differ by 10 px
+    assert "A 'fixed_versions': mAP" in done.stderr and "B 'fixed_efficientnms': mAP" in done.stderr
+    names = sorted(p.name for p in plots.iterdir())
+    assert names == sorted(
+        f"{side}_{name}.png" for side in "ab" for name in ("pr_face", "pr_hand", "pr_car", "confusion_matrix")
+    )
+    for path in plots.iterdir():
+        image = cv2.imread(str(path))
+        assert image is not None and image.shape[0] > 100 and image.std() > 10  # drawn, not blank
+
+
+def test_usage_errors_are_exit_2_with_a_message(triton: EmbeddedServer, tmp_path: Path) -> None:
+    dataset, _ = write_dataset("voc", tmp_path / "voc", FIXED[:2], CLASSES)
+    cases = [
+        (["--iou-type", "segm"], "gives no masks"),
+        (["--model", "fixed_versions", "--iou-type", "keypoints"], "gives no keypoints"),
+        (["--model", "fixed_segment"], "no class of the dataset"),
+        (["--class-map", str(tmp_path / "nothere.json")], "--class-map"),
+    ]
+    for args, message in cases:
+        done = run_cli("evaluate", "--url", triton.grpc_url, str(dataset), *args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert message in done.stderr and done.stdout == ""
+    done = run_cli("evaluate", "--url", triton.grpc_url, str(tmp_path / "missing"))
+    assert done.returncode == 2 and "no such file or folder" in done.stderr
+
+
+def test_class_map_renames_dataset_classes(triton: EmbeddedServer, tmp_path: Path) -> None:
+    renamed = [
+        Img(
+            img.name,
+            img.width,
+            img.height,
+            [Obj({"face": "Gesicht"}.get(o.label, o.label), o.box) for o in img.objects],
+        )
+        for img in FIXED
+    ]
+    dataset, _ = write_dataset("coco", tmp_path / "data", renamed, ["Gesicht", "hand", "car"])
+    plain = evaluate(triton, dataset, "--model", "fixed_versions", out=tmp_path / "plain.json")
+    assert plain["dataset"]["unmatched_classes"] == ["Gesicht"] and "Gesicht" in plain["_stderr"]
+    assert plain["dataset"]["dropped"]["by_reason"]["class matches no model class"] == 3
+    class_map = tmp_path / "map.txt"
+    class_map.write_text("# dataset, model\nGesicht\tface\n")
+    mapped = evaluate(
+        triton,
+        dataset,
+        "--model",
+        "fixed_versions",
+        "--class-map",
+        str(class_map),
+        out=tmp_path / "mapped.json",
+    )
+    assert mapped["dataset"]["unmatched_classes"] == [] and mapped["dataset"]["annotations"] == 8
+    original, _ = write_dataset("coco", tmp_path / "orig", FIXED, CLASSES)
+    same = evaluate(triton, original, "--model", "fixed_versions", out=tmp_path / "same.json")
+    assert mapped["metrics"] == same["metrics"] and mapped["per_class"] == same["per_class"]
