@@ -5,16 +5,21 @@ against pycocotools itself). Nothing here matches detections by hand.
 Two evaluations of the same documents: the standard one (10 IoU thresholds, 4 area ranges,
 1/10/100 detections; keypoints: OKS, 20 detections) for the summary, per-class AP and the
 PR curves; and one at IoU 0.5 over all areas whose matches say which detection found which
-object (for the operating points). The second reuses the first's IoUs.
+object (for the operating points). The second is faster-coco-eval's C++ evaluation called
+on what the first prepared (documents and IoUs): its module `faster_eval_api_cpp` is the
+one private name used, pinned by pyproject (<2) and checked by the tests (its matches are
+pycocotools' evalImgs' dtMatches at IoU 0.5).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import faster_coco_eval.faster_eval_api_cpp as _C
 import numpy as np
 from faster_coco_eval import COCO, COCOeval_faster
 
@@ -59,16 +64,17 @@ class CocoResult:
 
 
 def _documents(gt_doc: dict[str, Any], dt_anns: Sequence[dict[str, Any]]) -> tuple[Any, Any]:
-    # Copies of the annotations: COCO and COCOeval write into them (ids, areas, ignore flags).
+    # Not copied (copies cost ~10% of an evaluation): COCO and COCOeval write into the
+    # annotations (ids, areas, ignore flags, a box's polygon), each time the same values.
     gt = COCO(
         {
             "images": gt_doc["images"],
             "categories": gt_doc["categories"],
-            "annotations": [dict(a) for a in gt_doc["annotations"]],
+            "annotations": gt_doc["annotations"],
         },
         print_function=_quiet,
     )
-    dt = gt.loadRes([dict(a) for a in dt_anns])
+    dt = gt.loadRes(list(dt_anns))
     return gt, dt
 
 
@@ -96,7 +102,7 @@ def run_cocoeval(
     names = KEYPOINT_STATS if iou_type == "keypoints" else BOX_STATS
     stats = {name: (float(v) if v > -1 else None) for name, v in zip(names, full.stats, strict=False)}
     max_dets = int(full.params.maxDets[-1])
-    matched = _matches(gt, dt, iou_type, sigmas, max_dets, ious=full.ious)
+    matched = _matches_again(full, max_dets)
     return CocoResult(
         iou_type,
         stats,
@@ -107,35 +113,44 @@ def run_cocoeval(
     )
 
 
-def _matches(
-    gt: Any,
-    dt: Any,
-    iou_type: str,
-    sigmas: Sequence[float] | None,
-    max_dets: int,
-    *,
-    ious: dict[Any, Any] | None = None,
-    use_cats: bool = True,
-) -> dict[int, int]:
-    e = _evaluator(gt, dt, iou_type, sigmas, use_cats)
-    e.params.iouThrs = np.array([OPERATING_IOU])
-    e.params.areaRng = [[0.0, 1e5**2]]
-    e.params.areaRngLbl = ["all"]
-    e.params.maxDets = [max_dets]
-    if ious is not None:
-        cached = ious  # the same pairs, the same IoUs: computed once
+def _operating_params(params: Any, max_dets: int) -> Any:
+    p = copy.deepcopy(params)
+    p.iouThrs = np.array([OPERATING_IOU])
+    p.areaRng = [[0.0, 1e5**2]]
+    p.areaRngLbl = ["all"]
+    p.maxDets = [max_dets]
+    return p
 
-        def reuse(image_id: Any, category_id: Any) -> Any:
-            return cached[image_id, category_id]
 
-        e.computeIoU = e.computeOks = reuse
-    e.evaluate()
-    e.accumulate()
+def _pairs(result: dict[str, Any]) -> dict[int, int]:
     matched: dict[int, int] = {}
-    for key in e.eval["matched"]:
+    for key in result["matched"]:
         dt_id, gt_id = key.split("_", 1)
         matched[int(dt_id)] = int(gt_id)
     return matched
+
+
+def _matches_again(full: Any, max_dets: int) -> dict[int, int]:
+    """The matches at IoU 0.5 over all areas, by faster-coco-eval's own C++ evaluation run on
+    the documents and IoUs the full evaluation prepared (what its evaluate() does after
+    preparing; preparing again would cost as much as the matching itself)."""
+    p = _operating_params(full._paramsEval, max_dets)
+    categories = p.catIds if p.useCats else [-1]
+    ious = [[full.ious[image, category] for category in categories] for image in p.imgIds]
+    result = _C.COCOevalEvaluateAccumulate(
+        p, ious, full.gt_dataset, full.dt_dataset, p.imgIds, p.catIds, bool(p.useCats)
+    )
+    return _pairs(result)
+
+
+def _matches(
+    gt: Any, dt: Any, iou_type: str, sigmas: Sequence[float] | None, max_dets: int, use_cats: bool
+) -> dict[int, int]:
+    e = _evaluator(gt, dt, iou_type, sigmas, use_cats)
+    e.params = _operating_params(e.params, max_dets)
+    e.evaluate()
+    e.accumulate()
+    return _pairs(e.eval)
 
 
 def match_across_classes(
@@ -149,7 +164,13 @@ def match_across_classes(
     object index (0-based, in the given lists' order). The confusion matrix's second stage."""
     if not gt_doc["annotations"] or not dt_anns:
         return {}
-    gt, dt = _documents(gt_doc, dt_anns)
+    # Copies (a few leftovers): the same detections' ids must not change under the caller, and
+    # only the images that have leftovers are looked at.
+    gt_anns = [dict(a) for a in gt_doc["annotations"]]
+    dt_copies = [dict(a) for a in dt_anns]
+    used = {a["image_id"] for a in gt_anns} | {a["image_id"] for a in dt_copies}
+    images = [image for image in gt_doc["images"] if image["id"] in used]
+    gt, dt = _documents({**gt_doc, "images": images, "annotations": gt_anns}, dt_copies)
     matched = _matches(gt, dt, iou_type, sigmas, max_dets, use_cats=False)
     ids = [a["id"] for a in gt_doc["annotations"]]
     position = {ann_id: i for i, ann_id in enumerate(ids)}

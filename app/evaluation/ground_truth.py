@@ -79,6 +79,7 @@ def build_ground_truth(
     ann_image: list[int] = []
     ann_category: list[int] = []
     ann_ignored: list[bool] = []
+    keypoints = iou_type == "keypoints"
     for index in sorted(sizes):
         image = dataset.images[index]
         w, h = sizes[index]
@@ -95,20 +96,23 @@ def build_ground_truth(
                 )
                 problems.append(Problem(file, raw.where, kind, message))
                 continue
-            obj = _scale(raw, image, w, h)
-            ann, problem = _annotation(obj, file, w, h, iou_type, keypoint_count)
+            ann = _plain_box(raw, image.normalized, w, h, iou_type)
+            problem = None
+            if ann is None:  # anything but a plain box inside the image: the full checks
+                ann, problem = _annotation(_scale(raw, image, w, h), file, w, h, iou_type, keypoint_count)
             if problem is not None:
                 problems.append(problem)
                 if problem.dropped:
                     continue
             if ann is None:
                 continue
-            ann.update({"id": len(annotations) + 1, "image_id": index + 1, "category_id": category + 1})
+            ann["id"] = len(annotations) + 1
+            ann["image_id"] = index + 1
+            ann["category_id"] = category + 1
             annotations.append(ann)
             ann_image.append(index)
             ann_category.append(category)
-            ignored = bool(ann["iscrowd"]) or (iou_type == "keypoints" and ann["num_keypoints"] == 0)
-            ann_ignored.append(ignored)
+            ann_ignored.append(bool(ann["iscrowd"]) or (keypoints and ann["num_keypoints"] == 0))
     categories = []
     for k, name in enumerate(classes.categories):
         entry: dict[str, Any] = {"id": k + 1, "name": name, "supercategory": ""}
@@ -123,6 +127,22 @@ def build_ground_truth(
         np.asarray(ann_ignored, bool),
         problems,
     )
+
+
+def _plain_box(
+    obj: GroundTruthObject, normalized: bool, w: int, h: int, iou_type: str
+) -> dict[str, Any] | None:
+    """The annotation of the common case, a box well inside the image for a bbox evaluation
+    (most of a dataset: kept cheap); None for anything else."""
+    if iou_type != "bbox" or obj.box is None or obj.polygons or obj.rle is not None:
+        return None
+    x1, y1, x2, y2 = obj.box
+    if normalized:
+        x1, y1, x2, y2 = x1 * w, y1 * h, x2 * w, y2 * h
+    if x1 < 0 or y1 < 0 or x2 > w or y2 > h or x2 <= x1 or y2 <= y1:
+        return None
+    area = obj.area if obj.area is not None else (x2 - x1) * (y2 - y1)
+    return {"bbox": [x1, y1, x2 - x1, y2 - y1], "iscrowd": int(obj.crowd), "area": float(area)}
 
 
 def _annotation(

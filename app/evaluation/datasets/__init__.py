@@ -4,6 +4,7 @@ Pascal VOC, labelme. `load_dataset` tells the format from the path (or takes `fm
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -135,10 +136,10 @@ def load_dataset(
 
 def _drop_repeats(dataset: Dataset) -> None:
     """An image named by two label files keeps the first one's labels (the other is reported)."""
-    seen: dict[Path, GroundTruthImage] = {}
+    seen: dict[str, GroundTruthImage] = {}
     kept: list[GroundTruthImage] = []
     for image in dataset.images:
-        key = image.path.resolve()
+        key = os.path.abspath(image.path)  # no resolve(): a syscall per image
         first = seen.get(key)
         if first is None:
             seen[key] = image

@@ -14,17 +14,23 @@ def is_image_name(path: str | Path) -> bool:
     return Path(path).suffix.lower() in IMAGE_SUFFIXES
 
 
-def walk_files(folder: Path, suffixes: Iterable[str]) -> list[Path]:
-    """Files under `folder` (recursively, sorted, links to folders not followed) whose suffix
-    is one of `suffixes` (lower case, with the dot)."""
+def walk_names(folder: str | Path, suffixes: Iterable[str]) -> list[str]:
+    """Absolute paths (str: thousands of files, no pathlib cost) of the files under `folder`
+    (recursively, sorted, links to folders not followed) whose suffix is one of `suffixes`
+    (lower case, with the dot)."""
     wanted = set(suffixes)
-    found: list[Path] = []
-    for root, dirs, files in os.walk(folder):
+    found: list[str] = []
+    for root, dirs, files in os.walk(os.path.abspath(folder)):
         dirs.sort()
         for name in sorted(files):
-            if Path(name).suffix.lower() in wanted:
-                found.append(Path(root) / name)
+            if os.path.splitext(name)[1].lower() in wanted:
+                found.append(os.path.join(root, name))
     return found
+
+
+def walk_files(folder: Path, suffixes: Iterable[str]) -> list[Path]:
+    """walk_names as Paths."""
+    return [Path(name) for name in walk_names(folder, suffixes)]
 
 
 class ImageIndex:
@@ -36,13 +42,19 @@ class ImageIndex:
         self._by_name: dict[str, Path] = {}
         self._by_bare_stem: dict[str, Path] = {}
         self.images: list[Path] = []
+        self.roots: list[str] = []  # the folders' absolute paths, per image (for relative names)
         for folder in self.folders:
-            for path in walk_files(folder, IMAGE_SUFFIXES):
-                rel = PurePosixPath(path.relative_to(folder).as_posix())
+            absolute = os.path.abspath(folder)
+            prefix = len(absolute.rstrip(os.sep)) + 1
+            for text in walk_names(absolute, IMAGE_SUFFIXES):
+                path = Path(text)
+                rel = text[prefix:].replace(os.sep, "/")
+                name = os.path.basename(text)
                 self.images.append(path)
-                self._by_stem.setdefault(str(rel.with_suffix("")), path)
-                self._by_name.setdefault(path.name, path)
-                self._by_bare_stem.setdefault(path.stem, path)
+                self.roots.append(absolute)
+                self._by_stem.setdefault(os.path.splitext(rel)[0], path)
+                self._by_name.setdefault(name, path)
+                self._by_bare_stem.setdefault(os.path.splitext(name)[0], path)
 
     def find(self, name: str) -> Path | None:
         """`name`: a file name or relative path, with or without suffix."""

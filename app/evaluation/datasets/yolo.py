@@ -12,11 +12,12 @@ no objects (Ultralytics' rule); an empty label file too.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from app.evaluation.datasets.data_yaml import read_data_yaml
-from app.evaluation.datasets.images import ImageIndex, display_name, walk_files
+from app.evaluation.datasets.images import ImageIndex, walk_names
 from app.evaluation.datasets.model import (
     MALFORMED,
     MISSING_IMAGE,
@@ -66,13 +67,12 @@ def class_names(
     return names, kpt_shape, []
 
 
-def _mirror(image: Path) -> Path | None:
-    """Ultralytics' label path: the last `images` folder of the path becomes `labels`."""
-    parts = list(image.parts)
-    for i in range(len(parts) - 2, -1, -1):
-        if parts[i] == "images":
-            return Path(*parts[:i], "labels", *parts[i + 1 :]).with_suffix(".txt")
-    return None
+def _mirror(stem: str) -> str | None:
+    """Ultralytics' label path (of an image's absolute path without suffix): the last
+    `images` folder of the path becomes `labels`."""
+    marker = f"{os.sep}images{os.sep}"
+    head, found, tail = stem.rpartition(marker)
+    return f"{head}{os.sep}labels{os.sep}{tail}.txt" if found else None
 
 
 def read_yolo(
@@ -93,23 +93,34 @@ def read_yolo(
     index = ImageIndex([image_root])
     if not index.images:
         raise DatasetError(f"{image_root}: no images found (give the images' folder with --images DIR)")
-    used: set[Path] = set()
+    # Every .txt under the labels' and the images' folders, listed once (no stat per image);
+    # paths as absolute strings (thousands of them: no pathlib objects).
+    label_files = walk_names(label_root, {".txt"})
+    if not _inside(image_root, label_root):
+        label_files += walk_names(image_root, {".txt"})
+    known = set(label_files)
+    roots = [os.path.abspath(label_root)] + ([os.path.abspath(labels_dir)] if labels_dir is not None else [])
+    used: set[str] = set()
     images: list[GroundTruthImage] = []
+    image_prefix = len(os.path.abspath(image_root).rstrip(os.sep)) + 1
     for path in index.images:
-        rel = path.relative_to(image_root).with_suffix(".txt")
-        candidates = [_mirror(path), path.with_suffix(".txt"), label_root / rel]
-        if labels_dir is not None:
-            candidates.append(labels_dir / rel)
-        label = next((c for c in candidates if c is not None and c.is_file()), None)
-        name = display_name(path, [image_root])
-        image = GroundTruthImage(path, name, str(label) if label else None, normalized=True)
+        text = str(path)
+        stem = os.path.splitext(text)[0]
+        rel_stem = stem[image_prefix:]
+        candidates = [
+            _mirror(stem),
+            stem + ".txt",
+            *(os.path.join(root, rel_stem + ".txt") for root in roots),
+        ]
+        label = next((c for c in candidates if c is not None and c in known), None)
+        image = GroundTruthImage(path, text[image_prefix:].replace(os.sep, "/"), label, normalized=True)
         if label is not None:
-            used.add(label.resolve())
+            used.add(label)
             if not _read_label(label, image, names, kpt_shape, model_keypoints, problems):
                 continue
         images.append(image)
-    for label in walk_files(label_root, {".txt"}):
-        if label.name in CLASSES_FILES or label.resolve() in used:
+    for label in label_files:
+        if os.path.basename(label) in CLASSES_FILES or label in used:
             continue
         lines = _count_lines(label)
         if lines is None:
@@ -127,15 +138,22 @@ def read_yolo(
     return Dataset(str(root), "yolo", images, names, problems)
 
 
-def _count_lines(path: Path) -> int | None:
+def _inside(folder: Path, root: Path) -> bool:
+    return os.path.abspath(folder).startswith(os.path.abspath(root) + os.sep) or os.path.abspath(
+        folder
+    ) == os.path.abspath(root)
+
+
+def _count_lines(path: str) -> int | None:
     try:
-        return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+        with open(path, encoding="utf-8") as f:
+            return sum(1 for line in f if line.strip())
     except (OSError, UnicodeDecodeError):
         return None
 
 
 def _read_label(
-    label: Path,
+    label: str,
     image: GroundTruthImage,
     names: Sequence[str],
     kpt_shape: tuple[int, int] | None,
@@ -143,9 +161,10 @@ def _read_label(
     problems: list[Problem],
 ) -> bool:
     """Parse one label file into `image`; False when the file cannot be read at all."""
-    file = str(label)
+    file = label
     try:
-        text = label.read_text(encoding="utf-8")
+        with open(label, encoding="utf-8") as f:
+            text = f.read()
     except (OSError, UnicodeDecodeError) as e:
         problems.append(Problem(file, None, UNREADABLE, f"cannot read it ({e}); image left out", 0, True))
         return False
@@ -173,7 +192,7 @@ def parse_line(
     except ValueError:
         bad = next(t for t in tokens if not _is_float(t))
         return None, f"{bad!r} is not a number: {line.strip()!r}"
-    if not all(math.isfinite(v) for v in values):
+    if not math.isfinite(math.fsum(values)):  # one check: a sum is finite when every term is
         return None, f"not a finite number: {line.strip()!r}"
     cls, rest = values[0], values[1:]
     if cls != int(cls) or cls < 0:
