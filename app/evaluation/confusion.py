@@ -39,7 +39,7 @@ class ConfusionMatrix:
             "matrix": self.matrix.tolist(),
             "iou": self.iou,
             "score": {
-                name: (float(t) if np.isfinite(t) else None)
+                name: (round(float(t), 6) if np.isfinite(t) else None)
                 for name, t in zip(self.labels[:-1], self.thresholds, strict=True)
             },
             "rows": "ground truth (last: background = false detections)",
