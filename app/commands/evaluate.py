@@ -234,8 +234,9 @@ def _evaluate_all(
         finally:
             session.close(drain_timeout=0.5)
         report = model_report(evaluation, name, run.speed())
-        if run.interrupted:
+        if run.interrupted:  # the figures are those of the images answered before it
             report["interrupted"] = True
+            report["not_started"] = len(dataset.images) - len(run.results)  # never sent
         _warn(evaluation, name if len(models) > 1 else None)
         unsuccessful = unsuccessful or bool(evaluation.failed) or _left_out(evaluation)
         if args.plots:

@@ -8,6 +8,7 @@ a GUI, via `start()`); results arrive on the session's worker threads and are on
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from app.inference.core.stats import TimingTotals
 from app.inference.introspection.server_stats import ServerCounters, split
 from app.inference.result import InferenceResult
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
+
+log = logging.getLogger(__name__)
 
 
 class DatasetRun:
@@ -45,6 +48,7 @@ class DatasetRun:
         self.seconds = 0.0
         self.counts: BatchCounts | None = None
         self.interrupted = False
+        self.error: str | None = None  # why a run started with start() ended early
         self._server_before: ServerCounters | None = None
         self._server_after: ServerCounters | None = None
         self.job = BatchJob(
@@ -68,7 +72,26 @@ class DatasetRun:
             self._on_result(index, result)
 
     def cancel(self) -> None:
+        """Stop feeding and cancel what is in flight (any thread; returns at once)."""
         self.job.cancel()
+
+    def start(self, on_finished: Callable[[DatasetRun], None] | None = None) -> threading.Thread:
+        """`run()` on a thread of its own (a GUI must not block); `on_finished(self)` is called
+        from that thread once every image has its result or the run was cancelled."""
+
+        def target() -> None:
+            try:
+                self.run()
+            except Exception as e:  # e.g. the session closed under it: said, not raised in a thread
+                self.error = str(e)
+                log.exception("dataset run failed")
+            finally:
+                if on_finished is not None:
+                    on_finished(self)
+
+        thread = threading.Thread(target=target, name="dataset-run", daemon=True)
+        thread.start()
+        return thread
 
     def run(self) -> BatchCounts:
         """Every image once (blocking); KeyboardInterrupt cancels what is in flight and is

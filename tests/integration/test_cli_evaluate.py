@@ -6,6 +6,11 @@ ground truth (mAP 1.0); keypoints (OKS) and masks; two models; records and plots
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +20,11 @@ import pycocotools.mask as coco_mask
 import pytest
 import skimage.data
 
+from app.evaluation.datasets import load_dataset
+from app.evaluation.evaluate import evaluate_results
+from app.evaluation.run import DatasetRun
 from app.evaluation.sigmas import oks_sigmas
+from app.inference.core.session import TritonSession
 from app.server.embedded import EmbeddedServer
 from tests.evaluation_data import (
     Img,
@@ -28,7 +37,7 @@ from tests.evaluation_data import (
     write_images,
     write_labelme,
 )
-from tests.integration.test_cli_infer import run_cli
+from tests.integration.test_cli_infer import ROOT, run_cli
 from tests.media import face_box, head_image
 
 FORMATS = ("coco", "yolo", "voc", "labelme")
@@ -568,3 +577,84 @@ def test_class_map_renames_dataset_classes(triton: EmbeddedServer, tmp_path: Pat
     original, _ = write_dataset("coco", tmp_path / "orig", FIXED, CLASSES)
     same = evaluate(triton, original, "--model", "fixed_versions", out=tmp_path / "same.json")
     assert mapped["metrics"] == same["metrics"] and mapped["per_class"] == same["per_class"]
+
+
+def test_transport_and_client_batching_options_reach_the_pipeline(
+    triton: EmbeddedServer, fixed_reports: dict[str, Any], tmp_path: Path
+) -> None:
+    dataset, _ = write_dataset("yolo", tmp_path / "data", FIXED, CLASSES)
+    report = evaluate(
+        triton,
+        dataset,
+        *("--model", "fixed_versions", "--transport", "grpc", "--client-batch", "4", "--concurrency", "2"),
+        out=tmp_path / "report.json",
+    )
+    assert report["speed"]["transport"] == "grpc"
+    assert report["metrics"] == fixed_reports["yolo"][0]["metrics"]
+
+
+def test_ctrl_c_evaluates_the_images_answered_and_exits_130(triton: EmbeddedServer, tmp_path: Path) -> None:
+    """slow_faces answers after pixel[0, 0, 0] x 10 ms: two images at once, four after 2 s."""
+    images = [
+        Img(f"{'a' if i < 2 else 's'}{i}.png", 64, 64, [Obj("face", (16, 16, 48, 48))]) for i in range(6)
+    ]
+    for img in images:
+        img.pixels = np.full((64, 64, 3), 0 if img.name.startswith("a") else 200, np.uint8)
+    dataset, _ = write_dataset("voc", tmp_path / "data", images, ["face"])
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "app", "evaluate", "--url", triton.grpc_url, str(dataset)),
+            *("--model", "slow_faces", "--concurrency", "2", "--timeout", "60"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "image(s) -> model" in line:
+                break
+        time.sleep(1.0)  # the two quick images answered, two slow ones in flight
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    report = json.loads(stdout)
+    assert report["interrupted"] is True and report["dataset"]["evaluated_images"] == 2
+    failed = report["dataset"]["failed_images"]
+    assert len(failed) + report["not_started"] == 4  # the slow ones: cancelled or never sent
+    assert failed and {f["status"] for f in failed} == {"cancelled"}
+    assert report["per_class"][0]["tp"] == 2 and report["metrics"]["map50"] == 1.0
+
+
+# -- the Qt-free API a viewer panel uses ---------------------------------------------------------------
+def test_the_api_a_panel_uses(triton: EmbeddedServer, tmp_path: Path) -> None:
+    """DatasetRun on its own thread, then an Evaluation whose operating point follows any
+    threshold (no re-run) and whose confusion cells name their images."""
+    dataset_path, _ = write_dataset("labelme", tmp_path / "data", FIXED, CLASSES)
+    with TritonSession([triton.grpc_url], "fixed_versions") as session:
+        dataset = load_dataset(dataset_path, model_labels=session.profile.labels)
+        finished = threading.Event()
+        seen: list[int] = []
+        run = DatasetRun(session, dataset, window=4, on_result=lambda i, _r: seen.append(i))
+        run.start(lambda _run: finished.set())
+        assert finished.wait(60) and run.error is None
+    assert sorted(seen) == list(range(len(FIXED)))
+    evaluation = evaluate_results(dataset, run.results, session.profile.labels)
+    names = [image.name for image in dataset.images]
+    # Above every score: nothing kept, every object missed; at 0.85 only the faces (0.9) kept.
+    none = evaluation.operating_point(1.0)
+    assert [(c.tp, c.fp) for c in none.classes] == [(0, 0)] * 3 and none.image_fn.sum() == 8
+    faces = evaluation.operating_point(0.85)
+    assert (faces.classes[0].tp, faces.classes[2].tp, faces.classes[2].fn) == (2, 0, 4)
+    cm = evaluation.confusion()
+    cells = {k: sorted(names[i] for i in v) for k, v in cm.images.items()}
+    assert cells[(2, 0)] == ["a_confused.png"]  # the car taken for a face
+    assert cells[(3, 2)] == ["a_confused.png", "c_empty.png"]  # cars where there is nothing
+    assert cells[(1, 3)] == ["e_shifted.png"]  # the hand nothing found
+    assert evaluation.operating_point().worst_images(1) == [names.index("a_confused.png")]
