@@ -64,7 +64,7 @@ def pr_curve_image(
     _text(img, "recall", ((left + right) // 2 - 25, h - 15))
     _text(img, "precision", (8, top - 8))
     title = f"{name}: AP50 {ap50:.3f}" if ap50 is not None else f"{name}: no ground truth"
-    _text(img, title, (left, 30), 0.6, bold=2)
+    _text(img, title, ((w - _text_size(title, 0.6)[0]) // 2, 28), 0.6, bold=2)
     if precision is not None:
         pts = np.array([xy(float(r), float(p)) for r, p in zip(recall, precision, strict=True)], np.int32)
         cv2.polylines(img, [pts], False, CURVE, 2, cv2.LINE_AA)
@@ -97,7 +97,7 @@ def confusion_image(cm: ConfusionMatrix, cell: int = 56) -> np.ndarray:
             colour = tuple(int(c) for c in colours[i, j])
             cv2.rectangle(img, tl, br, colour, -1)
             cv2.rectangle(img, tl, br, WHITE, 1)
-            count = str(int(cm.matrix[i, j]))
+            count = "-" if i == j == n - 1 else str(int(cm.matrix[i, j]))  # background x background
             tw, th = _text_size(count)
             text_colour = WHITE if share[i, j] > 0.5 else BLACK
             _text(img, count, (tl[0] + (cell - tw) // 2, tl[1] + (cell + th) // 2), color=text_colour)
@@ -129,6 +129,8 @@ def write_plots(evaluation: Evaluation, folder: str | Path, prefix: str = "") ->
         c = point.classes[k]
         img = pr_curve_image(name, recall, curve, ap50, (c.recall, c.precision))
         safe = _UNSAFE.sub("_", name).strip("_") or f"class{k}"
+        if any(path.name == f"{prefix}pr_{safe}.png" for path in written):
+            safe = f"{safe}_{k}"  # two names alike once made safe for a file name
         written.append(_write(out / f"{prefix}pr_{safe}.png", img))
     written.append(_write(out / f"{prefix}confusion_matrix.png", confusion_image(evaluation.confusion())))
     return written
