@@ -104,6 +104,8 @@ def test_format_detection_and_its_errors(tmp_path: Path) -> None:
         assert load_dataset(dataset).format == fmt
         if fmt == "coco":  # its folder too
             assert load_dataset(dataset.parent).format == "coco"
+    by_yaml = load_dataset(tmp_path / "yolo" / "data.yaml")  # a data.yaml given as the dataset
+    assert (by_yaml.format, by_yaml.class_names, by_yaml.annotations) == ("yolo", CLASSES, 1)
     mixed = tmp_path / "voc"
     (mixed / "classes.txt").write_text("car\n")
     with pytest.raises(DatasetError, match=r"looks like voc and yolo; choose with --format \{voc,yolo\}"):
