@@ -34,6 +34,10 @@ SUBCOMMANDS = {
         "app.commands.tune",
         "server-config search: instances, max batch, dynamic batching, swept on your own images",
     ),
+    "evaluate": (
+        "app.commands.evaluate",
+        "accuracy against labelled data (COCO, YOLO, VOC, labelme): mAP, per class, confusion, speed",
+    ),
 }
 EXAMPLES = {
     None: """\
@@ -83,6 +87,13 @@ examples:
 
 exit status: 0 done, 1 some trial failed to load (the others still ran), 2 usage or connection
 error, 130 interrupted (the model's original config is restored in every case)""",
+    "evaluate": """\
+examples:
+  triton-viewer evaluate val/ --model my_yolo --output report.json        (format told from the files)
+  triton-viewer evaluate instances_val.json --images val2017/ --model my_yolo --plots plots/
+  triton-viewer evaluate labels/ --images photos/ --format yolo --model face_detector
+  triton-viewer evaluate data/ --model yolo_fp32 --model yolo_int8       (both, and B - A per class)
+  triton-viewer evaluate faces/ --model face_detector --iou-type keypoints""",
     "serve": """\
 examples:
   triton-viewer serve

@@ -162,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
             _step("qasync event loop", lambda: _qasync(app))
             _step("import the app's widgets (app.ui.*)", lambda: _import_all("app.ui"))
             _step("import app.commands.gui", lambda: importlib.import_module("app.commands.gui"))
+            # `evaluate` and faster-coco-eval's C++ extension (imported only when it runs).
+            _step("import the evaluation (app.evaluation.*)", lambda: _import_all("app.evaluation"))
             _step("gRPC TLS roots (roots.pem)", _grpc_roots)
             path, image = _step("read the sample image", lambda: _read_sample(args.image))
             url = args.url or _step("start the embedded server", lambda: _embedded_url(stack))
