@@ -46,12 +46,16 @@ class Collector:
 
 
 def hammer(session: TritonSession, total: int, seed: int) -> tuple[Collector, list[str]]:
-    """`total` requests of mixed delays and timeouts (50 ms, 200 ms, 5 s) to slow_faces while
-    another thread cancels random ones: every way a request can end, all at once. Returns
-    the collector (every result delivered) and the ids submitted."""
+    """`total` requests of mixed delays and timeouts (50 ms, 200 ms, 5 s) to slow_faces, in one
+    request group, while another thread cancels random ones: every way a request can end,
+    all at once. Returns the collector (every result delivered) and the ids submitted, once
+    the group has drained (exactly once, after the last result). The caller checks after
+    closing the session: its workers have stopped, so a late duplicate would be there."""
     rng = random.Random(seed)
     collect = Collector()
     ids: list[str] = []
+    drained: list[int] = []  # results handed on when drained was called
+    group = session.group(session.max_in_flight, "hammer", lambda: drained.append(len(collect.results)))
 
     def canceller() -> None:
         while len(collect.results) < total:
@@ -63,12 +67,17 @@ def hammer(session: TritonSession, total: int, seed: int) -> tuple[Collector, li
     thread.start()
     for _ in range(total):
         timeout = rng.choice([0.05, 0.2, 5.0])
-        request_id = session.submit(delayed_image(rng.choice([0, 0, 100, 300])), collect, timeout_s=timeout)
+        request_id = group.submit(delayed_image(rng.choice([0, 0, 100, 300])), collect, timeout_s=timeout)
         assert request_id is not None
         ids.append(request_id)
-    collect.wait_for(total, timeout=90)
+    group.close()
+    assert group.wait_drained(90), f"{len(collect.results)} of {total} results arrived"
     thread.join()
-    time.sleep(0.3)  # a late duplicate would arrive here
+    assert drained == [total], "drained once, after the last result was handed on"
+    counts = group.counts
+    assert counts.sent == counts.ended == total and group.unfinished == 0
+    for status in (Status.OK, Status.TIMEOUT, Status.CANCELLED, Status.FAILED):
+        assert counts.of(status) == sum(r.status is status for r in collect.results), status
     return collect, ids
 
 
