@@ -6,11 +6,23 @@ import collections
 import random
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from app.inference.core.session import TritonSession
 from app.inference.result import InferenceResult, Status
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Whether `condition` came true within `timeout` s: a wait for something to happen (never a
+    fixed sleep standing in for "it did not happen")."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
 
 
 def delayed_image(delay_ms: int, size: tuple[int, int] = (64, 64)) -> np.ndarray:

@@ -1,12 +1,10 @@
 """Completion against the real server: a request group's "drained" comes exactly once, after
 the last result was handed on, with client batching; a batch job's "finished" and a live
-run's "drained" are that signal (also for an empty or a cancelled batch)."""
+run's "drained" are that signal (also for an empty batch; a cancelled one: test_batch_job)."""
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import skimage.data
@@ -16,7 +14,7 @@ from app.inference.result import InferenceResult, Status
 from app.pipeline.batch import BatchCounts, BatchJob
 from app.pipeline.live import LiveEvent, LiveOptions, LiveRun
 from app.server.embedded import EmbeddedServer
-from tests.integration.session_helpers import delayed_image
+from tests.integration.session_helpers import delayed_image, wait_until
 from tests.media import make_index_video
 from tests.ui.viewer_fixtures import image_folder
 
@@ -99,23 +97,6 @@ def test_an_empty_batch_finishes_at_once(triton: EmbeddedServer) -> None:
     assert counts.total == counts.done == 0
 
 
-def test_a_cancelled_batch_finishes_once_after_its_cancelled_results(
-    triton: EmbeddedServer, tmp_path: Path
-) -> None:
-    folder = image_folder(tmp_path / "slow", 12, delayed_image(2000))
-    journal = Journal()
-    with TritonSession(triton.grpc_url, "slow_faces") as session:
-        job = BatchJob(session, [folder], journal.result, window=3, on_finished=journal.batch_finished)
-        job.start()
-        assert _until(lambda: job.group.in_flight == 3), "the job fills its window"
-        job.cancel()
-        assert journal.done.wait(10)
-        assert job.wait(10)
-    assert journal.events == ["result"] * 3 + ["drained"]
-    (counts,) = journal.finished
-    assert (counts.cancelled, counts.not_started, counts.total) == (3, 9, 12)
-
-
 def test_a_live_run_drains_once_after_the_end_of_its_file(triton: EmbeddedServer, tmp_path: Path) -> None:
     video = tmp_path / "clip.avi"
     make_index_video(video, frames=20, fps=30)
@@ -146,7 +127,7 @@ def test_a_live_run_stopped_before_its_end_never_drains(triton: EmbeddedServer, 
     with TritonSession(triton.grpc_url) as session:
         run = LiveRun(video, session, journal.result, journal.event, on_drained=journal.drained)
         run.start()
-        assert _until(lambda: len(journal.results) >= 2)
+        assert wait_until(lambda: len(journal.results) >= 2)
         job = run.job
         assert job is not None
         assert run.stop(5.0)
@@ -154,12 +135,3 @@ def test_a_live_run_stopped_before_its_end_never_drains(triton: EmbeddedServer, 
         assert job.group.wait_drained(5)
     # ...but the stream did not end: the run says nothing (a stop is not the end of a file).
     assert "drained" not in journal.events and "end" not in journal.events
-
-
-def _until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True

@@ -69,7 +69,7 @@ def test_drained_comes_once_after_the_last_result_and_counts_each_ending(server:
         assert group.wait_drained(0) is False and not group.drained, "open: more may come"
         group.close()
         assert not group.drained, "closed, one still in flight"
-        assert group.in_flight == 1 and group.counts.sent == 4 and group.counts.sent == 4
+        assert group.in_flight == 1 and group.counts.sent == 4
         calls[3].reply()
         assert group.wait_drained(5)
         session.close()  # its workers stopped: nothing more can be handed on

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -15,20 +15,9 @@ from app.inference.result import ErrorKind, InferenceResult, Status
 from app.pipeline.live import LiveJob
 from app.sources.frame import Frame
 from tests.fake_channel import BOX, MODEL, FakeServer, Reply, keep, reply_at_once, unavailable
-from tests.integration.session_helpers import Collector
+from tests.integration.session_helpers import Collector, wait_until
 
 IMAGE = np.zeros((48, 64, 3), np.uint8)
-
-
-def until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
-    """Wait for `condition` with a deadline (a wait for something to happen, never a sleep
-    standing in for "it did not happen")."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.001)
-    return True
 
 
 def open_session(server: FakeServer, **kwargs: object) -> TritonSession:
@@ -151,7 +140,7 @@ def test_cancelling_a_group_wakes_a_submitter_waiting_for_a_session_slot(server:
         returned: list[str | None] = []
         submitter = threading.Thread(target=lambda: returned.append(waiting.submit(IMAGE, collect)))
         submitter.start()
-        assert until(lambda: session.submitters_waiting == 1), "waits for a session slot"
+        assert wait_until(lambda: session.submitters_waiting == 1), "waits for a session slot"
         assert submitter.is_alive()
         waiting.cancel()
         submitter.join(2)
@@ -175,7 +164,7 @@ def test_closing_wakes_a_submitter_waiting_for_its_groups_slot(server: FakeServe
 
     submitter = threading.Thread(target=submit)
     submitter.start()
-    assert until(lambda: group.window.waiting == 1), "waits for its group's slot"
+    assert wait_until(lambda: group.window.waiting == 1), "waits for its group's slot"
     session.close(drain_timeout=0)
     submitter.join(2)
     assert not submitter.is_alive()
@@ -206,7 +195,9 @@ def test_stop_wakes_a_frame_by_frame_offer(server: FakeServer) -> None:
         assert live.offer(Frame(0, IMAGE, "file", time.monotonic()))
         waiting = threading.Thread(target=live.offer, args=(Frame(1, IMAGE, "file", time.monotonic()),))
         waiting.start()
-        assert until(lambda: live.group.window.waiting == 1), "frame by frame: waits for the stream's slot"
+        assert wait_until(lambda: live.group.window.waiting == 1), (
+            "frame by frame: waits for the stream's slot"
+        )
         assert waiting.is_alive()
         live.stop()
         waiting.join(2)

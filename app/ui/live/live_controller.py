@@ -453,6 +453,7 @@ class LiveController(QObject):
     def _on_drained(self, run: int) -> None:
         """The file ended and its last result has been handled here: release everything."""
         if run == self._run and self.state is LiveState.ENDED:
+            self._paint()  # the last result, should its paint pass not have come yet
             self._tasks.spawn(self._finish_file(run), name="live end")
 
     async def _finish_file(self, run: int) -> None:
