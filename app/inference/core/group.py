@@ -2,9 +2,9 @@
 in-flight limit, its cancel, how its inputs ended, and one "drained" signal when the job's
 last result has been handed on.
 
-Only the session imports this module (never the reverse): what the group needs from the
-session that made it is the `RequestSender` protocol below, and the session reports each
-request's admission and result through the group's public `admit` and `hand_on`.
+This module never imports the session (the session imports it): what a group needs from
+the session that made it is the `RequestSender` protocol below, and the session reports
+each request's admission and result through the group's public `admit` and `hand_on`.
 """
 
 from __future__ import annotations
