@@ -4,7 +4,6 @@ counts, cancel; and a batch holding the window while a live video plays."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -113,10 +112,7 @@ def test_a_big_batch_never_freezes_a_live_video(
     with TritonSession(triton.grpc_url, "slow_faces", max_in_flight=10) as session:
         batch = BatchJob(session, [folder], lambda _r: None, window=batch_window)
         batch.start()
-        deadline = time.monotonic() + 20
-        while batch.group.in_flight < batch_window and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert batch.group.in_flight == batch_window, "the batch holds its window"
+        assert wait_until(lambda: batch.group.in_flight == batch_window, 20), "the batch holds its window"
         run = LiveRun(
             video,
             session,
