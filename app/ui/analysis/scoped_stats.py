@@ -12,7 +12,6 @@ summary. Plain Python (no Qt): fed and read on the GUI thread.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import enum
 import time
 from collections.abc import Callable
@@ -121,7 +120,7 @@ class ScopeStats:
 
     def set_not_started(self, n: int) -> None:
         """Inputs of a cancelled batch never sent: not results, but part of its summary."""
-        self.counts = dataclasses.replace(self.counts, not_started=n)
+        self.counts = self.counts._replace(not_started=n)
 
 
 class ScopedStats:
