@@ -187,10 +187,10 @@ class Sweep:
         self.notes: list[str] = []
         self._cancelled = threading.Event()
         self._job: LoadJob | None = None
-        self._done = 0
+        self._done_before = 0  # requests ended in the levels already run (the current job counts its own)
         self._t0 = 0.0
         self._last_progress = 0.0
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one progress report at a time (results end on several threads)
 
     def cancel(self) -> None:
         self._cancelled.set()
@@ -278,18 +278,20 @@ class Sweep:
     def _run_job(self, session: TritonSession, requests: int, level: int, step: str) -> LoadFigures | None:
         if self.cancelled:
             return None
-        job = self._job = LoadJob(session, self.images, requests, level, lambda _ok: self._tick(step))
+        job = self._job = LoadJob(session, self.images, requests, level, lambda _ok: self._tick(job, step))
         try:
             return job.run()
         finally:
             self._job = None
+            self._done_before += job.group.counts.ended
 
-    def _tick(self, step: str) -> None:
+    def _tick(self, job: LoadJob, step: str) -> None:
         now = time.monotonic()
         with self._lock:
-            self._done += 1
             if self.on_progress is None or now - self._last_progress < 0.2:
                 return
             self._last_progress = now
-            progress = SweepProgress(self._done, self.plan.total_requests(), now - self._t0, step)
+            # The result being handed on is counted already (a group counts before handing on).
+            done = self._done_before + job.group.counts.ended
+            progress = SweepProgress(done, self.plan.total_requests(), now - self._t0, step)
         self.on_progress(progress)

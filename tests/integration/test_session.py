@@ -6,7 +6,6 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -19,7 +18,13 @@ from app.inference.transports.channel import ConnectionOptions
 from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports
 from tests.integration.face_check import detect_faces
-from tests.integration.session_helpers import Collector, assert_each_ended_once, delayed_image, hammer
+from tests.integration.session_helpers import (
+    Collector,
+    assert_each_ended_once,
+    delayed_image,
+    hammer,
+    wait_until,
+)
 
 
 def test_open_discovers_the_face_detector_and_its_profile(triton: EmbeddedServer) -> None:
@@ -222,7 +227,7 @@ def test_close_interrupts_a_connect_that_hangs() -> None:
         opener = threading.Thread(target=lambda: _open_into(session, errors))
         opener.start()
         # Close once open() is under way (closing before it starts is another case).
-        assert _wait_until(lambda: session.state is SessionState.OPENING, 5)
+        assert wait_until(lambda: session.state is SessionState.OPENING, 5)
         session.close()
         opener.join(timeout=5)
         assert not opener.is_alive(), "open() returned once the session was closed"
@@ -237,15 +242,6 @@ def test_close_before_open_makes_open_fail_as_closed() -> None:
         session.open()
     session.close()  # idempotent
     assert session.state is SessionState.CLOSED
-
-
-def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 def _open_into(session: TritonSession, errors: list[BaseException]) -> None:

@@ -337,6 +337,11 @@ class TritonSession:
         with self._lock:
             return len(self._pending)
 
+    @property
+    def submitters_waiting(self) -> int:
+        """Threads blocked in submit() for a place in the session's window now."""
+        return self._window.waiting
+
     def close(self, drain_timeout: float = 2.0) -> None:
         """Stop accepting; let in-flight requests finish for up to `drain_timeout` s; cancel the rest."""
         with self._lock:
@@ -379,15 +384,20 @@ class TritonSession:
         self._state = SessionState.CLOSED
 
     # -- submitting -----------------------------------------------------------------
-    def group(self, limit: int, name: str = "") -> RequestGroup:
-        """A job's own window (at most `limit` of its requests in flight) and cancel scope."""
-        group = RequestGroup(self, limit, name)
+    def group(self, limit: int, name: str = "", on_drained: Callable[[], None] | None = None) -> RequestGroup:
+        """A job's own window (at most `limit` of its requests in flight), cancel scope and
+        completion (`on_drained` once the group is closed and its last result handed on)."""
+        group = RequestGroup(self, limit, name, on_drained)
         self._groups.add(group)
         return group
 
-    def wake_waiters(self) -> None:
-        """Submitters waiting for a slot re-check whether their group was cancelled."""
+    def cancel_group(self, group: RequestGroup) -> int:
+        """Cancel the requests of `group` still in flight (the group refuses new ones first:
+        `RequestGroup.cancel`); submitters waiting for a session slot re-check their group."""
         self._window.wake()
+        with self._lock:
+            ids = [rid for rid, req in self._pending.items() if req.group is group]
+        return sum(self.cancel(rid) for rid in ids)
 
     def submit(
         self,
@@ -447,7 +457,7 @@ class TritonSession:
         )
         with self._lock:
             closed = self._state is not SessionState.OPEN
-            refused = closed or (group is not None and not group._add(req.id))
+            refused = closed or (group is not None and not group.admit())
             if not refused:
                 self._pending[req.id] = req
         if refused:
@@ -777,14 +787,13 @@ class TritonSession:
             tag=req.tag,
         )
         req.tensor = None  # free the tensor now, not when the caller drops the result
+        if req.group is not None:
+            req.group.hand_on(result, req.callback)  # counted, handed on, then maybe drained
+            return
         try:
             req.callback(result)
         except Exception:
             log.exception("result callback failed for request %s", req.id)
-        finally:
-            # After the callback: a group seen idle has handed every result on.
-            if req.group is not None:
-                req.group._remove(req.id)
 
     def _release_slots(self, req: _Request) -> None:
         """Give back the request's places in the windows (once): when its reply arrives, or

@@ -206,6 +206,8 @@ class CompareController(QObject):
             on_dropped=wrap(functools.partial(self._on_live_dropped, run)),
             on_event=wrap(functools.partial(self._on_live_event, run)),
             options=LiveOptions(**vars(self.live_options)),
+            # Posted after both sides' last results: nothing more of this run will come.
+            on_drained=wrap(functools.partial(self._on_live_drained, run)),
         )
         self.live.start()
         self._expire_timer.start()
@@ -325,13 +327,17 @@ class CompareController(QObject):
             self._report(f"compare: {message}", True)
         else:
             self._status("live: end of the file")
-        self._tasks.spawn(self._finish_live(run), name="compare live end")
+
+    def _on_live_drained(self, run: int) -> None:
+        if run == self._run:
+            self._tasks.spawn(self._finish_live(run), name="compare live end")
 
     async def _finish_live(self, run: int) -> None:
-        # Let the last results arrive and their pairs be drawn, then release the capture.
-        await asyncio.sleep(self.pairer.deadline_s + 0.2)
+        # Every result of the run is in: draw the pairs still waiting for a side that will
+        # never answer, then release the capture.
         if run == self._run:
-            self._expire()
+            for pair in self.pairer.flush():
+                self._offer(pair)
             live, self.live = self.live, None
             if live is not None:
                 await asyncio.get_running_loop().run_in_executor(

@@ -4,7 +4,8 @@ The run (capture thread -> LiveJob -> session) is Qt-free. Its results and event
 back through the bridge, bound to the run that produced them, so a stopped run's late
 results are counted and never drawn. `_on_result` keeps only the newest result and draws
 it on the next pass of the event loop: a burst of results costs one paint. Every
-displayed picture is the frame its boxes were computed on.
+displayed picture is the frame its boxes were computed on. When a file ends, the run's
+"drained" (after its last result, through the same bridge) releases the capture.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ log = logging.getLogger(__name__)
 
 ERROR_REPORT_INTERVAL_S = 2.0  # a model failing on every frame: one banner update per 2 s
 CAPTURE_STOP_TIMEOUT_S = 2.0
-FINISH_TIMEOUT_S = 30.0  # a file ended: wait at most this long for its last results
 SCREENSHOT_FRAMES = 30  # --screenshot with --camera: after this many annotated frames
 
 
@@ -176,6 +176,11 @@ class LiveController(QObject):
     def idle(self) -> bool:
         """Nothing plays and every capture thread has ended (the device is released)."""
         return self.live is None and self._releasing == 0
+
+    @property
+    def paint_pending(self) -> bool:
+        """A result waits for the next paint pass (nothing else of this stream can be drawn)."""
+        return self._paint_timer.isActive()
 
     def screenshot_ready(self) -> bool:
         """--screenshot: enough annotated frames shown, the source failed, or a short file ended."""
@@ -408,6 +413,8 @@ class LiveController(QObject):
             on_event=wrap(functools.partial(self._on_event, run)),
             options=LiveOptions(**vars(self.options)),
             opener=self.opener,
+            # Posted after the run's last result: when it runs here, every result was shown.
+            on_drained=wrap(functools.partial(self._on_drained, run)),
         )
         self.live.start()  # returns at once: opening happens on the capture thread
         self._set_state(LiveState.PLAYING, self._describe())
@@ -442,18 +449,14 @@ class LiveController(QObject):
             self._tasks.spawn(self._stop(LiveState.FAILED, quiet=True, why=message), name="live stop")
         else:
             self._set_state(LiveState.ENDED, f"{self._describe()}: end of the file")
+
+    def _on_drained(self, run: int) -> None:
+        """The file ended and its last result has been handled here: release everything."""
+        if run == self._run and self.state is LiveState.ENDED:
+            self._paint()  # the last result, should its paint pass not have come yet
             self._tasks.spawn(self._finish_file(run), name="live end")
 
     async def _finish_file(self, run: int) -> None:
-        """The file ended: let the last results come back (and be drawn), then release everything."""
-        live = self.live
-        deadline = time.monotonic() + FINISH_TIMEOUT_S
-        # Results still in flight, or finished but still queued in the bridge for this thread.
-        while live is not None and run == self._run and time.monotonic() < deadline:
-            stats = live.stats().stream
-            if stats is None or (live.unfinished() == 0 and stats.completed <= self.meter.results):
-                break
-            await asyncio.sleep(0.02)
         if run == self._run:
             await self._stop(LiveState.ENDED, quiet=True)
             self._disarm("the video ended before its first annotated frame")
