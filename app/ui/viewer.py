@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import sys
 from concurrent.futures import Executor
@@ -18,6 +19,7 @@ from PySide6.QtGui import QImageWriter
 from PySide6.QtWidgets import QDialog, QFileDialog, QInputDialog
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery, ProfileSource, SessionSpec
 from app.inference.introspection.discovery import ModelEntry
 from app.inference.introspection.server_info import server_version
 from app.inference.introspection.server_stats import ServerCounters, ServerSplit, split
@@ -26,6 +28,8 @@ from app.inference.result import ErrorKind, InferenceResult, Status, naming_inpu
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 from app.pipeline.batch import BatchCounts
+from app.pipeline.connection.manager import DEFAULT_MODEL
+from app.pipeline.connection.state import ConnectionState
 from app.pipeline.live import LiveState
 from app.pipeline.time_split import time_segments
 from app.resources import sample_image
@@ -48,7 +52,6 @@ from app.ui.live.live_controller import LiveController
 from app.ui.live.live_panel import LiveUi
 from app.ui.main_window import MainWindow, Mode
 from app.ui.server.connection import ConnectionController
-from app.ui.server.connection_state import ConnectionState
 from app.ui.server.server_dialog import ask_for_server
 from app.ui.server.server_panel import LOCAL_SERVER, parse_urls
 from app.ui.widgets.banner import Context, split_detail
@@ -91,7 +94,8 @@ class Viewer(QObject):
         self.window = w = MainWindow()
         # Created here, on the GUI thread: what worker threads post runs on this thread.
         self.bridge = GuiBridge()
-        self.connection = ConnectionController(executor, self.tasks, options.tritonserver, options.connection)
+        self.connection = ConnectionController(executor, self.bridge, options.tritonserver)
+        self._delivery = Delivery()  # how requests travel: the server panel's choice
         self.runner = BatchRunner(self.bridge)
         self.gallery = Gallery(w.view, w.strip, w.thresholds, executor, self.tasks)
         self.browser = BatchBrowser(self.gallery, w.batch_bar, w.thresholds)
@@ -157,8 +161,9 @@ class Viewer(QObject):
                 f"profiles/{model}", path, f"cannot be used: {why}"
             )
         )
-        c.profile_for = self._profile_for
+        c.spec_for = self.session_spec
         c.session_in_use = self.runner.active
+        self.analysis.profile_for = self._profile_source
         self.settings.on_warning = lambda message: self.report(message, True)
         w.profile_action.triggered.connect(self.choose_profile)
         w.detected_profile_action.triggered.connect(lambda: self.set_profile(None))
@@ -349,17 +354,31 @@ class Viewer(QObject):
         target = self.connection.target
         self.window.server_panel.set_models(entries, target.model if target is not None else None)
 
-    # -- profiles ------------------------------------------------------------------------------
-    def _profile_for(self, model: str | None) -> dict[str, Any] | Path | None:
+    # -- what a session is opened with ---------------------------------------------------------------
+    def session_spec(self, urls: list[str], model: str | None) -> SessionSpec:
+        """The one place the viewer turns its options, settings and panel into a SessionSpec:
+        `urls` ([] = the embedded server), `model`, its profile, the transport and client
+        batching chosen, TLS and headers for remote servers."""
+        if not urls:
+            model = model or DEFAULT_MODEL  # the embedded server's model: its profile applies
+        return SessionSpec(
+            urls=tuple(urls),
+            model=model,
+            profile=self._profile_source(model),
+            delivery=self._delivery,
+            connection=self.options.connection or ConnectionOptions(),
+        )
+
+    def _profile_source(self, model: str | None) -> ProfileSource:
         """What `model` is opened with: the command line's profile (for its model), else the
-        profile file chosen for it earlier (read by the connection, on the executor)."""
+        profile file chosen for it earlier (read when the session opens, on the executor)."""
         cli = self._cli_profile
         if cli is not None and (self._cli_profile_model is None or model in (None, self._cli_profile_model)):
-            return cli
+            return ProfileSource(overrides=cli)
         if model is None:
-            return None
+            return ProfileSource()
         path = self.settings.profile(model)
-        return Path(path) if path else None
+        return ProfileSource(file=Path(path) if path else None)
 
     def _profile_model(self) -> str | None:
         """The model a profile choice is for: the one open, else the one last asked for."""
@@ -406,11 +425,7 @@ class Viewer(QObject):
         self.connection.connect_to(self._session_urls(), model)
 
     def _apply_transport(self, kind: str, client_batch: int) -> None:
-        self.connection.speed = {
-            "transport": TransportKind(kind),
-            "client_batch": client_batch,
-            "batch_delay_ms": self.options.batch_delay_ms,
-        }
+        self._delivery = Delivery(TransportKind(kind), client_batch, self.options.batch_delay_ms)
 
     def _on_transport_chosen(self, kind: str, client_batch: int) -> None:
         """The server panel's choice: remembered, and applied by reconnecting."""
@@ -428,8 +443,8 @@ class Viewer(QObject):
         if self.load_test is None:
             self.load_test = LoadTestWindow(self.window, self.bridge, self.executor)
         paths = [key for key in self.gallery.results if self.gallery.results[key].ok]
-        model = session.info.name if session.info else None
-        self.load_test.prepare(session.urls, model, session.options, paths)
+        model = session.info.name if session.info else session.spec.model
+        self.load_test.prepare(dataclasses.replace(session.spec, model=model), paths)
         self.load_test.show()
         self.load_test.raise_()
 
