@@ -49,6 +49,7 @@ class SharedReads:
         self._read = read
         self._lock = threading.Lock()
         self._active = set(sides)  # the sides that may still ask for images
+        self._seen: dict[Hashable, set[Path]] = {side: set() for side in self._active}
         self._entries: dict[Path, _Entry] = {}
         self._bytes = 0
         self.reads = 0  # files read and decoded (a figure for tests and benchmarks)
@@ -65,11 +66,12 @@ class SharedReads:
                 self._drop_if_served(path, entry)
                 shared = True
             else:
-                entry = _Entry(taken={side})
-                others = self._active - {side}
-                if path not in self._entries and others and self._bytes < self.budget_bytes:
-                    self._entries[path] = entry  # kept for the other side(s)
+                # Kept for the sides that have not read it yet (within the budget).
+                entry = _Entry(taken={side} | {s for s in self._active if path in self._seen[s]})
+                if path not in self._entries and self._active - entry.taken and self._bytes < self.budget_bytes:
+                    self._entries[path] = entry
                 shared = False
+            self._seen[side].add(path)
         if shared:
             return entry.result.result()  # waits while the first side still decodes it
         try:
