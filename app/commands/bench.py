@@ -329,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
             url = spec.urls[0]  # --url is given once here
             extra, loops = (None, {})
             if args.compare_plain:
-                extra, loops = plain_comparison(url, spec.connection, images, plan, args.timeout)
+                extra, loops = plain_comparison(url, spec.connection, images, plan, spec.timeouts.request_s)
             sweep = Sweep(
                 spec,
                 images,

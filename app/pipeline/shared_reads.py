@@ -68,7 +68,11 @@ class SharedReads:
             else:
                 # Kept for the sides that have not read it yet (within the budget).
                 entry = _Entry(taken={side} | {s for s in self._active if path in self._seen[s]})
-                if path not in self._entries and self._active - entry.taken and self._bytes < self.budget_bytes:
+                if (
+                    path not in self._entries
+                    and self._active - entry.taken
+                    and self._bytes < self.budget_bytes
+                ):
                     self._entries[path] = entry
                 shared = False
             self._seen[side].add(path)
