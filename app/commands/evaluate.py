@@ -10,13 +10,13 @@ With two models, each runs on its own (one after the other, so each one's speed 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import threading
 from pathlib import Path
 from typing import Any, TextIO
 
 from app.commands.common import (
-    DECODE_WORKERS,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -25,11 +25,10 @@ from app.commands.common import (
     add_connection_arguments,
     add_speed_arguments,
     concurrency_argument,
-    connection_options,
+    delivery_of,
     eprint,
-    profile_overrides,
-    server_urls,
-    speed_options,
+    serving,
+    session_spec,
 )
 from app.commands.progress import Progress
 from app.evaluation.classes import ClassMapError, read_class_map
@@ -39,7 +38,9 @@ from app.evaluation.evaluate import Evaluation, evaluate_results
 from app.evaluation.plots import write_plots
 from app.evaluation.report import all_problems, comparison_report, dumps, model_report
 from app.evaluation.run import DatasetRun
+from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
 from app.inference.errors import SessionError
 from app.inference.profiles.profile import ProfileError
 from app.inference.result import InferenceResult, naming_input, record_line
@@ -115,24 +116,12 @@ exit status: 0 every image evaluated, 1 some image failed or was left out (repor
 in the metrics), 2 usage, dataset or connection error, 130 interrupted"""
 
 
-def open_session(args: argparse.Namespace, urls: list[str], model: str | None) -> TritonSession:
-    """The session of one model, as `infer` opens it (the one place the options become a session)."""
-    session = TritonSession(
-        urls,
-        model,
-        options=connection_options(args),
-        profile_overrides=profile_overrides(args),
-        timeout_s=args.timeout,
-        max_in_flight=args.concurrency,
-        decode_workers=DECODE_WORKERS,
-        send_in_caller=True,  # the feeding thread may block; one thread hop less per request
-        **speed_options(args),
-    )
+def open_model(spec: SessionSpec, model: str | None) -> TritonSession:
+    """The session of one model of the command line's spec, as `infer` opens it."""
     try:
-        session.open()
+        return open_session(dataclasses.replace(spec, model=model))
     except SessionError as e:
         raise SessionError(f"model {model or '(default)'}: {e}", e.kind, e.models) from None
-    return session
 
 
 class RecordsFile:
@@ -179,8 +168,8 @@ def run(args: argparse.Namespace) -> int:
         class_map = read_class_map(args.class_map) if args.class_map else None
         _check_writable(args.output, "--output")
         records = RecordsFile(args.records)
-        with server_urls(args) as urls:
-            return _evaluate_all(args, urls, models, class_map, records)
+        with serving(session_spec(args, delivery=delivery_of(args))) as spec:
+            return _evaluate_all(args, spec, models, class_map, records)
     except (UsageError, SessionError, ProfileError, DatasetError, ClassMapError) as e:
         eprint(f"error: {e}")
         return EXIT_USAGE
@@ -194,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _evaluate_all(
     args: argparse.Namespace,
-    urls: list[str],
+    spec: SessionSpec,
     models: list[str | None],
     class_map: dict[str, str] | None,
     records: RecordsFile,
@@ -203,7 +192,7 @@ def _evaluate_all(
     dataset: Dataset | None = None
     unsuccessful = interrupted = False
     for side, model in zip("ab", models, strict=False):
-        session = open_session(args, urls, model)
+        session = open_model(spec, model)
         try:
             info = session.info
             name = info.name if info else (model or "?")

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.commands.common import (
-    DECODE_WORKERS,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -29,14 +28,14 @@ from app.commands.common import (
     add_model_arguments,
     add_speed_arguments,
     concurrency_argument,
-    connection_options,
+    delivery_of,
     eprint,
-    profile_overrides,
-    server_urls,
-    speed_options,
+    serving,
+    session_spec,
     write_summary,
 )
 from app.commands.progress import Progress
+from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
 from app.inference.core.stats import TimingTotals
 from app.inference.core.tally import StatusCounts
@@ -183,23 +182,11 @@ def run(args: argparse.Namespace) -> int:
     out: TextIO | None = None
     close_out = False
     try:
-        options = connection_options(args)
-        overrides = profile_overrides(args)
+        spec = session_spec(args, delivery=delivery_of(args))
         fmt = ExportFormat(getattr(args, "format", ExportFormat.JSONL))
         out, close_out = _open_output(args.output, fmt)
-        with server_urls(args) as urls:
-            session = TritonSession(
-                urls,
-                args.model,
-                options=options,
-                profile_overrides=overrides,
-                timeout_s=args.timeout,
-                max_in_flight=args.concurrency,
-                decode_workers=DECODE_WORKERS,
-                send_in_caller=True,  # this thread may block; one thread hop less per request
-                **speed_options(args),
-            )
-            session.open()
+        with serving(spec) as spec:
+            session = open_session(spec)
             try:
                 export = None
                 if fmt is not ExportFormat.JSONL:

@@ -13,10 +13,9 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     add_model_arguments,
-    connection_options,
     eprint,
-    profile_overrides,
-    server_urls,
+    serving,
+    session_spec,
 )
 from app.inference.errors import SessionError, classify_failure, first_paragraph
 from app.inference.introspection.discovery import ModelEntry, check_live, list_models
@@ -35,10 +34,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        options = connection_options(args)
-        overrides = profile_overrides(args)
-        with server_urls(args) as urls:
-            print(describe_server(urls[0], options, args.timeout, args.model, overrides), end="", flush=True)
+        spec = session_spec(args)
+        with serving(spec) as spec:
+            overrides = spec.profile.load()
+            report = describe_server(
+                spec.urls[0], spec.connection, spec.timeouts.request_s, spec.model, overrides
+            )
+            print(report, end="", flush=True)
         return EXIT_OK
     except (UsageError, SessionError) as e:
         eprint(f"error: {e}")

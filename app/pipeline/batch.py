@@ -96,6 +96,7 @@ class BatchJob:
         readers: int = 0,
         lookahead: int = 4,
         source_name: Callable[[Path], str] = str,
+        read_image: Callable[[Path, int | None], DecodedImage] = read_image_for,
     ) -> None:
         self.session = session
         self.paths = list(paths)
@@ -107,6 +108,7 @@ class BatchJob:
         self.readers = readers
         self.lookahead = lookahead if readers else 0
         self.source_name = source_name
+        self._read_image = read_image  # (path, min_side): e.g. shared by the two sides of a compare
         # Drained: the job closed the group (fed everything, or was cancelled) and the last
         # result was handed on; on the thread that handed it on (or the feeding thread).
         self.group = session.group(window, "batch", on_drained=self._drained)
@@ -197,7 +199,7 @@ class BatchJob:
                         self._not_started(items[index:], queue)
                         return
                     if item.kind == "image":
-                        queue.append((item, pool.submit(read_image_for, item.path, self.min_side)))
+                        queue.append((item, pool.submit(self._read_image, item.path, self.min_side)))
                         if len(queue) > self.lookahead:
                             self._send_read(*queue.popleft())
                         continue

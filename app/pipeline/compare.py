@@ -5,7 +5,8 @@
 - `CompareTally`: per-model latency p50/p95, throughput and detections per image, the
   agreement (matched / union) and the inputs the models disagree on most.
 - `CompareBatch`: two independent `BatchJob`s (one per session, each with its own window,
-  feeding thread and statistics: a slow B never holds A back) whose results are paired.
+  feeding thread and statistics: a slow B never holds A back) whose results are paired;
+  each image is read and decoded once for both (`SharedReads`).
 No Qt: `python -m app compare` and the viewer's compare window run the same code.
 """
 
@@ -23,9 +24,11 @@ import numpy as np
 
 from app.inference.core.session import TritonSession
 from app.inference.core.tally import LatencyWindow, StatusCounts
+from app.inference.profiles.profile import input_side_needed
 from app.inference.result import ErrorKind, InferenceResult, Status
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.matching import DEFAULT_IOU, Match, match_results
+from app.pipeline.shared_reads import SharedReads, common_min_side
 
 
 class Side(enum.StrEnum):
@@ -289,6 +292,9 @@ class CompareBatch:
         self._lock = threading.Lock()
         self._done: set[Side] = set()
         self._finished = threading.Event()
+        self.reads = SharedReads(
+            Side, common_min_side(input_side_needed(s.profile) for s in (session_a, session_b))
+        )
 
         def job(side: Side, session: TritonSession) -> BatchJob:
             return BatchJob(
@@ -302,6 +308,7 @@ class CompareBatch:
                 on_finished=lambda _counts: self._job_finished(side),
                 on_thumbnail=on_thumbnail if side is Side.A else None,
                 source_name=source_name,
+                read_image=self.reads.reader(side),
             )
 
         self.jobs = {Side.A: job(Side.A, session_a), Side.B: job(Side.B, session_b)}
@@ -325,6 +332,7 @@ class CompareBatch:
     def _job_finished(self, side: Side) -> None:
         # Each job's group drained (on whichever thread handed its last result on): the
         # second one pairs what is left and finishes the compare.
+        self.reads.done(side)
         with self._lock:
             self._done.add(side)
             both = len(self._done) == 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -18,12 +19,15 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QDialog, QInputDialog
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery, SessionSpec
 from app.inference.introspection.discovery import ModelEntry
 from app.inference.introspection.server_info import server_version
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 from app.pipeline.batch import BatchCounts
+from app.pipeline.connection.manager import DEFAULT_MODEL
+from app.pipeline.connection.state import ConnectionState
 from app.pipeline.live import LiveState
 from app.resources import sample_image
 from app.ui.action_states import ActionStates
@@ -47,7 +51,6 @@ from app.ui.main_window import MainWindow
 from app.ui.profile_choice import ProfileChoice
 from app.ui.screenshot import Screenshot
 from app.ui.server.connection import ConnectionController
-from app.ui.server.connection_state import ConnectionState
 from app.ui.server.server_dialog import ask_for_server
 from app.ui.server.server_panel import LOCAL_SERVER, parse_urls
 from app.ui.state.viewer_state import Mode, Scope, ViewerState
@@ -90,7 +93,8 @@ class Viewer(QObject):
         self.window = w = MainWindow()
         # Created here, on the GUI thread: what worker threads post runs on this thread.
         self.bridge = GuiBridge()
-        self.connection = ConnectionController(executor, self.tasks, options.tritonserver, options.connection)
+        self.connection = ConnectionController(executor, self.bridge, options.tritonserver)
+        self._delivery = Delivery()  # how requests travel: the server panel's choice
         self.runner = BatchRunner(self.bridge)
         self.gallery = Gallery(self.state, w.view, w.strip, w.thresholds, executor, self.tasks)
         self.browser = BatchBrowser(self.gallery, w.batch_bar, w.thresholds)
@@ -174,8 +178,9 @@ class Viewer(QObject):
                 f"profiles/{model}", path, f"cannot be used: {why}"
             )
         )
-        c.profile_for = self.profiles.profile_for
+        c.spec_for = self.session_spec
         c.session_in_use = self.runner.active
+        self.analysis.profile_for = self.profiles.profile_for
         self.settings.on_warning = lambda message: self.report(message, True)
         w.profile_action.triggered.connect(self.profiles.choose)
         w.detected_profile_action.triggered.connect(lambda: self.profiles.set_profile(None))
@@ -359,18 +364,28 @@ class Viewer(QObject):
         target = self.connection.target
         self.window.server_panel.set_models(entries, target.model if target is not None else None)
 
-    # -- profiles ------------------------------------------------------------------------------
+    # -- what a session is opened with ---------------------------------------------------------------
+    def session_spec(self, urls: list[str], model: str | None) -> SessionSpec:
+        """The one place the viewer turns its options, settings and panel into a SessionSpec:
+        `urls` ([] = the embedded server), `model`, its profile, the transport and client
+        batching chosen, TLS and headers for remote servers."""
+        if not urls:
+            model = model or DEFAULT_MODEL  # the embedded server's model: its profile applies
+        return SessionSpec(
+            urls=tuple(urls),
+            model=model,
+            profile=self.profiles.profile_for(model),
+            delivery=self._delivery,
+            connection=self.options.connection or ConnectionOptions(),
+        )
+
     def _profile_model(self) -> str | None:
         """The model a profile choice is for: the one open, else the one last asked for."""
         target = self.connection.target
         return self._model or self.window.server_panel.current_model() or (target.model if target else None)
 
     def _apply_transport(self, kind: TransportKind, client_batch: int) -> None:
-        self.connection.speed = {
-            "transport": kind,
-            "client_batch": client_batch,
-            "batch_delay_ms": self.options.batch_delay_ms,
-        }
+        self._delivery = Delivery(kind, client_batch, self.options.batch_delay_ms)
 
     def _on_transport_chosen(self, kind: TransportKind, client_batch: int) -> None:
         """The server panel's choice: remembered, and applied by reconnecting."""
@@ -388,8 +403,8 @@ class Viewer(QObject):
         if self.load_test is None:
             self.load_test = LoadTestWindow(self.window, self.bridge, self.executor)
         paths = [key for key in self.gallery.results if self.gallery.results[key].ok]
-        model = session.info.name if session.info else None
-        self.load_test.prepare(session.urls, model, session.options, paths)
+        model = session.info.name if session.info else session.spec.model
+        self.load_test.prepare(dataclasses.replace(session.spec, model=model), paths)
         self.load_test.show()
         self.load_test.raise_()
 

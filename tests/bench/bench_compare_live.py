@@ -95,7 +95,7 @@ async def bench(viewer: Viewer, args: argparse.Namespace, video: Path) -> list[t
     assert session is not None
     viewer.live.options.loop = True
     viewer.analysis.compare.live_options.loop = True
-    ok = await viewer.analysis.compare.start(CompareChoice(args.model_a, "", args.model_b, "", []), session)
+    ok = await viewer.analysis.start_compare(CompareChoice(args.model_a, "", args.model_b, "", []), session)
     if not ok:
         raise SystemExit("could not open the two models")
     rounds = []

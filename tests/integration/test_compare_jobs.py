@@ -52,6 +52,8 @@ def test_a_slow_b_never_holds_a_back_and_every_input_is_paired_once(
     # B needs 4 rounds of 2 requests x 400 ms: A (its own window and thread) was done long before.
     assert b_done_when_a_ended < 8, "A waited for B"
     assert len(pairs) == 8 and len({p.source for p in pairs}) == 8
+    # Each image was read and decoded once for both, though A ran ahead; nothing is kept.
+    assert job.reads.reads == 8 and job.reads.kept_bytes == 0
     for pair in pairs:
         assert pair.a.model == "face_detector" and pair.b.model == "slow_faces"
         assert pair.a.source == pair.b.source and pair.ok

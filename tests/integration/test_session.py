@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 import time
@@ -56,10 +55,10 @@ def test_callback_mode_delivers_the_face_off_the_callers_thread(triton: Embedded
     assert result.latency_ms is not None and result.latency_ms > 0
 
 
-def test_future_and_asyncio_modes(triton: EmbeddedServer) -> None:
+def test_future_and_blocking_modes(triton: EmbeddedServer) -> None:
     with TritonSession(triton.grpc_url) as session:
         future = session.submit_future(skimage.data.astronaut(), source="a")
-        coffee = asyncio.run(session.infer_async(skimage.data.coffee(), source="c"))
+        coffee = session.infer(skimage.data.coffee(), source="c")
         astronaut = future.result(timeout=30)
     assert astronaut.ok and len(astronaut.detections) == 1
     assert coffee.ok and coffee.detections == []

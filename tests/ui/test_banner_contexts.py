@@ -10,8 +10,8 @@ import pytest
 from pytestqt.qtbot import QtBot
 from skimage import data
 
+from app.pipeline.connection.state import ConnectionState
 from app.server.embedded import EmbeddedServer
-from app.ui.server.connection_state import ConnectionState
 from app.ui.widgets.banner import Context, ErrorBanner, split_detail
 from tests.media import make_index_video
 from tests.ui.test_viewer_window import job_done

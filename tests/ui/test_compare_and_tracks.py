@@ -9,8 +9,10 @@ import pytest
 import shiboken6
 import skimage.data
 
+from app.inference.transports.transport import TransportKind
 from app.pipeline.compare import Side
 from app.server.embedded import EmbeddedServer
+from app.ui.base.settings import ViewerSettings
 from app.ui.compare.compare_view import Layout
 from app.ui.compare.compare_window import CompareChoice
 from app.ui.viewer import Viewer
@@ -25,7 +27,7 @@ def start_compare(harness: Harness, viewer: Viewer, choice: CompareChoice) -> No
     harness.connected(viewer)
     session = viewer.connection.session
     assert session is not None and viewer.analysis.compare_action.isEnabled()
-    assert harness.run(viewer.analysis.compare.start(choice, session))
+    assert harness.run(viewer.analysis.start_compare(choice))
     assert viewer.analysis.compare.window.isVisible()
 
 
@@ -119,6 +121,36 @@ def test_the_face_detector_against_its_own_version_on_a_folder_and_live(
     assert live["agreement"] == 1.0 and min(live["a"]["ok"], live["b"]["ok"]) >= 20
     harness.close(viewer)
     assert not live_threads()
+
+
+def test_both_sides_are_opened_with_the_transport_client_batching_and_profile_in_use(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    # Not the defaults: automatic would pick shared memory here, batching is off, and the
+    # detected profile names the class "face".
+    profile = tmp_path / "visage.toml"
+    profile.write_text('labels = ["visage"]\n')
+    ViewerSettings().set_profile("face_detector", str(profile))
+    folder = tmp_path / "faces"
+    folder.mkdir()
+    write_png(folder / "astronaut.png", skimage.data.astronaut())
+    viewer = harness.viewer(triton.grpc_url, "face_detector", transport="grpc", client_batch=4)
+    harness.connected(viewer)
+    main = viewer.connection.session
+    assert main is not None and main.transport is not None and main.transport.kind is TransportKind.GRPC
+    assert main.batching == 4 and main.profile.labels == ("visage",)
+    start_compare(harness, viewer, CompareChoice("face_detector", "", "face_detector", "1", []))
+    compare = viewer.analysis.compare
+    for side in Side:
+        session = compare.sessions[side]
+        assert session.transport is not None and session.transport.kind is TransportKind.GRPC, side
+        assert session.describe_transport() == "gRPC, client batches of 4 (2 ms)", side
+        assert session.batching == 4 and session.profile.labels == ("visage",), side
+    assert compare.sessions[Side.B].model_version == "1"
+    compare.open_paths([str(folder)])
+    harness.run(until(lambda: compare.batch is not None and compare.batch.finished, what="the batch"))
+    (pair,) = compare.pairs.values()
+    assert [d.label for d in pair.a.detections] == [d.label for d in pair.b.detections] == ["visage"]
 
 
 def test_tracking_keeps_one_id_and_draws_the_trail_in_the_live_preview(

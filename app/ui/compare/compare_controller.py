@@ -11,6 +11,7 @@ with the missing side marked; the newest pair wins, frames never go back in time
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import time
@@ -21,7 +22,9 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import ProfileSource, SessionSpec
 from app.inference.result import InferenceResult
 from app.pipeline.batch import BatchCounts, VideoPolicy
 from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Key, Side, key_of
@@ -95,21 +98,31 @@ class CompareController(QObject):
         return len(self.sessions) == 2
 
     # -- sessions ---------------------------------------------------------------------------------
-    async def start(self, choice: CompareChoice, template: TritonSession) -> bool:
-        """Open A and B (A on the viewer's servers; B on `choice.urls_b` or the same) and show
-        the window. False (and a message) when either cannot be opened."""
+    async def start(
+        self, choice: CompareChoice, base: SessionSpec, profile_for: Callable[[str | None], ProfileSource]
+    ) -> bool:
+        """Open A and B (A on the servers of `base`, the viewer's session; B on
+        `choice.urls_b` or the same) as `base` says (transport, client batching, TLS,
+        headers, limits), each model with `profile_for(model)`, and show the window. False
+        (and a message) when either cannot be opened."""
         await self.close_sessions()
         loop = asyncio.get_running_loop()
-        urls_b = choice.urls_b or list(template.urls)
+        urls_b = choice.urls_b or list(base.urls)
         opened: dict[Side, TritonSession] = {}
         try:
             for side, urls, model, version in (
-                (Side.A, list(template.urls), choice.model_a, choice.version_a),
+                (Side.A, list(base.urls), choice.model_a, choice.version_a),
                 (Side.B, urls_b, choice.model_b, choice.version_b),
             ):
-                session = TritonSession(urls, model or None, options=template.options, model_version=version)
+                spec = dataclasses.replace(
+                    base,
+                    urls=tuple(urls),
+                    model=model or None,
+                    version=version,
+                    profile=profile_for(model or None),
+                )
                 try:
-                    await loop.run_in_executor(self._executor, session.open)
+                    session = await loop.run_in_executor(self._executor, open_session, spec)
                 except Exception as e:
                     self._report(f"compare: model {side.upper()}: {e}", True)
                     return False
