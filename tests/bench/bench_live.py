@@ -120,7 +120,7 @@ def run(args: argparse.Namespace, url: str, video: Path) -> dict[str, float]:
     viewer = Viewer(ViewerOptions(urls=[url], model=args.model), executor)
     viewer.live_ui.toolbar.in_flight.setValue(args.in_flight)
     viewer.live_ui.toolbar.loop.setChecked(True)
-    viewer.live_ui._options_changed()
+    viewer.live_ui.apply_options()
     rec = Recorder()
     viewer.live.frame_shown.connect(rec.on_shown)
     overlays = {"frames": 0, "with_overlay": 0}

@@ -135,11 +135,18 @@ class Soak:
         """The same folder each minute: entries are replaced, not added (memory stays a
         measure of leaks, not of more images kept)."""
         runner = self.viewer.runner
-        jobs = len(runner._jobs)
+        finished = asyncio.Event()
+
+        def on_finished(_job_id: int, _counts: object, _seconds: float) -> None:
+            finished.set()  # emitted on the GUI thread, the event loop's
+
+        runner.finished.connect(on_finished)
         started = time.monotonic()
-        self.viewer.open_paths([str(self.folder)])
-        while len(runner._jobs) == jobs or runner.active():
-            await asyncio.sleep(0.05)
+        try:
+            self.viewer.open_paths([str(self.folder)])
+            await finished.wait()
+        finally:
+            runner.finished.disconnect(on_finished)
         counts = runner.latest_counts()
         return time.monotonic() - started, counts.ok if counts else 0
 
@@ -210,7 +217,7 @@ def run(args: argparse.Namespace, url: str, video: Path, folder: Path, server: E
     viewer = Viewer(ViewerOptions(urls=[url], model="face_detector"), executor)
     viewer.live_ui.toolbar.in_flight.setValue(args.in_flight)
     viewer.live_ui.toolbar.loop.setChecked(True)
-    viewer.live_ui._options_changed()
+    viewer.live_ui.apply_options()
     soak = Soak(viewer, folder, args.batch_images, server)
     try:
         viewer.window.show()

@@ -119,7 +119,7 @@ def test_frame_by_frame_gives_every_frame_a_result(
     harness.connected(viewer)
     viewer.live_ui.toolbar.frame_by_frame.setChecked(True)
     viewer.live_ui.toolbar.in_flight.setValue(3)
-    viewer.live_ui._open_source(str(video))
+    viewer.live_ui.open_source(str(video))
     harness.run(until(lambda: ended(viewer), what="the video to end"))
     log = viewer.window.request_log
     harness.run(until(lambda: log.model.rowCount() >= 40, what="40 log rows"))
@@ -139,7 +139,7 @@ def test_stop_and_close_while_streaming_release_every_thread(
     harness.connected(viewer)
     bar = viewer.live_ui.toolbar
     bar.loop.setChecked(True)
-    viewer.live_ui._open_source(str(video))
+    viewer.live_ui.open_source(str(video))
     harness.run(until(lambda: viewer.live.meter.shown >= 10, what="10 frames"))
     assert live_threads()
     started = time.monotonic()
@@ -166,7 +166,7 @@ def test_stop_and_close_while_streaming_release_every_thread(
         )
     )
     bar.frame_by_frame.setChecked(True)
-    viewer.live_ui._open_source(str(slow))
+    viewer.live_ui.open_source(str(slow))
     harness.run(until(lambda: (viewer.live.stream_stats() or _none()).in_flight == 2, what="2 in flight"))
     session = viewer.connection.session
     started = time.monotonic()
