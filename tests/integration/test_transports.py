@@ -76,7 +76,10 @@ def test_same_detections_over_grpc_shm_and_client_batches(triton: EmbeddedServer
 
 
 def test_client_batches_really_form_and_each_member_keeps_its_own_id(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url, "fixed_yolov8", client_batch=4, batch_delay_ms=50) as session:
+    # The 12 requests all become one tensor shape: three batches fill up and go at once. The
+    # delay only sends a batch that does not fill; a short one (50 ms) let a busy machine's
+    # slow pre-processing split them (seen: batches of 3 and 2).
+    with TritonSession(triton.grpc_url, "fixed_yolov8", client_batch=4, batch_delay_ms=5000) as session:
         assert session.batching == 4
         results = run_all(session, shapes(), repeat=4)  # 12 same-size... 3 shapes x 4
     batches = [r.timing.batch for r in results if r.timing is not None]
