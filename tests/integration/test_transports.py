@@ -128,7 +128,12 @@ def test_the_server_split_is_within_the_round_trip(triton: EmbeddedServer) -> No
     assert server.requests == 30
     assert server.queue_ms >= 0 and server.compute_infer_ms > 0
     assert server.queue_ms + server.compute_ms <= server.total_ms + 1e-6
-    assert server.total_ms <= client.round_trip_ms, (server, client)
+    # What the server times before it sends the reply lies inside the client's round trip. Its
+    # total need not: the Python backend stops the clock (compute output, hence success) after
+    # sending the responses, so on a busy machine the total was seen above the round trip
+    # (14.72 vs 14.51 ms): the time split then shows the network as 0.
+    before_the_reply = server.queue_ms + server.compute_input_ms + server.compute_infer_ms
+    assert before_the_reply <= client.round_trip_ms, (server, client)
 
 
 def face_frame(w: int, h: int, face_share: float) -> np.ndarray:
