@@ -10,7 +10,7 @@ server, and the ratio compare / single of A's displayed frame rate.
 
 Run: QT_QPA_PLATFORM=xcb xvfb-run -a .venv/bin/python tests/bench/bench_compare_live.py
      [--seconds 20] [--warmup 3] [--rounds 2] [--model-a face_detector] [--model-b face_detector]
---smoke: one round of 1 s after a 0.5 s warm-up on a short video (seconds; what `make test`
+--smoke: one round of 0.5 s after a 0.2 s warm-up on a short video (seconds; what `make test`
 runs so the script cannot rot).
 """
 
@@ -125,7 +125,7 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     args = parser.parse_args()
     if args.smoke:
-        args.seconds, args.warmup, args.rounds = 1.0, 0.5, 1
+        args.seconds, args.warmup, args.rounds = 0.5, 0.2, 1
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-compare-")))
         os.environ["TRITON_VIEWER_SETTINGS_DIR"] = str(tmp / "settings")

@@ -8,7 +8,7 @@ frames, capture-to-display latency p50/p95 and GUI heartbeat stalls (a 10 ms QTi
 Run: .venv/bin/python tests/bench/bench_live.py [--seconds 30] [--warmup 5] [--in-flight 2]
      [--url HOST:PORT] [--video FILE] [--model NAME] [--profile]
 --model person_segmentation draws a person mask on every frame, face_detector (the default)
-a box with six landmarks. --smoke: 1 s after a 0.5 s warm-up on a short video (seconds; what
+a box with six landmarks. --smoke: 0.5 s after a 0.2 s warm-up on a short video (seconds; what
 `make test` runs so the script cannot rot).
 """
 
@@ -190,7 +190,7 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     args = parser.parse_args()
     if args.smoke:
-        args.seconds, args.warmup = 1.0, 0.5
+        args.seconds, args.warmup = 0.5, 0.2
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-live-")))
         os.environ["TRITON_VIEWER_SETTINGS_DIR"] = str(tmp / "settings")

@@ -13,7 +13,7 @@ Run under a virtual display (the window is really drawn):
         [--in-flight 2] [--url HOST:PORT] [--tracemalloc]
 Without a display it runs offscreen. --tracemalloc (slower) also prints where Python's own
 allocations grew from the end of minute 2 to the end: growth in RSS that is not there is
-native (Qt, gRPC, the allocator). --smoke: two "minutes" of 1.5 s with 3 images each on a
+native (Qt, gRPC, the allocator). --smoke: two "minutes" of 1 s with 3 images each on a
 short video (seconds; what `make test` runs so the script cannot rot).
 """
 
@@ -51,7 +51,7 @@ from app.ui.qt_app import qt_message
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.media import make_face_video
 
-SMOKE_MINUTE_S = 1.5  # --smoke: how long a "minute" lasts
+SMOKE_MINUTE_S = 1.0  # --smoke: how long a "minute" lasts
 
 
 def rss_mb(pid: int) -> float:
