@@ -11,7 +11,7 @@ import argparse
 import importlib
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from app import __version__, desktop_entry
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = _load(SMOKE_TEST)
         parser = argparse.ArgumentParser(prog="triton-viewer --smoke-test")
         module.add_arguments(parser)
-        return _run_headless(module, parser.parse_args([a for a in args_list if a != "--smoke-test"]))
+        return run_headless(module.run, parser.parse_args([a for a in args_list if a != "--smoke-test"]))
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     parser = build_parser(command)
     if command is None:
@@ -155,16 +155,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = _load(SUBCOMMANDS[command][0] if command else VIEWER)
     if command is None:
         return int(module.run(args))  # the viewer turns signals into a close of its window
-    return _run_headless(module, args)
+    return run_headless(module.run, args)
 
 
-def _run_headless(module: ModuleType, args: argparse.Namespace) -> int:
-    """SIGTERM and SIGHUP stop a command like Ctrl-C: its clean-up and summary run. An
-    interrupt its run() lets through (a second Ctrl-C during the clean-up) ends it without a
-    traceback, with the shell's status for that signal."""
+def run_headless(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command's `run(args)`: SIGTERM and SIGHUP stop it like Ctrl-C (its clean-up and
+    summary run). An interrupt it lets through (a second Ctrl-C during the clean-up) ends it
+    without a traceback, with the shell's status for that signal."""
     try:
         with termination_as_interrupt():
-            return int(module.run(args))
+            return int(run(args))
     except Terminated as e:
         return 128 + e.signum
     except KeyboardInterrupt:

@@ -96,7 +96,7 @@ def test_a_batch_error_does_not_stay_over_later_live_video(
     harness.run(until(lambda: job_done(viewer), what="batch"))
     banner = viewer.window.banner
     assert banner.context() is Context.BATCH and "corrupt_0.png" in banner.text()
-    viewer.live_ui._open_source(str(video))
+    viewer.live_ui.open_source(str(video))
     harness.run(until(lambda: viewer.live.meter.shown >= 1, what="a live frame"))
     assert banner.isHidden(), "the batch's error is not shown over the live video"
     # A new batch with a bad file: its own error, cleared by the batch after it.

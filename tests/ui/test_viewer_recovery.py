@@ -47,14 +47,17 @@ async def _start(server: EmbeddedServer) -> None:
 
 
 def batch_ok(harness: Harness, viewer: Viewer, folder: Path, count: int) -> None:
-    jobs_before = len(viewer.runner._jobs)
-    viewer.open_paths([str(folder)])
-    harness.run(
-        until(
-            lambda: len(viewer.runner._jobs) > jobs_before and not viewer.runner.active(),
-            what="the batch to finish",
-        )
-    )
+    finished: list[int] = []  # the jobs whose "finished" reached the GUI thread
+
+    def on_finished(job_id: int, _counts: object, _seconds: float) -> None:
+        finished.append(job_id)
+
+    viewer.runner.finished.connect(on_finished)
+    try:
+        viewer.open_paths([str(folder)])
+        harness.run(until(lambda: bool(finished), what="the batch to finish"))
+    finally:
+        viewer.runner.finished.disconnect(on_finished)
     counts = viewer.runner.latest_counts()
     assert counts is not None and counts.total == count
     assert counts.ok == count, counts

@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.sources._source_spec import SourceSpec
 from app.sources.frame import Frame
-from app.sources.live import LiveCapture
+from app.sources.live import LiveCapture, SourceSpec
 from tests.media import decode_index, make_index_video
 
 SIZE = (160, 120)

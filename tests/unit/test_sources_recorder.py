@@ -94,31 +94,24 @@ def test_render_draws_on_the_writer_thread(tmp_path: Path) -> None:
     assert threads == ["Recorder[white.avi]"]
 
 
-class SlowRecorder(Recorder):
-    """A recorder whose disk is stuck until `gate` opens."""
-
-    gate = threading.Event()
-
-    def _write_one(
-        self,
-        rgb: np.ndarray,
-        detections: list[Any],
-        frame: int | None,
-        timestamp: float,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        self.gate.wait(5)
-        super()._write_one(rgb, detections, frame, timestamp, extra)
-
-
 def test_full_queue_drops_without_blocking_and_counts(tmp_path: Path) -> None:
     video, jsonl = tmp_path / "rec.avi", tmp_path / "rec.jsonl"
-    SlowRecorder.gate.clear()
-    recorder = SlowRecorder(video, jsonl, fps=30, queue_size=3)
-    t0 = time.monotonic()
-    accepted = [recorder.write(index_frame(i, SIZE)) for i in range(20)]
-    assert time.monotonic() - t0 < 2.0  # the caller never waited for the disk (stuck 5 s)
-    SlowRecorder.gate.set()
+    gate = threading.Event()
+
+    def stuck_disk(rgb: np.ndarray, _detections: list[Any], _extra: dict[str, Any]) -> np.ndarray:
+        gate.wait(60)  # the writer thread is held here, as by a disk that does not answer
+        return rgb
+
+    recorder = Recorder(video, jsonl, fps=30, render=stuck_disk, queue_size=3)
+    accepted: list[bool] = []
+    caller = threading.Thread(
+        target=lambda: accepted.extend(recorder.write(index_frame(i, SIZE)) for i in range(20))
+    )
+    caller.start()
+    caller.join(30)
+    stuck = caller.is_alive()
+    gate.set()
+    assert not stuck, "write() waited for the stuck writer thread"
     assert recorder.close(timeout=5)
     assert recorder.close()  # idempotent
     assert not recorder.write(index_frame(0, SIZE))  # after close: refused, not counted

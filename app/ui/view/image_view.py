@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPixmap, QResizeEvent, QShowEvent, QTransform, QWheelEvent
+from PySide6.QtGui import QColor, QImage, QPainter, QPixmap, QResizeEvent, QShowEvent, QTransform, QWheelEvent
 from PySide6.QtWidgets import QFrame, QGraphicsPixmapItem, QGraphicsScene, QGraphicsView, QWidget
 
 from app.inference.result import ClassScore, Detection, SemanticMask
@@ -178,6 +178,10 @@ class ImageView(QGraphicsView):
     def image_size(self) -> tuple[int, int] | None:
         """(width, height) of the current image, None when empty."""
         return self._image_size
+
+    def shown_image(self) -> QImage:
+        """The picture as it was handed to the scene, at its own size (a null image when empty)."""
+        return self._pixmap_item.pixmap().toImage()
 
     def box_items(self) -> list[DetectionItem]:
         """The rectangle items currently drawn (for tests and hit-testing)."""
