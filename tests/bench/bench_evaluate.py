@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -92,7 +93,7 @@ def make_results(dataset_images: list, truth: list, rng: np.random.Generator) ->
     return results
 
 
-def pycocotools_seconds(evaluation) -> float:  # type: ignore[no-untyped-def]
+def pycocotools_seconds(evaluation: Any) -> float:
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
 

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.inference.decoding.letterbox import IdentityTransform, LetterboxTransform
 from app.inference.masks import BinaryMask
+from app.inference.profile_kinds import OutputFormat, Preprocess, Task
 from app.inference.profiles.postprocess import decode_outputs
 from app.inference.profiles.profile import ModelProfile
 from tests.bench.bench_pure import RUNS, SMOKE_RUNS, median_ms
@@ -62,7 +63,8 @@ def segment_frame(rng: np.random.Generator) -> tuple[dict[str, np.ndarray], Mode
     protos = np.stack([np.sin(x / (20 + 3 * i)) * np.cos(y / (25 + 2 * i)) * 4 for i in range(32)])
     profile = ModelProfile(
         input_name="images", input_layout="NCHW", input_dtype="FP32", input_size=(640, 640),
-        has_batch_dim=True, preprocess="letterbox", output_format="yolov8", task="segment",
+        has_batch_dim=True, preprocess=Preprocess.LETTERBOX, output_format=OutputFormat.YOLOV8,
+        task=Task.SEGMENT,
         output_names=("output0", "output1"),
     )  # fmt: skip
     return {"output0": out, "output1": protos[None].astype(np.float32)}, profile
@@ -75,7 +77,8 @@ def pose_frame(rng: np.random.Generator) -> tuple[dict[str, np.ndarray], ModelPr
         out[0][5:, group] = rng.uniform(0, 640, 51)[:, None]
     profile = ModelProfile(
         input_name="images", input_layout="NCHW", input_dtype="FP32", input_size=(640, 640),
-        has_batch_dim=True, preprocess="letterbox", output_format="yolov8", task="pose", kpt_shape=(17, 3),
+        has_batch_dim=True, preprocess=Preprocess.LETTERBOX, output_format=OutputFormat.YOLOV8,
+        task=Task.POSE, kpt_shape=(17, 3),
         output_names=("output0",),
     )  # fmt: skip
     return {"output0": out}, profile
@@ -114,7 +117,8 @@ def pure_figures(runs: int, rle_runs: int) -> None:
     probability[0, 0, 40:230, 60:200] = 0.97
     semantic = ModelProfile(
         input_name="image", input_layout="NHWC", input_dtype="UINT8", input_size=None, has_batch_dim=True,
-        preprocess="raw", output_format="semantic", task="semantic", output_names=("p",), labels=("person",),
+        preprocess=Preprocess.RAW, output_format=OutputFormat.SEMANTIC, task=Task.SEMANTIC,
+        output_names=("p",), labels=("person",),
     )  # fmt: skip
     for h, w in ((480, 640), (1080, 1920)):
         t = IdentityTransform(w, h)

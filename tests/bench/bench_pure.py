@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.inference.decoding.decoders import decode_yolov8
 from app.inference.decoding.letterbox import letterbox
+from app.inference.profile_kinds import OutputFormat, Preprocess
 from app.inference.profiles.profile import ModelProfile, preprocess
 
 RUNS = 50
@@ -70,7 +71,8 @@ def main() -> None:
     lb = median_ms(lambda: letterbox(frame, (640, 640), 114), runs)
     profile = ModelProfile(
         input_name="images", input_layout="NCHW", input_dtype="FP32", input_size=(640, 640),
-        has_batch_dim=True, preprocess="letterbox", output_format="yolov8", output_names=("output0",),
+        has_batch_dim=True, preprocess=Preprocess.LETTERBOX, output_format=OutputFormat.YOLOV8,
+        output_names=("output0",),
     )  # fmt: skip
     pre = median_ms(lambda: preprocess(frame, profile), runs)
     print(f"decode+NMS YOLOv8 [1,84,8400], {candidates} candidates -> {n_boxes} boxes: {decode:.2f} ms")
