@@ -1,0 +1,78 @@
+"""MediaPipe's Face Mesh as a BLS pipeline: face_detector, then face_landmark on each face.
+
+The rules are those of MediaPipe's face_landmark_front_cpu graph (static images, no
+tracking): each detection's box becomes a region rotated so that the line from the right eye
+to the left eye (detector keypoints 0 and 1) is level, made square on its longer side and
+enlarged 1.5 times (face_detection_front_detection_to_roi); the region is cut out at 192x192
+(edge pixels repeated); the landmarks are projected back; faces whose presence is below
+0.5 are dropped. See config.pbtxt for the outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import cv2
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+DETECTOR, LANDMARKS = "face_detector", "face_landmark"
+CROP = 192
+SCALE = 1.5
+LANDMARK_BATCH = 16  # face_landmark's max_batch_size
+NUM_LANDMARKS = 468
+
+
+class TritonPythonModel:
+    def initialize(self, args: dict) -> None:
+        cv2.setNumThreads(1)
+        config = json.loads(args["model_config"])
+        params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
+        self.presence_threshold = float(params.get("presence_threshold", 0.5))
+        self.slots = next(int(o["dims"][0]) for o in config["output"] if o["name"] == "det_keypoints")
+        # The shared helpers sit beside the model folders (Triton loads only folders as models).
+        sys.path.insert(0, os.path.dirname(os.path.realpath(args["model_repository"])))
+        import landmark_regions
+        import pipeline_stages
+
+        self.regions, self.stages = landmark_regions, pipeline_stages
+
+    def faces(self, image: np.ndarray) -> list[tuple]:
+        """[(box, score, keypoints (468, 3))] of one image."""
+        h, w = image.shape[:2]
+        found = self.stages.call_stage(
+            DETECTOR, {"image": image[None]}, ["num_dets", "det_boxes", "det_scores", "det_keypoints"]
+        )
+        n = min(int(found["num_dets"][0, 0]), self.slots)
+        if n == 0:
+            return []
+        boxes, scores, points = found["det_boxes"][0, :n], found["det_scores"][0, :n], found["det_keypoints"][0, :n]
+        regions = [
+            self.regions.square_long(self.regions.region_from_box(box, kps[0, :2], kps[1, :2], 0.0), SCALE)
+            for box, kps in zip(boxes, points)
+        ]
+        crops = np.stack([self.regions.crop(image, region, CROP) for region in regions])
+        marks = self.stages.call_in_batches(LANDMARKS, crops, ["landmarks", "presence"], LANDMARK_BATCH)
+        out = []
+        for i, region in enumerate(regions):
+            presence = float(marks["presence"][i, 0])
+            if presence < self.presence_threshold:
+                continue
+            xy = self.regions.project(marks["landmarks"][i, :, :2], region, CROP)
+            keypoints = np.concatenate([xy, np.full((NUM_LANDMARKS, 1), presence)], axis=1)
+            out.append((self.stages.keypoint_box(xy, w, h), float(scores[i]), keypoints))
+        return out
+
+    def execute(self, requests: list) -> list:
+        responses = []
+        for request in requests:
+            images = pb_utils.get_input_tensor_by_name(request, "image").as_numpy()
+            try:
+                per_image = [self.faces(np.ascontiguousarray(image)) for image in images]
+            except self.stages.StageError as exc:
+                responses.append(self.stages.error_response(exc))
+                continue
+            responses.append(self.stages.detections_response(per_image, self.slots, NUM_LANDMARKS))
+        return responses
