@@ -449,7 +449,9 @@ class Viewer(QObject):
         # A first read now: the next one (2 s on) gives the split of whatever ran in between.
         self._reading_server_stats = True
         self.tasks.spawn(self._read_server_split(session), name="server statistics")
-        self.window.view.set_keypoint_style(info.profile.skeleton, info.profile.keypoint_names)
+        self.window.view.set_keypoint_style(
+            info.profile.skeleton, info.profile.keypoint_names, info.profile.keypoint_style == "dots"
+        )
         self.settings.set_model(info.name)
         remembered = self.settings.thresholds(info.name)
         score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)

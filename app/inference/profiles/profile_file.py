@@ -11,6 +11,7 @@ it detected. Every key is optional; keys given win over the detected values::
     skeleton = "coco17"              # pose: lines to draw: a preset (coco17, none) or
                                      # 0-based pairs [[0, 1], [1, 2]]
     keypoint_names = ["nose", ...]   # pose: one name per keypoint
+    keypoint_style = "dots"          # pose: dots | lines (skeleton only, points under the mouse)
     logits = false                   # classify/semantic: scores are logits (softmax/sigmoid)
     [input]
     name = "images"                  # the image input tensor
@@ -158,6 +159,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "kpt_shape": _kpt_shape,
     "skeleton": _skeleton,
     "keypoint_names": _names,
+    "keypoint_style": _lower,
     "logits": _bool,
     "top_k": _int,
     "mask_threshold": _number,
@@ -219,7 +221,7 @@ _TOML_KEYS: dict[str, dict[str, str]] = {
 # Top-level keys (besides labels / labels_file) -> ModelProfile field.
 _TOP_KEYS = {
     "task": "task", "kpt_shape": "kpt_shape", "skeleton": "skeleton",
-    "keypoint_names": "keypoint_names", "logits": "logits",
+    "keypoint_names": "keypoint_names", "keypoint_style": "keypoint_style", "logits": "logits",
 }  # fmt: skip
 
 

@@ -12,6 +12,9 @@ OUTPUT_FORMATS = ("efficientnms", "tfod", "yolov5", "yolov8", "semantic", "class
 BOXES_IN = ("input", "original", "normalized")
 TASKS = ("detect", "pose", "segment", "semantic", "classify")
 MAP_LAYOUTS = ("CHW", "HWC", "HW")
+# How keypoints are drawn: a dot each (and the skeleton), or the skeleton's lines only with the
+# points shown under the mouse (a face mesh's 468 points would hide the face).
+KEYPOINT_STYLES = ("dots", "lines")
 # The output tensors each format reads, in this order (for the detection task).
 OUTPUT_ROLES = {
     "efficientnms": ("num_dets", "det_boxes", "det_scores", "det_classes"),
@@ -93,6 +96,7 @@ class ModelProfile:
     kpt_shape: tuple[int, int] | None = None
     skeleton: tuple[tuple[int, int], ...] = ()
     keypoint_names: tuple[str, ...] = ()
+    keypoint_style: str = "dots"
     # classify / semantic: the scores are logits (softmax / sigmoid applied by the app).
     logits: bool = False
     top_k: int = 5
@@ -109,6 +113,7 @@ class ModelProfile:
             ("channel_order", self.channel_order, CHANNEL_ORDERS),
             ("output_format", self.output_format, OUTPUT_FORMATS),
             ("boxes_in", self.boxes_in, BOXES_IN),
+            ("keypoint_style", self.keypoint_style, KEYPOINT_STYLES),
         ):
             if value not in allowed:
                 raise ProfileError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")

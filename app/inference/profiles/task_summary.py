@@ -20,7 +20,8 @@ def task_summary(p: ModelProfile) -> str:
         skeleton = (
             "coco17" if p.skeleton == COCO_SKELETON else f"{len(p.skeleton)} lines" if p.skeleton else "none"
         )
-        return f"task: pose, {count} per detection ({values}) {source}{names}; skeleton {skeleton}"
+        style = "" if p.keypoint_style == "dots" else f" ({p.keypoint_style} only, points under the mouse)"
+        return f"task: pose, {count} per detection ({values}) {source}{names}; skeleton {skeleton}{style}"
     if p.task == "segment":
         return (
             f"task: segment, instance masks from prototypes {p.output_names[1]} "

@@ -51,7 +51,7 @@ class TritonPythonModel:
         boxes, scores, points = found["det_boxes"][0, :n], found["det_scores"][0, :n], found["det_keypoints"][0, :n]
         regions = [
             self.regions.square_long(self.regions.region_from_box(box, kps[0, :2], kps[1, :2], 0.0), SCALE)
-            for box, kps in zip(boxes, points)
+            for box, kps in zip(boxes, points, strict=True)
         ]
         crops = np.stack([self.regions.crop(image, region, CROP) for region in regions])
         marks = self.stages.call_in_batches(LANDMARKS, crops, ["landmarks", "presence"], LANDMARK_BATCH)
