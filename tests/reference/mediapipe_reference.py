@@ -24,7 +24,6 @@ from pathlib import Path
 
 import cv2
 import mediapipe as mp
-import numpy as np
 
 MODULES = Path(mp.__file__).parent / "modules"
 MODEL_FILES = {
@@ -40,17 +39,18 @@ def _sha256(path: Path) -> str:
 
 
 def _photos() -> dict[str, str]:
-    """Photos of whole bodies carried by this venv (the `ultralytics` wheel's assets)."""
-    try:
-        import importlib.util
+    """Photos of people this venv carries: the `ultralytics` wheel's assets (whole bodies in a
+    street, two men) and matplotlib's portrait (MediaPipe depends on matplotlib)."""
+    import importlib.util
 
-        spec = importlib.util.find_spec("ultralytics")
-    except ImportError:
-        return {}
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    assets = Path(next(iter(spec.submodule_search_locations))) / "assets"
-    return {p.name: str(p) for p in sorted(assets.glob("*.jpg"))}
+    import matplotlib
+
+    found = {"grace_hopper.jpg": str(Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg")}
+    spec = importlib.util.find_spec("ultralytics")
+    if spec is not None and spec.submodule_search_locations:
+        assets = Path(next(iter(spec.submodule_search_locations))) / "assets"
+        found.update({p.name: str(p) for p in sorted(assets.glob("*.jpg"))})
+    return found
 
 
 def main() -> int:
