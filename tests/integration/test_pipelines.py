@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import cv2
-import numpy as np
 import pytest
 import skimage.data
 
@@ -24,23 +23,11 @@ from app.server.embedded import EmbeddedServer
 from app.sources.frame import Frame
 from app.sources.live import LiveCapture
 from tests.integration.test_cli_infer import bgr, parse, run_cli
-from tests.media import make_face_video
+from tests.media import make_face_video, make_person_video
 
 pytestmark = pytest.mark.slow
 
 KEYPOINTS = {"face_mesh": 468, "person_pose": 33}
-
-
-def make_person_video(path: Path, frames: int = 12, fps: float = 10.0) -> None:
-    """The astronaut photo (head and upper body) sliding right across a grey canvas."""
-    person = bgr(skimage.data.astronaut())
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), fps, (640, 512))
-    for i in range(frames):
-        canvas = np.full((512, 640, 3), 128, np.uint8)
-        x = round(128 * i / max(frames - 1, 1))
-        canvas[:, x : x + 512] = person
-        writer.write(canvas)
-    writer.release()
 
 
 # -- the stages ----------------------------------------------------------------------------------
