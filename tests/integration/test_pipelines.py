@@ -168,3 +168,9 @@ def test_exports_carry_every_keypoint(
                    "--output", str(labelme), str(photo_folder)).returncode == 0  # fmt: skip
     shapes = json.loads((labelme / "astronaut.json").read_text())["shapes"]
     assert sum(1 for s in shapes if s["shape_type"] == "point") == visible
+
+
+def test_loading_the_pipelines_leaves_no_folder_beside_the_models(triton: EmbeddedServer) -> None:
+    """Their shared modules are imported without bytecode: a __pycache__ folder in the
+    repository would be taken for a model (stuck loading) at the next start."""
+    assert triton.models and not (model_repository() / "__pycache__").exists()

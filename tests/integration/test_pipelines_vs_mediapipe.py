@@ -5,14 +5,14 @@ faces and people and on rotated, scaled and mirrored versions of them. The produ
 the real command line (`infer --model ...`) against the session's server.
 
 Tolerances, as a fraction of the size of the face / body (the longer side of the box around
-MediaPipe's landmarks; for a body, its visible ones):
-- face_mesh, all 468 landmarks of every face: mean error at most 2%, the worst landmark at
-  most 5%. The stages and the region rules are MediaPipe's; what differs is the first stage,
-  the bundled face_detector (it letterboxes with OpenCV's area resize and keeps plain NMS,
-  MediaPipe warps bilinearly and averages overlapping boxes): its eye keypoints move the
-  crop by a pixel or so.
+MediaPipe's landmarks; for a body, its visible ones), MediaPipe's points clipped to the image
+as the product reports them:
+- face_mesh, all 468 landmarks of every face, and the same faces found: mean error at most
+  0.1%, the worst landmark at most 0.5% (reached: below 0.01%; what is left is OpenCV's DNN
+  module running BlazeFace where MediaPipe runs TensorFlow Lite).
 - person_pose, the landmarks MediaPipe sees (visibility >= 0.5): mean error at most 1%, the
-  worst at most 3%; visibilities within 0.02. Here every step is MediaPipe's.
+  worst at most 3%; visibilities within 0.02 (reached: mean up to ~0.3%, worst ~2%, on
+  elbows and ankles whose heatmap confidence is near the refinement's 0.5 threshold).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from tests.reference.mediapipe_runner import run_mediapipe
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-FACE_MEAN, FACE_WORST = 0.02, 0.05
+FACE_MEAN, FACE_WORST = 0.001, 0.005
 POSE_MEAN, POSE_WORST, POSE_VISIBILITY = 0.01, 0.03, 0.02
 VISIBLE = 0.5
 
@@ -102,10 +102,14 @@ def _product(triton: EmbeddedServer, model: str, images: dict[str, Path]) -> dic
     return {Path(r["source"]).name: r for r in records}
 
 
-def _errors(ours: np.ndarray, theirs: np.ndarray, keep: np.ndarray) -> tuple[float, float]:
-    """Mean and worst distance of the kept landmarks, as fractions of the size of their box."""
+def _errors(
+    ours: np.ndarray, theirs: np.ndarray, keep: np.ndarray, image: dict[str, Any]
+) -> tuple[float, float]:
+    """Mean and worst distance of the kept landmarks, as fractions of the size of their box;
+    MediaPipe's points clipped to the image, as the product reports keypoints."""
     size = float(np.ptp(theirs[keep, :2], axis=0).max())
-    distance = np.linalg.norm(ours[keep, :2] - theirs[keep, :2], axis=1) / size
+    clipped = np.clip(theirs[keep, :2], 0, [image["width"], image["height"]])
+    distance = np.linalg.norm(ours[keep, :2] - clipped, axis=1) / size
     return float(distance.mean()), float(distance.max())
 
 
@@ -153,7 +157,7 @@ def test_face_mesh_matches_mediapipe(
         for face in theirs:
             mine = _nearest(ours, face)
             assert mine.shape == (468, 3)
-            mean, worst = _errors(mine, face, np.ones(468, bool))
+            mean, worst = _errors(mine, face, np.ones(468, bool), reference)
             figures.append((name, mean, worst))
             assert mean <= FACE_MEAN and worst <= FACE_WORST, (name, mean, worst)
             compared += 1
@@ -173,7 +177,7 @@ def test_person_pose_matches_mediapipe(
             mine = _nearest(ours, body)
             assert mine.shape == (33, 3)
             visible = body[:, 2] >= VISIBLE
-            mean, worst = _errors(mine, body, visible)
+            mean, worst = _errors(mine, body, visible, reference)
             figures.append((name, mean, worst))
             assert mean <= POSE_MEAN and worst <= POSE_WORST, (name, mean, worst)
             assert np.abs(mine[:, 2] - body[:, 2]).max() <= POSE_VISIBILITY, name
@@ -186,7 +190,7 @@ def _report(model: str, figures: list[tuple[str, float, float]]) -> None:
     """The figures reached, shown with -s (the README quotes them)."""
     means, worst = [f[1] for f in figures], [f[2] for f in figures]
     print(
-        f"\n{model} vs MediaPipe: {len(figures)} compared; mean error {np.mean(means):.2%} of the size "
-        f"(largest mean {max(means):.2%}), worst landmark {max(worst):.2%}"
+        f"\n{model} vs MediaPipe: {len(figures)} compared; mean error {np.mean(means):.3%} of the size "
+        f"(largest mean {max(means):.3%}), worst landmark {max(worst):.3%}"
     )
     print(json.dumps([(n, round(m, 4), round(w, 4)) for n, m, w in figures]))

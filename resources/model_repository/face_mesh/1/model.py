@@ -33,11 +33,13 @@ class TritonPythonModel:
         self.presence_threshold = float(params.get("presence_threshold", 0.5))
         self.slots = next(int(o["dims"][0]) for o in config["output"] if o["name"] == "det_keypoints")
         # The shared helpers sit beside the model folders (Triton loads only folders as models).
+        # No bytecode: a __pycache__ folder there would be taken for a model at the next start.
+        sys.dont_write_bytecode = True
         sys.path.insert(0, os.path.dirname(os.path.realpath(args["model_repository"])))
-        import landmark_regions
+        import mediapipe_rules
         import pipeline_stages
 
-        self.regions, self.stages = landmark_regions, pipeline_stages
+        self.regions, self.stages = mediapipe_rules, pipeline_stages
 
     def faces(self, image: np.ndarray) -> list[tuple]:
         """[(box, score, keypoints (468, 3))] of one image."""

@@ -43,34 +43,6 @@ def make_anchors(size: int = SIZE, strides: tuple[int, ...] = STRIDES) -> np.nda
     return np.concatenate(anchors)
 
 
-def _iou(box: np.ndarray, others: np.ndarray) -> np.ndarray:
-    ix = np.clip(np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0]), 0, None)
-    iy = np.clip(np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1]), 0, None)
-    inter = ix * iy
-    areas = (others[:, 2] - others[:, 0]) * (others[:, 3] - others[:, 1])
-    union = (box[2] - box[0]) * (box[3] - box[1]) + areas - inter
-    return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
-
-
-def weighted_nms(boxes: np.ndarray, keypoints: np.ndarray, scores: np.ndarray, threshold: float) -> list[tuple]:
-    """MediaPipe's WEIGHTED non-max suppression: the best detection left and every one
-    overlapping it by more than `threshold` IoU become one detection, their boxes and
-    keypoints averaged with the scores as weights; it keeps the best one's score."""
-    order = np.argsort(-scores, kind="stable")
-    kept = []
-    while order.size and len(kept) < MAX_DETS:
-        overlap = _iou(boxes[order[0]], boxes[order]) > threshold
-        group, order = order[overlap], order[~overlap]
-        if not group.size:  # a degenerate best box overlaps nothing, not even itself
-            break
-        weights = scores[group][:, None]
-        total = weights.sum()
-        box = (boxes[group] * weights).sum(axis=0) / total
-        points = (keypoints[group] * weights[:, :, None]).sum(axis=0) / total
-        kept.append((box, points, float(scores[group[0]])))
-    return kept
-
-
 class TritonPythonModel:
     def initialize(self, args: dict) -> None:
         cv2.setNumThreads(1)
@@ -78,11 +50,13 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         self.score_threshold = float(params.get("score_threshold", 0.5))
         self.iou_threshold = float(params.get("iou_threshold", 0.3))
-        # The region geometry shared with the pipelines sits beside the model folders.
+        # The shared helpers sit beside the model folders (Triton loads only folders as models).
+        # No bytecode: a __pycache__ folder there would be taken for a model at the next start.
+        sys.dont_write_bytecode = True
         sys.path.insert(0, os.path.dirname(os.path.realpath(args["model_repository"])))
-        import landmark_regions
+        import mediapipe_rules
 
-        self.regions = landmark_regions
+        self.regions = mediapipe_rules
         path = os.path.join(args["model_repository"], args["model_version"], MODEL_FILE)
         self.interpreter = Interpreter(model_path=path, num_threads=1)
         self.interpreter.allocate_tensors()
@@ -109,7 +83,7 @@ class TritonPythonModel:
         boxes = np.stack([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], axis=1)
         points = raw[:, 4 : 4 + 2 * NUM_KEYPOINTS].reshape(-1, NUM_KEYPOINTS, 2) / SIZE + anchors[:, None, :]
         found = []
-        for box, kps, score in weighted_nms(boxes, points, scores, self.iou_threshold):
+        for box, kps, score in self.regions.weighted_nms(boxes, points, scores, self.iou_threshold, MAX_DETS):
             # From the letterboxed tensor (normalised) back to the image's pixels.
             corners = self.regions.project(box.reshape(2, 2) * SIZE, letterbox, SIZE).reshape(4)
             found.append((corners, self.regions.project(kps * SIZE, letterbox, SIZE), score))

@@ -1,13 +1,15 @@
-"""MediaPipe's region-of-interest geometry, shared by the two-stage models of this repository
-(face_mesh, person_pose): a detection becomes a rotated square region, the region is cut out
-of the image at the landmark model's input size, and the landmarks found in it are projected
-back to the image.
+"""MediaPipe's rules shared by the models of this repository that must give MediaPipe's
+answers (face_detector, pose_detector, face_mesh, person_pose):
+- region geometry: a detection becomes a rotated square region, the region is cut out of the
+  image at a model's input size (the whole image as a letterbox, for a detector), and the
+  points found in it are projected back to the image;
+- weighted non-max suppression, as MediaPipe's detectors do it.
 
-A plain module beside the model folders (Triton only loads folders as models); the
-pipelines import it from their repository's real path. Everything is in image pixels;
-MediaPipe computes the same in normalised coordinates (DetectionsToRectsCalculator,
+A plain module beside the model folders (Triton only loads folders as models); the models
+import it from their repository's real path. Everything is in image pixels; MediaPipe
+computes the same in normalised coordinates (DetectionsToRectsCalculator,
 AlignmentPointsRectsCalculator, RectTransformationCalculator, ImageToTensorCalculator's
-OpenCV converter, LandmarkProjectionCalculator).
+OpenCV converter, LandmarkProjectionCalculator, NonMaxSuppressionCalculator).
 """
 
 from __future__ import annotations
@@ -85,3 +87,34 @@ def project(points: np.ndarray, region: Region, size: int) -> np.ndarray:
 def whole_image(width: int, height: int) -> Region:
     """The image as one region, made square on its longer side (a letterbox, centred)."""
     return square_long(Region(width / 2, height / 2, float(width), float(height), 0.0), 1.0)
+
+
+def _iou(box: np.ndarray, others: np.ndarray) -> np.ndarray:
+    ix = np.clip(np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0]), 0, None)
+    iy = np.clip(np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1]), 0, None)
+    inter = ix * iy
+    areas = (others[:, 2] - others[:, 0]) * (others[:, 3] - others[:, 1])
+    union = (box[2] - box[0]) * (box[3] - box[1]) + areas - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+
+
+def weighted_nms(
+    boxes: np.ndarray, keypoints: np.ndarray, scores: np.ndarray, threshold: float, limit: int
+) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """MediaPipe's WEIGHTED non-max suppression of (N, 4) boxes x1, y1, x2, y2 with (N, K, 2)
+    keypoints: the best detection left and every one overlapping it by more than `threshold`
+    IoU become one, their boxes and keypoints averaged with the scores as weights; it keeps
+    the best one's score. At most `limit` detections, best first."""
+    order = np.argsort(-scores, kind="stable")
+    kept = []
+    while order.size and len(kept) < limit:
+        overlap = _iou(boxes[order[0]], boxes[order]) > threshold
+        group, order = order[overlap], order[~overlap]
+        if not group.size:  # a degenerate best box overlaps nothing, not even itself
+            break
+        weights = scores[group][:, None]
+        total = weights.sum()
+        box = (boxes[group] * weights).sum(axis=0) / total
+        points = (keypoints[group] * weights[:, :, None]).sum(axis=0) / total
+        kept.append((box, points, float(scores[group[0]])))
+    return kept
