@@ -8,9 +8,7 @@ frames, capture-to-display latency p50/p95 and GUI heartbeat stalls (a 10 ms QTi
 Run: .venv/bin/python tests/bench/bench_live.py [--seconds 30] [--warmup 5] [--in-flight 2]
      [--url HOST:PORT] [--video FILE] [--model NAME] [--profile]
 --model person_segmentation draws a person mask on every frame, face_detector (the default)
-a box with six landmarks, face_mesh the face's contours (468 landmarks), person_pose a body
-skeleton (33 landmarks; its video is then a person, the astronaut's upper body, moving).
-Smoke mode: --seconds 2 --warmup 1.
+a box with six landmarks.
 """
 
 from __future__ import annotations
@@ -39,7 +37,7 @@ from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from app.ui.qt_app import qt_message
 from app.ui.viewer import Viewer, ViewerOptions
-from tests.media import make_face_video, make_person_video
+from tests.media import make_face_video
 
 STALL_MS = 50.0
 
@@ -183,15 +181,10 @@ def main() -> int:
         os.environ["TRITON_VIEWER_SETTINGS_DIR"] = str(tmp / "settings")
         video = args.video
         if video is None:
+            video = tmp / "face.mp4"
             frames = int((args.warmup + args.seconds + 5) * 30)
-            if args.model == "person_pose":
-                video = tmp / "person.mp4"
-                print(f"writing a {frames / 30:.0f} s 640x512 30 fps person video…", file=sys.stderr)
-                make_person_video(video, frames=frames, fps=30, size=(640, 512))
-            else:
-                video = tmp / "face.mp4"
-                print(f"writing a {frames / 30:.0f} s 640x480 30 fps face video…", file=sys.stderr)
-                make_face_video(video, frames=frames, fps=30, size=(640, 480))
+            print(f"writing a {frames / 30:.0f} s 640x480 30 fps face video…", file=sys.stderr)
+            make_face_video(video, frames=frames, fps=30, size=(640, 480))
         url = args.url
         if url is None:
             print("starting the embedded server…", file=sys.stderr)
@@ -199,7 +192,7 @@ def main() -> int:
             url = server.grpc_url
         f = run(args, url, video)
     print(
-        f"live preview, {args.model}, {video.name} 30 fps, in-flight limit {args.in_flight}, "
+        f"live preview, {args.model}, 640x480 30 fps video, in-flight limit {args.in_flight}, "
         f"{os.cpu_count()} CPUs, QT_QPA_PLATFORM={os.environ.get('QT_QPA_PLATFORM')}"
     )
     print(f"measured over {f['seconds']:.1f} s after a {args.warmup:.0f} s warm-up")

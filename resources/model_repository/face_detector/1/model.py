@@ -1,10 +1,8 @@
 """BlazeFace short-range on Triton's Python backend, with OpenCV's DNN module.
 
 Takes a raw RGB image of any size, does the letterbox to 128x128, anchor
-decoding, score threshold and NMS itself, as MediaPipe's face detection graph does
-(the letterbox: the image warped bilinearly into the centred square, black border;
-weighted non-max suppression; the rules in mediapipe_rules.py beside the model
-folders), so face_mesh gets MediaPipe's faces; and answers in the EfficientNMS
+decoding, score threshold and NMS itself (MediaPipe's weighted NMS, from
+mediapipe_rules.py beside the model folders), and answers in the EfficientNMS
 layout (num_dets, det_boxes in the input image's pixels, det_scores,
 det_classes) so any client gets finished boxes. A fifth output,
 det_keypoints [100, 6, 3], gives each face's six landmarks (x, y in the input
@@ -40,6 +38,18 @@ def make_anchors() -> np.ndarray:
     return np.concatenate(anchors).astype(np.float32)
 
 
+def letterbox(image: np.ndarray) -> tuple[np.ndarray, float, float, float]:
+    """Resize keeping the aspect ratio into 128x128, zero border (as MediaPipe)."""
+    h, w = image.shape[:2]
+    scale = INPUT_SIZE / max(h, w)
+    nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
+    resized = cv2.resize(image, (nw, nh), interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+    left, top = (INPUT_SIZE - nw) // 2, (INPUT_SIZE - nh) // 2
+    canvas = np.zeros((INPUT_SIZE, INPUT_SIZE, 3), np.uint8)
+    canvas[top : top + nh, left : left + nw] = resized
+    return canvas, scale, left, top
+
+
 def decode(regressors: np.ndarray, logits: np.ndarray, anchors: np.ndarray, score_threshold: float,
            iou_threshold: float, rules: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boxes (x1, y1, x2, y2), scores and keypoints ([n, 6, 2] x, y) of one image, in
@@ -57,6 +67,7 @@ def decode(regressors: np.ndarray, logits: np.ndarray, anchors: np.ndarray, scor
     boxes = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
     # Columns 4..15: six (x, y) offsets from the anchor centre, in input pixels (as the box centre).
     keypoints = reg[:, 4 : 4 + 2 * NUM_KEYPOINTS].reshape(-1, NUM_KEYPOINTS, 2) + centres[:, None, :]
+    # MediaPipe's weighted NMS: overlapping boxes (and keypoints) averaged, weighted by score.
     kept = rules.weighted_nms(boxes, keypoints, sc, iou_threshold, MAX_DETS)
     if not kept:
         return np.zeros((0, 4), np.float32), np.zeros((0,), np.float32), np.zeros((0, NUM_KEYPOINTS, 2), np.float32)
@@ -75,8 +86,8 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         self.score_threshold = float(params.get("score_threshold", 0.5))
         self.iou_threshold = float(params.get("iou_threshold", 0.3))
-        # MediaPipe's letterbox and NMS sit beside the model folders (Triton loads only folders
-        # as models). No bytecode: a __pycache__ folder there would be taken for a model.
+        # MediaPipe's NMS sits beside the model folders (Triton loads only folders as models).
+        # No bytecode: a __pycache__ folder there would be taken for a model at the next start.
         sys.dont_write_bytecode = True
         sys.path.insert(0, os.path.dirname(os.path.realpath(args["model_repository"])))
         import mediapipe_rules
@@ -91,10 +102,9 @@ class TritonPythonModel:
         for request in requests:
             batch = pb_utils.get_input_tensor_by_name(request, "image").as_numpy()
             for image in batch:
-                h, w = image.shape[:2]
-                region = self.rules.whole_image(w, h)
-                images.append(self.rules.crop(np.ascontiguousarray(image), region, INPUT_SIZE, replicate_border=False))
-                metas.append((region, w, h))
+                canvas, scale, left, top = letterbox(np.ascontiguousarray(image))
+                images.append(canvas)
+                metas.append((scale, left, top, image.shape[1], image.shape[0]))
         # One forward pass for every image of every request Triton batched together.
         blob = (np.stack(images).astype(np.float32) / 127.5 - 1.0).transpose(0, 3, 1, 2)
         self.net.setInput(np.ascontiguousarray(blob))
@@ -116,16 +126,17 @@ class TritonPythonModel:
             ]))
         return responses
 
-    def _image_result(self, regressors: np.ndarray, logits: np.ndarray, meta: tuple) -> tuple[np.ndarray, ...]:
-        region, w, h = meta
+    def _image_result(self, regressors: np.ndarray, logits: np.ndarray,
+                      meta: tuple[float, int, int, int, int]) -> tuple[np.ndarray, ...]:
+        scale, left, top, w, h = meta
         boxes, scores, keypoints = decode(
             regressors, logits, self.anchors, self.score_threshold, self.iou_threshold, self.rules
         )
         # From 128x128 letterbox pixels back to the input image's pixels, clipped to it.
-        boxes = self.rules.project(boxes.reshape(-1, 2), region, INPUT_SIZE).reshape(-1, 4)
-        boxes = np.clip(boxes, 0, np.array([w, h, w, h])).astype(np.float32)
-        keypoints = self.rules.project(keypoints.reshape(-1, 2), region, INPUT_SIZE).reshape(-1, NUM_KEYPOINTS, 2)
-        keypoints = np.clip(keypoints, 0, np.array([w, h])).astype(np.float32)
+        boxes = (boxes - np.array([left, top, left, top], np.float32)) / scale
+        boxes = np.clip(boxes, 0, np.array([w, h, w, h], np.float32))
+        keypoints = (keypoints - np.array([left, top], np.float32)) / scale
+        keypoints = np.clip(keypoints, 0, np.array([w, h], np.float32))
         n = len(boxes)
         out_boxes = np.zeros((MAX_DETS, 4), np.float32)
         out_scores = np.zeros((MAX_DETS,), np.float32)

@@ -1,7 +1,9 @@
 """MediaPipe's Face Mesh as a BLS pipeline: face_detector, then face_landmark on each face.
 
 The rules are those of MediaPipe's face_landmark_front_cpu graph (static images, no
-tracking): each detection's box becomes a region rotated so that the line from the right eye
+tracking): the detector is given MediaPipe's own 128x128 letterbox of the image (warped
+bilinearly into the centred square, black border: face_detector's own letterbox, made for
+downscaled client images, resizes by area instead), its answers mapped back; each detection's box becomes a region rotated so that the line from the right eye
 to the left eye (detector keypoints 0 and 1) is level, made square on its longer side and
 enlarged 1.5 times (face_detection_front_detection_to_roi); the region is cut out at 192x192
 (edge pixels repeated); the landmarks are projected back; faces whose presence is below
@@ -20,6 +22,7 @@ import triton_python_backend_utils as pb_utils
 
 DETECTOR, LANDMARKS = "face_detector", "face_landmark"
 CROP = 192
+DETECTOR_SIZE = 128  # BlazeFace's input: face_detector letterboxes a 128x128 image as it is
 SCALE = 1.5
 LANDMARK_BATCH = 16  # face_landmark's max_batch_size
 NUM_LANDMARKS = 468
@@ -44,16 +47,22 @@ class TritonPythonModel:
     def faces(self, image: np.ndarray) -> list[tuple]:
         """[(box, score, keypoints (468, 3))] of one image."""
         h, w = image.shape[:2]
+        letterbox = self.regions.whole_image(w, h)
+        tensor = self.regions.crop(image, letterbox, DETECTOR_SIZE, replicate_border=False)
         found = self.stages.call_stage(
-            DETECTOR, {"image": image[None]}, ["num_dets", "det_boxes", "det_scores", "det_keypoints"]
+            DETECTOR, {"image": tensor[None]}, ["num_dets", "det_boxes", "det_scores", "det_keypoints"]
         )
         n = min(int(found["num_dets"][0, 0]), self.slots)
         if n == 0:
             return []
-        boxes, scores, points = found["det_boxes"][0, :n], found["det_scores"][0, :n], found["det_keypoints"][0, :n]
+        scores = found["det_scores"][0, :n]
+        # From the letterbox's pixels back to the image's.
+        boxes = self.regions.project(found["det_boxes"][0, :n].reshape(-1, 2), letterbox, DETECTOR_SIZE).reshape(-1, 4)
+        points = self.regions.project(found["det_keypoints"][0, :n, :2, :2].reshape(-1, 2), letterbox, DETECTOR_SIZE)
+        eyes = points.reshape(n, 2, 2)  # the right eye, the left eye
         regions = [
-            self.regions.square_long(self.regions.region_from_box(box, kps[0, :2], kps[1, :2], 0.0), SCALE)
-            for box, kps in zip(boxes, points, strict=True)
+            self.regions.square_long(self.regions.region_from_box(box, pair[0], pair[1], 0.0), SCALE)
+            for box, pair in zip(boxes, eyes, strict=True)
         ]
         crops = np.stack([self.regions.crop(image, region, CROP) for region in regions])
         marks = self.stages.call_in_batches(LANDMARKS, crops, ["landmarks", "presence"], LANDMARK_BATCH)
