@@ -1,8 +1,11 @@
-"""What the two-stage models of this repository (face_mesh, person_pose) share on Triton's
-Python backend: calling a stage model through BLS, and answering in the EfficientNMS layout
-with keypoints. A plain module beside the model folders, imported from their real path."""
+"""What the detector-style models of this repository (face_mesh, person_pose, pose_detector)
+share on Triton's Python backend: calling a stage model through BLS, and answering in the
+EfficientNMS layout with keypoints. A plain module beside the model folders, imported from
+their real path."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -60,5 +63,16 @@ def detections_response(per_image: list[list[tuple]], slots: int, num_keypoints:
     )
 
 
-def error_response(exc: Exception) -> object:
-    return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
+def answer(requests: list, per_image: Callable[[np.ndarray], list[tuple]], slots: int, num_keypoints: int) -> list:
+    """The responses of a batch of requests of "image" tensors: `per_image` (image -> [(box,
+    score, keypoints)]) on every image; a failed stage fails its request, naming the stage."""
+    responses = []
+    for request in requests:
+        images = pb_utils.get_input_tensor_by_name(request, "image").as_numpy()
+        try:
+            found = [per_image(np.ascontiguousarray(image)) for image in images]
+        except StageError as exc:
+            responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))))
+            continue
+        responses.append(detections_response(found, slots, num_keypoints))
+    return responses

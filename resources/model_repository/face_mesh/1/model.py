@@ -3,11 +3,12 @@
 The rules are those of MediaPipe's face_landmark_front_cpu graph (static images, no
 tracking): the detector is given MediaPipe's own 128x128 letterbox of the image (warped
 bilinearly into the centred square, black border: face_detector's own letterbox, made for
-downscaled client images, resizes by area instead), its answers mapped back; each detection's box becomes a region rotated so that the line from the right eye
-to the left eye (detector keypoints 0 and 1) is level, made square on its longer side and
-enlarged 1.5 times (face_detection_front_detection_to_roi); the region is cut out at 192x192
-(edge pixels repeated); the landmarks are projected back; faces whose presence is below
-0.5 are dropped. See config.pbtxt for the outputs.
+downscaled client images, resizes by area instead), its answers mapped back; each
+detection's box becomes a region rotated so that the line from the right eye to the left eye
+(detector keypoints 0 and 1) is level, made square on its longer side and enlarged 1.5 times
+(face_detection_front_detection_to_roi); the region is cut out at 192x192 (edge pixels
+repeated); the landmarks are projected back; faces whose presence is below 0.5 are dropped.
+See config.pbtxt for the outputs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import sys
 
 import cv2
 import numpy as np
-import triton_python_backend_utils as pb_utils
 
 DETECTOR, LANDMARKS = "face_detector", "face_landmark"
 CROP = 192
@@ -77,13 +77,4 @@ class TritonPythonModel:
         return out
 
     def execute(self, requests: list) -> list:
-        responses = []
-        for request in requests:
-            images = pb_utils.get_input_tensor_by_name(request, "image").as_numpy()
-            try:
-                per_image = [self.faces(np.ascontiguousarray(image)) for image in images]
-            except self.stages.StageError as exc:
-                responses.append(self.stages.error_response(exc))
-                continue
-            responses.append(self.stages.detections_response(per_image, self.slots, NUM_LANDMARKS))
-        return responses
+        return self.stages.answer(requests, self.faces, self.slots, NUM_LANDMARKS)

@@ -16,7 +16,6 @@ import sys
 
 import cv2
 import numpy as np
-import triton_python_backend_utils as pb_utils
 
 DETECTOR, LANDMARKS = "pose_detector", "pose_landmark"
 CROP = 256
@@ -69,13 +68,4 @@ class TritonPythonModel:
         return out
 
     def execute(self, requests: list) -> list:
-        responses = []
-        for request in requests:
-            images = pb_utils.get_input_tensor_by_name(request, "image").as_numpy()
-            try:
-                per_image = [self.people(np.ascontiguousarray(image)) for image in images]
-            except self.stages.StageError as exc:
-                responses.append(self.stages.error_response(exc))
-                continue
-            responses.append(self.stages.detections_response(per_image, self.slots, NUM_LANDMARKS))
-        return responses
+        return self.stages.answer(requests, self.people, self.slots, NUM_LANDMARKS)

@@ -16,7 +16,6 @@ import sys
 
 import cv2
 import numpy as np
-import triton_python_backend_utils as pb_utils
 from tflite_runtime.interpreter import Interpreter
 
 MODEL_FILE = "pose_detection.tflite"
@@ -55,8 +54,9 @@ class TritonPythonModel:
         sys.dont_write_bytecode = True
         sys.path.insert(0, os.path.dirname(os.path.realpath(args["model_repository"])))
         import mediapipe_rules
+        import pipeline_stages
 
-        self.regions = mediapipe_rules
+        self.regions, self.stages = mediapipe_rules, pipeline_stages
         path = os.path.join(args["model_repository"], args["model_version"], MODEL_FILE)
         self.interpreter = Interpreter(model_path=path, num_threads=1)
         self.interpreter.allocate_tensors()
@@ -89,35 +89,16 @@ class TritonPythonModel:
             found.append((corners, self.regions.project(kps * SIZE, letterbox, SIZE), score))
         return found
 
+    def people(self, image: np.ndarray) -> list[tuple]:
+        """[(box clipped to the image, score, keypoints (4, 3) unclipped)] of one image."""
+        h, w = image.shape[:2]
+        return [
+            (np.clip(box, 0, [w, h, w, h]), score, np.concatenate([kps, np.full((NUM_KEYPOINTS, 1), score)], axis=1))
+            for box, kps, score in self.detect(image)
+        ]
+
     def execute(self, requests: list) -> list:
-        responses = []
-        for request in requests:
-            images = pb_utils.get_input_tensor_by_name(request, "image").as_numpy()
-            n = len(images)
-            num = np.zeros((n, 1), np.int32)
-            boxes = np.zeros((n, MAX_DETS, 4), np.float32)
-            scores = np.zeros((n, MAX_DETS), np.float32)
-            keypoints = np.zeros((n, MAX_DETS, NUM_KEYPOINTS, 3), np.float32)
-            for i, image in enumerate(images):
-                h, w = image.shape[:2]
-                found = self.detect(np.ascontiguousarray(image))
-                num[i, 0] = len(found)
-                for j, (box, kps, score) in enumerate(found):
-                    boxes[i, j] = np.clip(box, 0, [w, h, w, h])
-                    scores[i, j] = score
-                    keypoints[i, j, :, :2], keypoints[i, j, :, 2] = kps, score
-            responses.append(
-                pb_utils.InferenceResponse(
-                    output_tensors=[
-                        pb_utils.Tensor("num_dets", num),
-                        pb_utils.Tensor("det_boxes", boxes),
-                        pb_utils.Tensor("det_scores", scores),
-                        pb_utils.Tensor("det_classes", np.zeros((n, MAX_DETS), np.int32)),
-                        pb_utils.Tensor("det_keypoints", keypoints),
-                    ]
-                )
-            )
-        return responses
+        return self.stages.answer(requests, self.people, MAX_DETS, NUM_KEYPOINTS)
 
     def finalize(self) -> None:
         self.interpreter = None
