@@ -5,10 +5,20 @@ their real path."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+
+
+def pipeline_settings(args: dict) -> tuple[dict[str, str], int, float]:
+    """From the model's config: its string parameters, the detection slots of its
+    det_keypoints output, and the presence a landmark crop needs (0.5 unless configured)."""
+    config = json.loads(args["model_config"])
+    params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
+    slots = next(int(o["dims"][0]) for o in config["output"] if o["name"] == "det_keypoints")
+    return params, slots, float(params.get("presence_threshold", 0.5))
 
 
 class StageError(Exception):

@@ -13,7 +13,6 @@ See config.pbtxt for the outputs.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -31,10 +30,6 @@ NUM_LANDMARKS = 468
 class TritonPythonModel:
     def initialize(self, args: dict) -> None:
         cv2.setNumThreads(1)
-        config = json.loads(args["model_config"])
-        params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
-        self.presence_threshold = float(params.get("presence_threshold", 0.5))
-        self.slots = next(int(o["dims"][0]) for o in config["output"] if o["name"] == "det_keypoints")
         # The shared helpers sit beside the model folders (Triton loads only folders as models).
         # No bytecode: a __pycache__ folder there would be taken for a model at the next start.
         sys.dont_write_bytecode = True
@@ -43,6 +38,7 @@ class TritonPythonModel:
         import pipeline_stages
 
         self.regions, self.stages = mediapipe_rules, pipeline_stages
+        _, self.slots, self.presence_threshold = pipeline_stages.pipeline_settings(args)
 
     def faces(self, image: np.ndarray) -> list[tuple]:
         """[(box, score, keypoints (468, 3))] of one image."""

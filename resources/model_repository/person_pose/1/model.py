@@ -10,7 +10,6 @@ projected back; people whose presence is below 0.5 are dropped. See config.pbtxt
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -28,11 +27,6 @@ VISIBLE = 0.5
 class TritonPythonModel:
     def initialize(self, args: dict) -> None:
         cv2.setNumThreads(1)
-        config = json.loads(args["model_config"])
-        params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
-        self.presence_threshold = float(params.get("presence_threshold", 0.5))
-        self.slots = next(int(o["dims"][0]) for o in config["output"] if o["name"] == "det_keypoints")
-        self.max_people = min(int(params.get("max_people", self.slots)), self.slots)
         # The shared helpers sit beside the model folders (Triton loads only folders as models).
         # No bytecode: a __pycache__ folder there would be taken for a model at the next start.
         sys.dont_write_bytecode = True
@@ -41,6 +35,8 @@ class TritonPythonModel:
         import pipeline_stages
 
         self.regions, self.stages = mediapipe_rules, pipeline_stages
+        params, self.slots, self.presence_threshold = pipeline_stages.pipeline_settings(args)
+        self.max_people = min(int(params.get("max_people", self.slots)), self.slots)
 
     def people(self, image: np.ndarray) -> list[tuple]:
         """[(box, score, keypoints (33, 3))] of one image."""
