@@ -106,7 +106,7 @@ def _live(url: str, model: str, video: Path, recording: Path) -> tuple[list[Infe
 def test_live_stream_tracked_and_recorded(triton: EmbeddedServer, tmp_path: Path, model: str) -> None:
     video = tmp_path / "source.avi"
     if model == "face_mesh":
-        make_face_video(video, frames=20, fps=10, size=(480, 360))
+        make_face_video(video, frames=40, fps=20, size=(480, 360))  # ~11 px a frame: trackable
     else:
         make_person_video(video, frames=12)
     frames = int(cv2.VideoCapture(str(video)).get(cv2.CAP_PROP_FRAME_COUNT))
