@@ -22,6 +22,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, SessionSpec
 from app.inference.introspection.discovery import ModelEntry
 from app.inference.introspection.server_info import server_version
+from app.inference.profile_kinds import KeypointStyle
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
@@ -419,7 +420,9 @@ class Viewer(QObject):
         panel.set_info(info)
         panel.set_transport_in_use(session.describe_transport(), session.transport_note)
         self.server_split.session_opened(session)
-        self.window.view.set_keypoint_style(info.profile.skeleton, info.profile.keypoint_names)
+        self.window.view.set_keypoint_style(
+            info.profile.skeleton, info.profile.keypoint_names, info.profile.keypoint_style is KeypointStyle.DOTS
+        )
         self.settings.set_model(info.name)
         remembered = self.settings.thresholds(info.name)
         score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)

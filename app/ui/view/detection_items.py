@@ -102,5 +102,5 @@ class DetectionItem(QGraphicsRectItem):
             self.mask_item.setOpacity(style.mask_opacity)
         if detection.keypoints:
             self.keypoints_item = KeypointsItem(
-                detection.keypoints, style.skeleton, color, style.keypoint_names, self
+                detection.keypoints, style.skeleton, color, style.keypoint_names, self, style.keypoint_dots
             )

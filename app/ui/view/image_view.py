@@ -137,9 +137,14 @@ class ImageView(QGraphicsView):
         for item in self.mask_items():
             item.setOpacity(self._style.mask_opacity)
 
-    def set_keypoint_style(self, skeleton: Sequence[tuple[int, int]], names: Sequence[str] = ()) -> None:
-        """The model's skeleton (0-based keypoint pairs) and keypoint names; redraws."""
-        self._style = dataclasses.replace(self._style, skeleton=tuple(skeleton), keypoint_names=tuple(names))
+    def set_keypoint_style(
+        self, skeleton: Sequence[tuple[int, int]], names: Sequence[str] = (), dots: bool = True
+    ) -> None:
+        """The model's skeleton (0-based keypoint pairs), keypoint names and whether each point
+        is a dot (else only under the mouse); redraws."""
+        self._style = dataclasses.replace(
+            self._style, skeleton=tuple(skeleton), keypoint_names=tuple(names), keypoint_dots=dots
+        )
         self.set_detections(self._detections)
 
     def mask_opacity(self) -> float:

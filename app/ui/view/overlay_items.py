@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QBrush, QColor, QImage, QPainter, QPen
-from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsSceneHoverEvent, QStyleOptionGraphicsItem, QWidget
 
 from app.inference.decoding.keypoints import VISIBLE_SCORE
 from app.inference.masks import BinaryMask
@@ -28,6 +28,9 @@ class OverlayStyle:
     skeleton: tuple[tuple[int, int], ...] = ()
     keypoint_names: tuple[str, ...] = ()
     mask_opacity: float = DEFAULT_MASK_OPACITY
+    # False (the profile's keypoint_style "lines"): the skeleton only; the points show under
+    # the mouse, the nearest one named in the tooltip (a face mesh's 468 dots hide the face).
+    keypoint_dots: bool = True
 
 
 class MaskItem(QGraphicsItem):
@@ -63,7 +66,8 @@ class MaskItem(QGraphicsItem):
 
 class KeypointsItem(QGraphicsItem):
     """Keypoints as dots of constant screen size, joined by the skeleton's lines; points
-    scoring below VISIBLE_SCORE (and lines touching them) are not drawn."""
+    scoring below VISIBLE_SCORE (and lines touching them) are not drawn. Without `dots`, the
+    dots appear only while the mouse is over the item and the tooltip names the nearest point."""
 
     def __init__(
         self,
@@ -72,8 +76,10 @@ class KeypointsItem(QGraphicsItem):
         color: QColor,
         names: Sequence[str] = (),
         parent: QGraphicsItem | None = None,
+        dots: bool = True,
     ) -> None:
         super().__init__(parent)
+        self.dots, self._hovered = dots, False
         self.points = [QPointF(x, y) for x, y, _ in keypoints]
         self.visible = [s >= VISIBLE_SCORE for _, _, s in keypoints]
         n = len(self.points)
@@ -83,11 +89,33 @@ class KeypointsItem(QGraphicsItem):
         shown = [p for p, v in zip(self.points, self.visible, strict=True) if v]
         xs, ys = [p.x() for p in shown], [p.y() for p in shown]
         self._extent = QRectF(min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)) if shown else QRectF()
-        tips = [
+        self._tips = [
             f"{names[i] if i < len(names) else f'keypoint {i}'}: ({x:.0f}, {y:.0f}) {s:.2f}"
             for i, (x, y, s) in enumerate(keypoints)
         ]
-        self.setToolTip("\n".join(tips))
+        self.setAcceptHoverEvents(not dots)
+        self.setToolTip("\n".join(self._tips) if dots else "")
+
+    def hoverEnterEvent(self, event: QGraphicsSceneHoverEvent) -> None:
+        self._hovered = True
+        self.update()
+
+    def hoverMoveEvent(self, event: QGraphicsSceneHoverEvent) -> None:
+        self.setToolTip(self.nearest_tip(event.pos()))
+
+    def hoverLeaveEvent(self, event: QGraphicsSceneHoverEvent) -> None:
+        self._hovered = False
+        self.update()
+
+    def nearest_tip(self, pos: QPointF) -> str:
+        """The tooltip line of the visible point nearest to `pos` (scene pixels)."""
+        shown = [i for i, v in enumerate(self.visible) if v]
+        if not shown:
+            return ""
+        best = min(
+            shown, key=lambda i: (self.points[i].x() - pos.x()) ** 2 + (self.points[i].y() - pos.y()) ** 2
+        )
+        return self._tips[best]
 
     def visible_points(self) -> list[QPointF]:
         return [p for p, v in zip(self.points, self.visible, strict=True) if v]
@@ -117,6 +145,6 @@ class KeypointsItem(QGraphicsItem):
             painter.drawLine(to_device.map(self.points[a]), to_device.map(self.points[b]))
         painter.setPen(QPen(QColor(255, 255, 255), 1.0))
         painter.setBrush(QBrush(self.color))
-        for point in self.visible_points():
+        for point in self.visible_points() if self.dots or self._hovered else ():
             painter.drawEllipse(to_device.map(point), KEYPOINT_RADIUS, KEYPOINT_RADIUS)
         painter.restore()
