@@ -421,7 +421,9 @@ class Viewer(QObject):
         panel.set_transport_in_use(session.describe_transport(), session.transport_note)
         self.server_split.session_opened(session)
         self.window.view.set_keypoint_style(
-            info.profile.skeleton, info.profile.keypoint_names, info.profile.keypoint_style is KeypointStyle.DOTS
+            info.profile.skeleton,
+            info.profile.keypoint_names,
+            info.profile.keypoint_style is KeypointStyle.DOTS,
         )
         self.settings.set_model(info.name)
         remembered = self.settings.thresholds(info.name)

@@ -26,7 +26,9 @@ def task_summary(p: ModelProfile) -> str:
             "coco17" if p.skeleton == COCO_SKELETON else f"{len(p.skeleton)} lines" if p.skeleton else "none"
         )
         style = (
-            "" if p.keypoint_style is KeypointStyle.DOTS else f" ({p.keypoint_style} only, points under the mouse)"
+            ""
+            if p.keypoint_style is KeypointStyle.DOTS
+            else f" ({p.keypoint_style} only, points under the mouse)"
         )
         return f"task: pose, {count} per detection ({values}) {source}{names}; skeleton {skeleton}{style}"
     if p.task is Task.SEGMENT:
