@@ -53,9 +53,19 @@ class Outline:
 
 @dataclass(frozen=True, slots=True)
 class Polyline:
-    """Straight segments through `points` (anti-aliased), e.g. a skeleton edge or a trail."""
+    """One line through `points` (anti-aliased, joined), e.g. a trail."""
 
     points: tuple[Point, ...]
+    color: RGB
+    width: float
+
+
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """Separate segments in one colour (anti-aliased), e.g. a skeleton's edges or a face mesh's
+    contours: painted in one call, however many."""
+
+    segments: tuple[tuple[Point, Point], ...]
     color: RGB
     width: float
 
@@ -93,7 +103,7 @@ class Text:
     offset: Point = (0.0, 0.0)
 
 
-Primitive = Fill | Outline | Polyline | Dots | Text
+Primitive = Fill | Outline | Lines | Polyline | Dots | Text
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,7 @@ class DetectionShape:
     tag: Text
     visible: tuple[bool, ...]  # per keypoint: scores at least the style's visible_score
     edges: tuple[tuple[int, int], ...]  # the skeleton edges drawn (both ends visible)
-    skeleton: tuple[Polyline, ...]  # one per edge
+    skeleton: Lines | None  # the edges drawn (None: none)
     dots: Dots | None  # the visible points (None: no keypoints, or keypoint_dots off)
 
     def primitives(self) -> Iterator[Primitive]:
@@ -115,7 +125,8 @@ class DetectionShape:
             yield self.fill
         yield self.outline
         yield self.tag
-        yield from self.skeleton
+        if self.skeleton is not None:
+            yield self.skeleton
         if self.dots is not None:
             yield self.dots
 
@@ -198,10 +209,8 @@ def detection_shape(detection: Detection, style: AnnotationStyle, color: RGB | N
     shown = tuple(s >= style.visible_score for _, _, s in points)
     n = len(points)
     edges = tuple((a, b) for a, b in style.skeleton if 0 <= a < n and 0 <= b < n and shown[a] and shown[b])
-    skeleton = tuple(
-        Polyline(((points[a][0], points[a][1]), (points[b][0], points[b][1])), color, style.skeleton_width)
-        for a, b in edges
-    )
+    segments = tuple(((points[a][0], points[a][1]), (points[b][0], points[b][1])) for a, b in edges)
+    skeleton = Lines(segments, color, style.skeleton_width) if segments else None
     visible = tuple((x, y) for (x, y, _), v in zip(points, shown, strict=True) if v)
     dots = None
     if visible and style.keypoint_dots:

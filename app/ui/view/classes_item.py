@@ -7,7 +7,7 @@ from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from app.drawing.draw_list import Text
-from app.ui.view.painter import paint_text, text_layout
+from app.ui.view.painter import DevicePainter, text_layout
 
 
 class ClassesItem(QGraphicsItem):
@@ -29,4 +29,5 @@ class ClassesItem(QGraphicsItem):
         self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
     ) -> None:
         anchor = painter.worldTransform().map(QPointF(0, 0))
-        paint_text(painter, self.text, anchor, None, 1.0, self._layout)
+        with DevicePainter(painter, painter.worldTransform()) as device:
+            device.text(self.text, anchor, None, self._layout)

@@ -12,7 +12,7 @@ from app.drawing.draw_list import DetectionShape, Size, Text, detection_shape
 from app.drawing.style import AnnotationStyle
 from app.inference.result import Detection
 from app.ui.view.overlay_items import KeypointsItem, MaskItem
-from app.ui.view.painter import device_box, paint_outline, paint_text, qcolor, text_layout, text_origin
+from app.ui.view.painter import DevicePainter, device_box, qcolor, text_layout, text_origin
 
 BOX_PEN_WIDTH = AnnotationStyle().box_width  # screen pixels, whatever the zoom (cosmetic pen)
 
@@ -64,7 +64,8 @@ class LabelItem(QGraphicsItem):
     ) -> None:
         anchor = painter.worldTransform().map(QPointF(0, 0))
         bounds = self._bounds(self._to_device(anchor))
-        paint_text(painter, self._text, anchor, bounds, 1.0, self._layout)
+        with DevicePainter(painter, painter.worldTransform()) as device:
+            device.text(self._text, anchor, bounds, self._layout)
 
 
 class DetectionItem(QGraphicsRectItem):
@@ -120,10 +121,7 @@ class DetectionItem(QGraphicsRectItem):
     def paint(
         self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
     ) -> None:
-        x1, y1, x2, y2 = self.shape_.outline.box
-        rect = device_box(painter.worldTransform(), (x1, y1, x2, y2))
+        rect = device_box(painter.worldTransform(), self.shape_.outline.box)
         pen = self.pen()
-        painter.save()
-        painter.resetTransform()
-        paint_outline(painter, rect, pen.color(), pen.widthF(), pen.style() != Qt.PenStyle.SolidLine)
-        painter.restore()
+        with DevicePainter(painter, painter.worldTransform()) as device:
+            device.outline(rect, pen.color(), pen.widthF(), pen.style() != Qt.PenStyle.SolidLine)

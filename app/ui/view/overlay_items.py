@@ -9,7 +9,7 @@ from PySide6.QtGui import QPainter, QTransform
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from app.drawing.draw_list import DetectionShape, Fill
-from app.ui.view.painter import mask_image, paint_dots, paint_fill, paint_polyline, qcolor
+from app.ui.view.painter import DevicePainter, mask_image, qcolor
 
 
 class ZoomFollowingItem(QGraphicsItem):
@@ -48,7 +48,8 @@ class MaskItem(QGraphicsItem):
         if self._bytes.size:
             # Image pixels -> device: undo the item's own position, then the painter's transform.
             to_device = QTransform.fromTranslate(-self.mask.left, -self.mask.top) * painter.worldTransform()
-            paint_fill(painter, self.fill, to_device, 1.0, self._image)
+            with DevicePainter(painter, to_device) as device:
+                device.fill(self.fill, 1.0, self._image)  # the item's opacity is the mask opacity
 
 
 class KeypointsItem(ZoomFollowingItem):
@@ -65,7 +66,8 @@ class KeypointsItem(ZoomFollowingItem):
         self.points = [QPointF(x, y) for x, y, _ in keypoints]
         self.lines = list(shape.edges)
         self.color = qcolor(shape.outline.color)
-        drawn = [QPointF(x, y) for line in shape.skeleton for x, y in line.points]
+        segments = shape.skeleton.segments if shape.skeleton is not None else ()
+        drawn = [QPointF(x, y) for segment in segments for x, y in segment]
         if shape.dots is not None:
             drawn += [QPointF(x, y) for x, y in shape.dots.points]
         self._visible = list(shape.visible)
@@ -73,7 +75,7 @@ class KeypointsItem(ZoomFollowingItem):
         self._extent = QRectF(min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)) if drawn else QRectF()
         self._margin = max(
             (shape.dots.radius + shape.dots.outline_width) if shape.dots is not None else 0.0,
-            max((line.width for line in shape.skeleton), default=0.0),
+            shape.skeleton.width if shape.skeleton is not None else 0.0,
         )
         tips = [
             f"{names[i] if i < len(names) else f'keypoint {i}'}: ({x:.0f}, {y:.0f}) {s:.2f}"
@@ -94,8 +96,8 @@ class KeypointsItem(ZoomFollowingItem):
     def paint(
         self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
     ) -> None:
-        to_device = painter.worldTransform()
-        for line in self.shape_.skeleton:
-            paint_polyline(painter, line, to_device, 1.0)
-        if self.shape_.dots is not None:
-            paint_dots(painter, self.shape_.dots, to_device, 1.0)
+        with DevicePainter(painter, painter.worldTransform()) as device:
+            if self.shape_.skeleton is not None:
+                device.lines(self.shape_.skeleton)
+            if self.shape_.dots is not None:
+                device.dots(self.shape_.dots)

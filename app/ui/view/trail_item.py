@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 from app.drawing.draw_list import TrailShape, TrailSource, trail_shape
 from app.drawing.style import AnnotationStyle
 from app.ui.view.overlay_items import ZoomFollowingItem
-from app.ui.view.painter import paint_dots, paint_polyline, paint_text, text_layout
+from app.ui.view.painter import DevicePainter
 
 TEXT_ROOM = 60.0  # screen pixels beside the head for the "#id" text
 
@@ -54,10 +54,7 @@ class TrailsItem(ZoomFollowingItem):
     def paint(
         self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
     ) -> None:
-        to_device = painter.worldTransform()
-        for shape in self.shapes:
-            if shape.line is not None:
-                paint_polyline(painter, shape.line, to_device, 1.0)
-            paint_dots(painter, shape.head, to_device, 1.0)
-            layout = text_layout(shape.tag)
-            paint_text(painter, shape.tag, to_device.map(QPointF(*shape.tag.anchor)), None, 1.0, layout)
+        with DevicePainter(painter, painter.worldTransform()) as device:
+            for shape in self.shapes:
+                for primitive in shape.primitives():
+                    device.primitive(primitive, None)
