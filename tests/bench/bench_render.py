@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +39,7 @@ from app.inference.masks import BinaryMask
 from app.inference.result import Detection, SemanticMask
 from app.pipeline.recording import LiveRecording
 from app.ui.view.painter import render_rgb_in_place
+from tests.bench.bench_pure import median_ms
 
 
 @dataclass
@@ -101,16 +99,6 @@ def scenes(rng: np.random.Generator) -> list[Scene]:
         Scene("YOLOv8-seg 1920x1080, 20 instance masks", frame(1920, 1080), instances, [], plain),
         Scene("tracking 640x480, 5 boxes + 30-point trails", frame(640, 480), tracked, [], plain, trails),
     ]
-
-
-def median_ms(fn: Callable[[], object], runs: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
 
 
 def main() -> None:

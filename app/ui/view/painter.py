@@ -280,16 +280,18 @@ class _Canvas:
     image: QImage
 
 
-def _canvas(image: np.ndarray) -> _Canvas:
-    """`image` (H, W, 3 RGB) copied into this thread's canvas, a Format_RGB32 QImage over its own
-    bytes. Reused from frame to frame: a new buffer costs page faults, and a new QImage its own
-    paint engine, whose glyph cache starts empty (text then costs twice as much)."""
+def _canvas(image: np.ndarray, keep: bool) -> _Canvas:
+    """`image` (H, W, 3 RGB) copied into a canvas, a Format_RGB32 QImage over its own bytes.
+    keep: this thread's canvas, reused from frame to frame (a recording: a new buffer costs
+    page faults, and a new QImage its own paint engine, whose glyph cache starts empty: text
+    then costs twice as much); else a new one (an export: a big photo's is not kept)."""
     h, w = image.shape[:2]
-    canvas: _Canvas | None = _fonts.__dict__.get("canvas")
+    canvas: _Canvas | None = _fonts.__dict__.get("canvas") if keep else None
     if canvas is None or canvas.words.shape != (h, w, 4):
         words = np.empty((h, w, 4), np.uint8)
         canvas = _Canvas(words, QImage(words.data, w, h, words.strides[0], QImage.Format.Format_RGB32))
-        _fonts.canvas = canvas
+        if keep:
+            _fonts.canvas = canvas
     if sys.byteorder == "little":
         cv2.cvtColor(image, cv2.COLOR_RGB2BGRA, dst=canvas.words)
     else:
@@ -313,7 +315,7 @@ def render_rgb(
     h, w = image.shape[:2]
     # Painted on Qt's RGB32, the format its raster engine is fast on (anti-aliased lines ~25x
     # faster than on RGB888, which it converts span by span); the two conversions cost less.
-    canvas = _canvas(np.ascontiguousarray(image, dtype=np.uint8))
+    canvas = _canvas(np.ascontiguousarray(image, dtype=np.uint8), keep=in_place)
     painter = QPainter(canvas.image)
     try:
         paint_draw_list(painter, drawing, QTransform(), picture_scale(w, h) if scale is None else scale)
