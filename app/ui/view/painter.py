@@ -274,36 +274,74 @@ def paint_draw_list(painter: QPainter, drawing: DrawList, to_device: QTransform,
             device.primitive(primitive, bounds)
 
 
+Region = tuple[int, int, int, int]  # x1, y1, x2, y2 (exclusive) in picture pixels
+
+
+def _extent(primitive: Primitive, scale: float, bounds: QRect, layout: TextLayout | None) -> Region:
+    """Where a primitive may paint in a picture (scale: its sizes' factor), with room for
+    anti-aliasing."""
+    if isinstance(primitive, Fill):
+        return primitive.mask.bbox()
+    if isinstance(primitive, Outline):
+        x1, y1, x2, y2 = primitive.box
+        return math.floor(x1) - 1, math.floor(y1) - 1, math.ceil(x2) + 1, math.ceil(y2) + 1
+    if isinstance(primitive, Text):
+        assert layout is not None
+        origin = text_origin(primitive, layout, QPointF(*primitive.anchor), bounds, scale)
+        x, y = int(origin.x()), int(origin.y())
+        if primitive.placement is Placement.BESIDE:  # from the first baseline
+            y -= layout.line_height
+        return x - 2, y - 2, x + layout.width + 2, y + layout.height + layout.line_height + 2
+    if isinstance(primitive, Lines):
+        points = [p for segment in primitive.segments for p in segment]
+        margin = math.ceil(primitive.width * scale / 2) + 2
+    elif isinstance(primitive, Polyline):
+        points = list(primitive.points)
+        margin = math.ceil(primitive.width * scale / 2) + 2
+    else:
+        points = list(primitive.points)
+        margin = math.ceil((primitive.radius + primitive.outline_width) * scale) + 2
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    return (
+        math.floor(min(xs)) - margin,
+        math.floor(min(ys)) - margin,
+        math.ceil(max(xs)) + margin,
+        math.ceil(max(ys)) + margin,
+    )
+
+
 @dataclass
 class _Canvas:
-    words: np.ndarray  # the image's bytes, Format_RGB32 (0xffRRGGBB words)
+    words: np.ndarray  # the picture's bytes, Format_RGB32 (0xffRRGGBB words)
     image: QImage
 
 
-def _canvas(image: np.ndarray, keep: bool) -> _Canvas:
-    """`image` (H, W, 3 RGB) copied into a canvas, a Format_RGB32 QImage over its own bytes.
-    keep: this thread's canvas, reused from frame to frame (a recording: a new buffer costs
-    page faults, and a new QImage its own paint engine, whose glyph cache starts empty: text
-    then costs twice as much); else a new one (an export: a big photo's is not kept)."""
-    h, w = image.shape[:2]
+def _canvas(h: int, w: int, keep: bool) -> _Canvas:
+    """A Format_RGB32 QImage over its own bytes. keep: this thread's canvas, reused from frame to
+    frame (a recording: a new buffer costs page faults, and a new QImage its own paint engine,
+    whose glyph cache starts empty: text then costs twice as much); else a new one (an export:
+    a big photo's is not kept)."""
     canvas: _Canvas | None = _fonts.__dict__.get("canvas") if keep else None
     if canvas is None or canvas.words.shape != (h, w, 4):
         words = np.empty((h, w, 4), np.uint8)
         canvas = _Canvas(words, QImage(words.data, w, h, words.strides[0], QImage.Format.Format_RGB32))
         if keep:
             _fonts.canvas = canvas
-    if sys.byteorder == "little":
-        cv2.cvtColor(image, cv2.COLOR_RGB2BGRA, dst=canvas.words)
-    else:
-        canvas.words[..., 0], canvas.words[..., 1:] = 255, image
     return canvas
 
 
-def _from_rgb32(words: np.ndarray, out: np.ndarray) -> None:
+def _to_rgb32(rgb: np.ndarray, words: np.ndarray) -> None:
     if sys.byteorder == "little":
-        cv2.cvtColor(words, cv2.COLOR_BGRA2RGB, dst=out)
+        cv2.cvtColor(rgb, cv2.COLOR_RGB2BGRA, dst=words)
     else:
-        out[...] = words[..., 1:]
+        words[..., 0], words[..., 1:] = 255, rgb
+
+
+def _from_rgb32(words: np.ndarray, rgb: np.ndarray) -> None:
+    if sys.byteorder == "little":
+        cv2.cvtColor(words, cv2.COLOR_BGRA2RGB, dst=rgb)
+    else:
+        rgb[...] = words[..., 1:]
 
 
 def render_rgb(
@@ -313,17 +351,36 @@ def render_rgb(
     default: `picture_scale`). `in_place`: the result goes into `image` itself (the recorder's
     own copy of the frame)."""
     h, w = image.shape[:2]
+    scale = picture_scale(w, h) if scale is None else scale
+    writable = in_place and image.flags.c_contiguous and image.flags.writeable and image.dtype == np.uint8
+    out = image if writable else np.array(image, dtype=np.uint8, order="C")
+    primitives = list(drawing.primitives())
+    bounds = QRect(0, 0, w, h)
+    layouts = {id(p): text_layout(p, scale) for p in primitives if isinstance(p, Text)}
+    # Only the region the annotations cover is converted to the canvas and back.
+    x1, y1, x2, y2 = w, h, 0, 0
+    for p in primitives:
+        a, b, c, d = _extent(p, scale, bounds, layouts.get(id(p)))
+        x1, y1, x2, y2 = min(x1, a), min(y1, b), max(x2, c), max(y2, d)
+    x1, y1, x2, y2 = max(x1, 0), max(y1, 0), min(x2, w), min(y2, h)
+    if x1 >= x2 or y1 >= y2:
+        return out
+    region = np.s_[y1:y2, x1:x2]
     # Painted on Qt's RGB32, the format its raster engine is fast on (anti-aliased lines ~25x
     # faster than on RGB888, which it converts span by span); the two conversions cost less.
-    canvas = _canvas(np.ascontiguousarray(image, dtype=np.uint8), keep=in_place)
+    canvas = _canvas(h, w, keep=in_place)
+    _to_rgb32(out[region], canvas.words[region])
     painter = QPainter(canvas.image)
     try:
-        paint_draw_list(painter, drawing, QTransform(), picture_scale(w, h) if scale is None else scale)
+        with DevicePainter(painter, QTransform(), scale) as device:
+            for p in primitives:
+                if isinstance(p, Text):
+                    device.text(p, QPointF(*p.anchor), bounds, layouts[id(p)])
+                else:
+                    device.primitive(p, bounds)
     finally:
         painter.end()
-    writable = in_place and image.flags.c_contiguous and image.flags.writeable and image.dtype == np.uint8
-    out = image if writable else np.empty((h, w, 3), np.uint8)
-    _from_rgb32(canvas.words, out)
+    _from_rgb32(canvas.words[region], out[region])
     return out
 
 
