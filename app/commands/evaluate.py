@@ -133,7 +133,9 @@ class RecordsFile:
         self.broken: str | None = None
         if path is not None:
             try:
-                self._stream = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by close())
+                # Line-buffered: each record is on disk as its image is answered (a run that is
+                # interrupted or killed still leaves whole records).
+                self._stream = open(path, "w", encoding="utf-8", buffering=1)  # noqa: SIM115 (closed by close())
             except OSError as e:
                 raise UsageError(f"--records {path}: cannot write it ({e.strerror or e})") from None
 

@@ -605,6 +605,7 @@ def test_ctrl_c_evaluates_the_images_answered_and_exits_130(triton: EmbeddedServ
         [
             *(sys.executable, "-m", "app", "evaluate", "--url", triton.grpc_url, str(dataset)),
             *("--model", "slow_faces", "--concurrency", "2", "--timeout", "60"),
+            *("--records", str(tmp_path / "records.jsonl")),
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -616,7 +617,13 @@ def test_ctrl_c_evaluates_the_images_answered_and_exits_130(triton: EmbeddedServ
         for line in proc.stderr:
             if "image(s) -> model" in line:
                 break
-        time.sleep(1.0)  # the two quick images answered, two slow ones in flight
+        # The two quick images answered (their records written), two slow ones in flight.
+        records = tmp_path / "records.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+            records.exists() and len(records.read_text().splitlines()) >= 2
+        ):
+            time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:

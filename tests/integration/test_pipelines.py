@@ -96,7 +96,8 @@ def _live(url: str, model: str, video: Path, recording: Path) -> tuple[list[Infe
         capture.start()
         assert ended.wait(300)
         capture.stop()
-        assert job.group.wait_idle(60)
+        job.finish()
+        assert job.group.wait_drained(60)
     summary = recorder.stop()
     assert summary is not None and summary.ok, summary
     return results, job

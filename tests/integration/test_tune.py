@@ -22,6 +22,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
+from app.inference.core.spec import Limits, SessionSpec
 from app.inference.introspection.metrics_history import MetricsHistory, MetricsPoller
 from app.inference.introspection.model_config import parse_config
 from app.inference.introspection.repository import RepositoryControl
@@ -59,7 +60,8 @@ def tuner(repository: RepositoryControl, images: list[np.ndarray], levels: tuple
     plan = TunePlan(sweep_plan, instances=(1,), queue_delays=(None, 2000))
 
     def new_sweep(model: str, on_progress) -> Sweep:  # type: ignore[no-untyped-def]
-        return Sweep([repository.url], model, images, sweep_plan, on_progress=on_progress, decode_workers=1)
+        spec = SessionSpec(urls=(repository.url,), model=model, limits=Limits(decode_workers=1))
+        return Sweep(spec, images, sweep_plan, on_progress=on_progress)
 
     return Tuner(repository, MODEL, plan, new_sweep, **kw)
 
