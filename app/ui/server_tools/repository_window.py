@@ -230,8 +230,6 @@ class RepositoryWindow(QDialog):
                     else:
                         if done:
                             self._say(done)
-                        if loaded is not None:
-                            self.model_loaded.emit(loaded)
                 if self.control_enabled is None:
                     self.control_enabled = await self._call(control.control_enabled)
                     self._show_control(control.url)
@@ -245,6 +243,9 @@ class RepositoryWindow(QDialog):
                 return False
             self._show_entries(entries)
             self.models_changed.emit(list(entries))
+        if ok and loaded is not None:
+            # After the list was read (the lock released): a listener may reconnect the viewer.
+            self.model_loaded.emit(loaded)
         await self._show_config()
         return ok
 

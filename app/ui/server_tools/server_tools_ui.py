@@ -78,8 +78,11 @@ class ServerToolsUi(QObject):
         if tabify_with is not None:
             window.tabifyDockWidget(tabify_with, self.metrics_dock)
         self.metrics_dock.hide()  # View > Server shows it
+        # Read only while shown: a tab behind another dock is not (visibilityChanged says so).
         self.metrics_dock.visibilityChanged.connect(self.metrics_panel.set_active)
-        view_menu.insertAction(view_before, self.metrics_dock.toggleViewAction())  # type: ignore[arg-type]
+        toggle = self.metrics_dock.toggleViewAction()
+        toggle.triggered.connect(lambda on: self.metrics_dock.raise_() if on else None)
+        view_menu.insertAction(view_before, toggle)  # type: ignore[arg-type]
 
         self.repository_action.triggered.connect(self.open_repository)
         self.tune_action.triggered.connect(self.open_tune)

@@ -96,6 +96,7 @@ class TuneWindow(QDialog):
         self.trials: list[TrialResult] = []
         self.tune_result: TuneResult | None = None
         self.confirmation: QMessageBox | None = None  # the Apply question while it is open
+        self.last_progress: TuneProgress | None = None
         self.last_error: str | None = None
 
         self.form = TuneForm()
@@ -228,7 +229,7 @@ class TuneWindow(QDialog):
         except ValueError as e:
             self._say(str(e), error=True)
             return
-        self.trials, self.tune_result = [], None
+        self.trials, self.tune_result, self.last_progress = [], None, None
         self.plot.set_data([], [])
         self.table.set_trials([])
         self.notes.setText("")
@@ -279,6 +280,7 @@ class TuneWindow(QDialog):
         )
 
     def _on_progress(self, p: TuneProgress) -> None:
+        self.last_progress = p
         self.progress.setValue(min(p.done_requests, self.progress.maximum()))
         what = PHASES.get(p.phase, p.step)
         left = "" if p.eta_s is None or p.phase == "restoring" else f" · {format_left(p.eta_s)} left"
