@@ -186,7 +186,7 @@ def test_the_tune_window_runs_plots_exports_and_applies_after_asking(
     assert len(chosen) == 1 and chosen[0][3] == "2000 us" and chosen[0][4] == "8"
     assert float(chosen[0][11]) > 1, "the server's average batch"
     assert "Recommendation" in window.summary.text() and "x</b> the original config" in window.summary.text()
-    assert "done" in window.progress.text() and "restored" in window.progress.text()
+    assert re.fullmatch(r"done in \d+ s; the original config was restored", window.progress.text())
 
     csv_path, png_path, config_path = tmp_path / "t.csv", tmp_path / "t.png", tmp_path / "config.pbtxt"
     assert harness.run(window.save_csv(str(csv_path)))

@@ -145,8 +145,13 @@ class TunePlot(QWidget):
             painter.drawEllipse(where, 10, 10)
             label = f"recommended: {rec.level.throughput:.0f} req/s"
             width = metrics.horizontalAdvance(label)
-            x = where.x() + 13 if where.x() + 13 + width < plot.right() else where.x() - 13 - width
-            painter.drawText(QPointF(x, where.y() - 8), label)
+            # Beside the ring, inside the plot: right of it, or left when there is no room.
+            x = where.x() + 14 if where.x() + 14 + width < plot.right() - 2 else where.x() - 14 - width
+            y = min(
+                max(where.y() + metrics.ascent() / 2 - 1, plot.top() + metrics.ascent() + 2),
+                plot.bottom() - 4,
+            )
+            painter.drawText(QPointF(x, y), label)
         self._legend(painter, QRectF(plot.right() + 12, plot.top(), legend_w, plot.height()), legend, metrics)
         painter.end()
 

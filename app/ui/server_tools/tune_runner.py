@@ -118,7 +118,11 @@ class TuneRunner:
                 self.reports.planned(list(trials), tuner.total_requests())
                 if self._cancelled.is_set():
                     tuner.cancel()
-                return tuner.run(), ""
+                result = tuner.run()
+            latest = history.latest()
+            if poller is not None and latest is not None and not latest.reachable:
+                self.reports.note(f"server metrics {latest.state}: no server CPU figures")
+            return result, ""
         except TuneError as e:
             restore = f" {tuner.restore_error}" if tuner is not None and tuner.restore_error else ""
             return None, f"stopped: {e}{restore}"

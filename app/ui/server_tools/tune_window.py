@@ -134,8 +134,8 @@ class TuneWindow(QDialog):
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.plot)
         split.addWidget(self.table)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.form)
         layout.addLayout(buttons)
@@ -308,15 +308,12 @@ class TuneWindow(QDialog):
             if not result.interrupted:
                 self.progress.setValue(self.progress.maximum())
             state = "cancelled" if result.interrupted else "done"
-            restored = (
-                "the original config was restored"
-                if result.restored
-                else "the original config was NOT restored"
-            )
+            restored = "restored" if result.restored else "NOT restored"
             self.progress.setFormat(
                 f"{state} in {format_left(result.seconds)}; the original config was {restored}"
             )
             message = self._summary(result)
+            self._say("")  # the plan's list of trials: the table says it all now
         self._update_buttons()
         self.finished_tune.emit(message)
 
