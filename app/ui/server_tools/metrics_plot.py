@@ -50,9 +50,9 @@ class MetricsPlot(QWidget):
         text = pal.color(QPalette.ColorRole.Text)
         metrics = QFontMetricsF(self.font())
         h = metrics.height()
-        right_max = axis_max(
-            max((v for s in self.series if s.right for _, v in s.points), default=1.0), TICKS
-        )
+        counts = [v for s in self.series if s.right for _, v in s.points]
+        # Counts: whole-number ticks at least (0..4 when nothing is pending).
+        right_max = axis_max(max(max(counts, default=0.0), float(TICKS)), TICKS)
         left_labels = [f"{format_tick(100 * i / TICKS)}%" for i in range(TICKS + 1)]
         right_labels = [format_tick(right_max * i / TICKS) for i in range(TICKS + 1)]
         left = max(metrics.horizontalAdvance(t) for t in left_labels) + 10

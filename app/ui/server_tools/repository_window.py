@@ -239,6 +239,8 @@ class RepositoryWindow(QDialog):
                 return False
             finally:
                 self._set_busy(False)
+                if self.message.text() == doing:
+                    self._say("")  # done, with nothing to report (a refresh)
             if server != self._server:
                 return False
             self._show_entries(entries)
