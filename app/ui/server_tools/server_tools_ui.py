@@ -65,7 +65,7 @@ class ServerToolsUi(QObject):
         model_menu.addSeparator()
         self.repository_action = QAction("&Repository…", window)
         model_menu.addAction(self.repository_action)
-        self.tune_action = QAction("&Tune the server…", window)
+        self.tune_action = QAction("&Tune…", window)
         self.tune_action.setShortcut(QKeySequence("Ctrl+T"))
         tools_menu.addAction(self.tune_action)
 
