@@ -101,8 +101,9 @@ class TunePlot(QWidget):
             painter.end()
             return
         p95s = [p.level.p95_ms or 0.0 for p in points] + ([self.budget_ms] if self.budget_ms else [])
-        x_top = axis_max(max(p95s), TICKS)
-        y_top = axis_max(max(p.level.throughput for p in points), TICKS)
+        # A little headroom: the best point (often the recommendation) is not drawn on the frame.
+        x_top = axis_max(max(p95s) * 1.05, TICKS)
+        y_top = axis_max(max(p.level.throughput for p in points) * 1.05, TICKS)
         y_labels = [format_tick(y_top * i / TICKS) for i in range(TICKS + 1)]
         legend = [
             f"{i + 1}{'*' if t.original else ''}  {short_settings(t.settings)}"

@@ -42,6 +42,7 @@ class TuneTable(QTableWidget):
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.verticalHeader().hide()
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)  # more rows show
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
@@ -103,6 +104,12 @@ class TuneTable(QTableWidget):
                         item.setForeground(QBrush(RECOMMENDED_COLOR))
                         item.setFont(bold)
                 self.setItem(row, col, item)
+        chosen_row = next(
+            (r for r, (_i, _c, mark) in enumerate(rows) if mark.startswith("recommended")), None
+        )
+        first_cell = self.item(chosen_row, 0) if chosen_row is not None else None
+        if first_cell is not None:
+            self.scrollToItem(first_cell)  # the recommendation in view
 
     def row_texts(self) -> list[list[str]]:
         """Every cell, row by row (what a test or a copy sees)."""
