@@ -16,12 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QMessageBox, QTableWidget
 
 from app.inference.introspection.model_config import parse_config
 from app.inference.introspection.repository import RepositoryControl
+from app.inference.introspection.server_metrics import parse_metrics
 from app.pipeline.tune_settings import TrialSettings, settings_of
 from app.server.embedded import EmbeddedServer
+from app.ui.base.tasks import TaskSet
+from app.ui.server_tools.metrics_panel import ServerMetricsPanel
 from app.ui.server_tools.metrics_source import choose_metrics_url
 from app.ui.server_tools.tune_window import TuneWindow
 from app.ui.viewer import Viewer
@@ -46,6 +49,14 @@ def control(triton: EmbeddedServer) -> Iterator[RepositoryControl]:
             repository.reload_from_files(MODEL)
 
 
+def table_rows(table: QTableWidget) -> list[list[str]]:
+    cell = table.item
+    return [
+        [(item.text() if (item := cell(r, c)) is not None else "") for c in range(table.columnCount())]
+        for r in range(table.rowCount())
+    ]
+
+
 def models_listed(viewer: Viewer) -> dict[str, str]:
     combo = viewer.window.server_panel.model_combo
     return {combo.itemData(i): combo.itemText(i) for i in range(combo.count())}
@@ -65,10 +76,9 @@ def test_the_repository_window_shows_configs_loads_with_a_file_refuses_plainly_a
     assert window is not None and window.isVisible()
     harness.run(until(lambda: bool(window.entries) and window.control_enabled is not None, what="the list"))
     assert window.control_enabled is True and not window.control_note.isVisible()
-    rows = {window.table.item(r, 0).text(): r for r in range(window.table.rowCount())}  # type: ignore[union-attr]
-    broken = rows["broken_at_load"]
-    assert window.table.item(broken, 2).text() == "UNAVAILABLE"  # type: ignore[union-attr]
-    assert "weights file missing" in window.table.item(broken, 3).text()  # type: ignore[union-attr]
+    rows = {row[0]: row for row in table_rows(window.table)}
+    assert rows["broken_at_load"][2] == "UNAVAILABLE" and "weights file missing" in rows["broken_at_load"][3]
+    assert rows[MODEL][2] == "READY"
     assert window.selected() == "face_detector", "the viewer's model is selected"
 
     window.select(MODEL)
@@ -283,6 +293,7 @@ def test_the_server_view_shows_the_embedded_servers_metrics(harness: Harness) ->
     tools = viewer.server_tools
     panel = tools.metrics_panel
     assert not tools.metrics_dock.isVisible() and not panel.polling, "read only while shown"
+    assert tools.metrics_dock.toggleViewAction() in viewer.window.view_menu.actions()
     tools.metrics_dock.toggleViewAction().trigger()
     assert tools.metrics_dock.isVisible()
     server = viewer.connection.server
@@ -344,3 +355,55 @@ def test_where_the_time_goes_shows_the_servers_batch(
     assert found, split.batcher.text()
     assert float(found.group(1)) > 1 and float(found.group(2)) > 0
     assert viewer.server_split.split is not None and viewer.server_split.split.executions > 0
+
+
+GPU_PAGE = """\
+# HELP nv_inference_pending_request_count Instantaneous number of pending requests
+# TYPE nv_inference_pending_request_count gauge
+nv_inference_pending_request_count{model="yolo",version="1"} 3
+nv_inference_pending_request_count{model="face_detector",version="1"} 0
+# HELP nv_cpu_utilization CPU utilization rate [0.0 - 1.0]
+# TYPE nv_cpu_utilization gauge
+nv_cpu_utilization 0.25
+# HELP nv_cpu_memory_total_bytes CPU total memory (RAM), in bytes
+# TYPE nv_cpu_memory_total_bytes gauge
+nv_cpu_memory_total_bytes 17179869184
+# HELP nv_cpu_memory_used_bytes CPU used memory (RAM), in bytes
+# TYPE nv_cpu_memory_used_bytes gauge
+nv_cpu_memory_used_bytes 4294967296
+# HELP nv_gpu_utilization GPU utilization rate [0.0 - 1.0)
+# TYPE nv_gpu_utilization gauge
+nv_gpu_utilization{gpu_uuid="GPU-1"} 0.75
+# HELP nv_gpu_memory_total_bytes GPU total memory, in bytes
+# TYPE nv_gpu_memory_total_bytes gauge
+nv_gpu_memory_total_bytes{gpu_uuid="GPU-1"} 8589934592
+# HELP nv_gpu_memory_used_bytes GPU used memory, in bytes
+# TYPE nv_gpu_memory_used_bytes gauge
+nv_gpu_memory_used_bytes{gpu_uuid="GPU-1"} 2147483648
+# HELP nv_gpu_power_usage GPU power usage in watts
+# TYPE nv_gpu_power_usage gauge
+nv_gpu_power_usage{gpu_uuid="GPU-1"} 71.5
+"""
+
+
+def test_the_server_view_shows_gpu_rows_only_when_the_server_reports_a_gpu(harness: Harness) -> None:
+    """A page as a GPU server writes it, through the real parser (no server with a GPU here)."""
+    panel = ServerMetricsPanel(harness.executor, TaskSet())
+    panel.set_url("gpu-box:8002")  # not shown: nothing is read from the network
+    assert not panel.polling
+    panel.history.add(parse_metrics(GPU_PAGE, panel.url or ""))
+    panel.refresh()
+    assert panel.pending.text() == "3 (yolo 3)" and panel.cpu.text() == "25%"
+    assert panel.memory.text() == "4.00 GiB of 16.00 GiB"
+    assert (panel.gpu_util.text(), panel.gpu_memory.text(), panel.gpu_power.text()) == (
+        "75%",
+        "2.00 GiB of 8.00 GiB",
+        "72 W",
+    )
+    assert panel._form.isRowVisible(panel.gpu_util)
+    assert [s.title for s in panel.plot.series] == ["CPU %", "GPU %", "pending"]
+    without_gpu = "\n".join(line for line in GPU_PAGE.splitlines() if "nv_gpu" not in line)
+    panel.history.add(parse_metrics(without_gpu, panel.url or ""))
+    panel.refresh()
+    assert not panel._form.isRowVisible(panel.gpu_util) and not panel._form.isRowVisible(panel.gpu_power)
+    panel.deleteLater()

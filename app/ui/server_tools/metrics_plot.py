@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtGui import QColor, QPainterPath, QPaintEvent, QPen
+from PySide6.QtWidgets import QWidget
 
 from app.ui.widgets.live_plot import axis_max, format_tick
+from app.ui.widgets.plot_base import PlotBase
 
 WINDOW_S = 120.0
 TICKS = 4
@@ -27,28 +28,18 @@ class Series:
     right: bool = False  # on the right axis (counts) rather than the left (percent)
 
 
-class MetricsPlot(QWidget):
+class MetricsPlot(PlotBase):
     def __init__(self, parent: QWidget | None = None, window_s: float = WINDOW_S) -> None:
-        super().__init__(parent)
+        super().__init__(QSize(220, 110), QSize(360, 150), parent)
         self.window_s = window_s
         self.series: list[Series] = []
-        self.setMinimumSize(220, 110)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-
-    def sizeHint(self) -> QSize:
-        return QSize(360, 150)
 
     def set_series(self, series: Sequence[Series]) -> None:
         self.series = list(series)
         self.update()
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        pal = self.palette()
-        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
-        text = pal.color(QPalette.ColorRole.Text)
-        metrics = QFontMetricsF(self.font())
+        painter, text, metrics = self.begin_paint()
         h = metrics.height()
         counts = [v for s in self.series if s.right for _, v in s.points]
         # Counts: whole-number ticks at least (0..4 when nothing is pending).

@@ -102,6 +102,8 @@ class ServerToolsUi(QObject):
         if self.repository is not None:
             self.repository.set_server(session.urls[0], session.options)
         self.metrics_panel.set_url(self.metrics_url())
+        if self.tune is not None and self.tune.url != session.urls[0]:
+            self._prepare_tune(session)  # another server: its models (not while a tune runs)
 
     def metrics_url(self) -> str | None:
         urls = self.session.urls if self.session is not None else []
@@ -149,17 +151,15 @@ class ServerToolsUi(QObject):
         if self.tune is None:
             self.tune = TuneWindow(self.window, self._bridge, self._executor, self._tasks)
             self.tune.applied.connect(self._on_applied)
-        model = session.info.name if session.info is not None else None
-        self.tune.prepare(
-            session.urls[0],
-            session.options,
-            self._ready_models(),
-            model,
-            self._image_paths(),
-            self.metrics_url(),
-        )
+        self._prepare_tune(session)
         self.tune.show()
         self.tune.raise_()
+
+    def _prepare_tune(self, session: TritonSession) -> None:
+        assert self.tune is not None
+        model = session.info.name if session.info is not None else None
+        paths, metrics = self._image_paths(), self.metrics_url()
+        self.tune.prepare(session.urls[0], session.options, self._ready_models(), model, paths, metrics)
 
     def _on_applied(self, model: str) -> None:
         self.model_reloaded.emit(model)

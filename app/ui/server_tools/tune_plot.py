@@ -10,12 +10,13 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtWidgets import QWidget
 
 from app.pipeline.sweep import LevelResult
 from app.pipeline.tune_analysis import Point, Recommendation, TrialResult
 from app.pipeline.tune_settings import TrialSettings
 from app.ui.widgets.live_plot import axis_max, format_tick
+from app.ui.widgets.plot_base import PlotBase
 
 # Ten colours told apart easily (matplotlib's "tab10"), one per trial, in turn.
 TRIAL_COLORS = tuple(
@@ -56,18 +57,13 @@ class PlotPoint:
     level: LevelResult
 
 
-class TunePlot(QWidget):
+class TunePlot(PlotBase):
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(QSize(360, 220), QSize(640, 320), parent)
         self.trials: list[TrialResult] = []
         self.front: list[Point] = []
         self.recommendation: Recommendation | None = None
         self.budget_ms: float | None = None
-        self.setMinimumSize(360, 220)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-
-    def sizeHint(self) -> QSize:
-        return QSize(640, 320)
 
     def set_data(
         self,
@@ -88,12 +84,7 @@ class TunePlot(QWidget):
 
     # -- painting --------------------------------------------------------------------------------
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        pal = self.palette()
-        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
-        text = pal.color(QPalette.ColorRole.Text)
-        metrics = QFontMetricsF(self.font())
+        painter, text, metrics = self.begin_paint()
         points = self.points()
         if not points:
             painter.setPen(text)

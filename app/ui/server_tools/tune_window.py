@@ -44,9 +44,9 @@ from app.pipeline.tune import TuneProgress, TuneResult
 from app.pipeline.tune_analysis import TrialResult, pareto_front
 from app.pipeline.tune_export import recommended_config_text, write_csv
 from app.pipeline.tune_settings import TrialSettings, settings_of, trial_mark_of
+from app.ui.base.atomic_files import write_png, write_text, write_whole
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
-from app.ui.server_tools.files import write_png, write_text, write_whole
 from app.ui.server_tools.tune_form import TuneForm
 from app.ui.server_tools.tune_plot import TunePlot
 from app.ui.server_tools.tune_runner import TuneReports, TuneRunner, TuneTarget
@@ -174,6 +174,11 @@ class TuneWindow(QDialog):
         what = f"{len(paths)} image(s) of the current batch" if paths else "the bundled sample photograph"
         self.form.images.setText(f"{what} · server {url}")
         self._read_model()
+
+    @property
+    def url(self) -> str | None:
+        """The server the next tune runs on."""
+        return self._url
 
     @property
     def model(self) -> str | None:

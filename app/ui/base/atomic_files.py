@@ -1,4 +1,4 @@
-"""Files written whole or not at all (the tune's CSV, PNG and config.pbtxt): into a temporary
+"""Files written whole or not at all (e.g. the tune's CSV, PNG and config.pbtxt): into a temporary
 file beside the target, renamed over it once complete, so a failure leaves any previous file
 as it was. Blocking: called on the executor."""
 
