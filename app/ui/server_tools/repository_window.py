@@ -160,7 +160,7 @@ class RepositoryWindow(QDialog):
         self._server = server
         old, self._control = self._control, None
         if old is not None:
-            self._tasks.spawn(self._call(old.close), name="repository: close")
+            self._tasks.spawn(self._close(old), name="repository: close")
         self.entries, self.control_enabled = [], None
         self.table.setRowCount(0)
         self.config_view.clear()
@@ -258,6 +258,10 @@ class RepositoryWindow(QDialog):
             # Made on the executor: creating a gRPC client may resolve names.
             self._control = await self._call(RepositoryControl, url, options)
         return self._control
+
+    async def _close(self, control: RepositoryControl) -> None:
+        async with self._lock:  # after the call under way: closing cuts its channel
+            await self._call(control.close)
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
@@ -408,4 +412,4 @@ class RepositoryWindow(QDialog):
         control, self._control = self._control, None
         if control is not None:
             with contextlib.suppress(Exception):
-                await self._call(control.close)
+                await self._close(control)

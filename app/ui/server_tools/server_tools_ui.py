@@ -58,6 +58,8 @@ class ServerToolsUi(QObject):
         self._local_server = local_server
         self._image_paths = image_paths
         self.session: TritonSession | None = None
+        # The repository's list last read (the session's own list is from when it opened).
+        self._listed: list[RepositoryEntry] | None = None
         self.repository: RepositoryWindow | None = None
         self.tune: TuneWindow | None = None
         model_menu, tools_menu, view_menu = menus
@@ -99,6 +101,7 @@ class ServerToolsUi(QObject):
         self.tune_action.setToolTip(NOT_CONNECTED if session is None else TUNE_TIP)
         if session is None:
             return
+        self._listed = None
         if self.repository is not None:
             self.repository.set_server(session.urls[0], session.options)
         self.metrics_panel.set_url(self.metrics_url())
@@ -111,7 +114,8 @@ class ServerToolsUi(QObject):
 
     def _ready_models(self) -> list[str]:
         session = self.session
-        return sorted({m.name for m in session.models if m.state == "READY"}) if session is not None else []
+        models = self._listed if self._listed is not None else (session.models if session is not None else [])
+        return sorted({m.name for m in models if m.state == "READY"})
 
     # -- windows ---------------------------------------------------------------------------------
     def open_repository(self) -> None:
@@ -131,6 +135,12 @@ class ServerToolsUi(QObject):
         self.repository.raise_()
 
     def _on_repository_listed(self, entries: list[RepositoryEntry]) -> None:
+        if (
+            self.repository is not None
+            and self.session is not None
+            and self.repository.url == self.session.urls[0]
+        ):
+            self._listed = list(entries)
         self.models_changed.emit(model_entries(entries))
 
     def _select_when_listed(self, name: str) -> None:

@@ -265,10 +265,18 @@ class TuneWindow(QDialog):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Closing the window stops a tune (its thread restores the original config)."""
+        self._closing()
+        super().closeEvent(event)
+
+    def reject(self) -> None:
+        """Escape hides a dialog without a close event: it stops a tune all the same."""
+        self._closing()
+        super().reject()
+
+    def _closing(self) -> None:
         self.cancel()
         if self.confirmation is not None:
             self.confirmation.close()
-        super().closeEvent(event)
 
     async def shutdown(self) -> None:
         """The viewer closes: cancel, and wait (bounded, off the GUI thread) for the restore."""
