@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
 
-.PHONY: run test lint check bench package clean
+.PHONY: run test lint check bench package clean reference
 
 $(STAMP): pyproject.toml packaging/system-deps.sh
 	bash packaging/system-deps.sh
@@ -24,8 +24,18 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
-test: lint
-	$(BIN)/python -m pytest
+# MediaPipe in a venv of its own: the reference the pipeline tests compare face_mesh and
+# person_pose with (tests/integration/test_pipelines_vs_mediapipe.py).
+REF_VENV  := .venv-mediapipe
+REF_STAMP := $(REF_VENV)/.installed
+$(REF_STAMP): tests/reference/requirements.txt tests/reference/setup_mediapipe.sh
+	PYTHON=$(PYTHON) bash tests/reference/setup_mediapipe.sh $(REF_VENV)
+	touch $(REF_STAMP)
+
+reference: $(REF_STAMP)
+
+test: lint reference
+	MEDIAPIPE_PYTHON=$${MEDIAPIPE_PYTHON:-$(REF_VENV)/bin/python} $(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(BIN)/python -m app bench $(ARGS)

@@ -11,7 +11,7 @@ import argparse
 import importlib
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from app import __version__, desktop_entry
@@ -33,6 +33,10 @@ SUBCOMMANDS = {
     "tune": (
         "app.commands.tune",
         "server-config search: instances, max batch, dynamic batching, swept on your own images",
+    ),
+    "evaluate": (
+        "app.commands.evaluate",
+        "accuracy against labelled data (COCO, YOLO, VOC, labelme): mAP, per class, confusion, speed",
     ),
 }
 EXAMPLES = {
@@ -83,6 +87,13 @@ examples:
 
 exit status: 0 done, 1 some trial failed to load (the others still ran), 2 usage or connection
 error, 130 interrupted (the model's original config is restored in every case)""",
+    "evaluate": """\
+examples:
+  triton-viewer evaluate val/ --model my_yolo --output report.json        (format told from the files)
+  triton-viewer evaluate instances_val.json --images val2017/ --model my_yolo --plots plots/
+  triton-viewer evaluate labels/ --images photos/ --format yolo --model face_detector
+  triton-viewer evaluate data/ --model yolo_fp32 --model yolo_int8       (both, and B - A per class)
+  triton-viewer evaluate faces/ --model face_detector --iou-type keypoints""",
     "serve": """\
 examples:
   triton-viewer serve
@@ -131,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = _load(SMOKE_TEST)
         parser = argparse.ArgumentParser(prog="triton-viewer --smoke-test")
         module.add_arguments(parser)
-        return _run_headless(module, parser.parse_args([a for a in args_list if a != "--smoke-test"]))
+        return run_headless(module.run, parser.parse_args([a for a in args_list if a != "--smoke-test"]))
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     parser = build_parser(command)
     if command is None:
@@ -144,16 +155,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = _load(SUBCOMMANDS[command][0] if command else VIEWER)
     if command is None:
         return int(module.run(args))  # the viewer turns signals into a close of its window
-    return _run_headless(module, args)
+    return run_headless(module.run, args)
 
 
-def _run_headless(module: ModuleType, args: argparse.Namespace) -> int:
-    """SIGTERM and SIGHUP stop a command like Ctrl-C: its clean-up and summary run. An
-    interrupt its run() lets through (a second Ctrl-C during the clean-up) ends it without a
-    traceback, with the shell's status for that signal."""
+def run_headless(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command's `run(args)`: SIGTERM and SIGHUP stop it like Ctrl-C (its clean-up and
+    summary run). An interrupt it lets through (a second Ctrl-C during the clean-up) ends it
+    without a traceback, with the shell's status for that signal."""
     try:
         with termination_as_interrupt():
-            return int(module.run(args))
+            return int(run(args))
     except Terminated as e:
         return 128 + e.signum
     except KeyboardInterrupt:

@@ -13,6 +13,7 @@ from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 
 TESTS = Path(__file__).resolve().parent
+SETTINGS_DIR_ENV = "TRITON_VIEWER_SETTINGS_DIR"  # app.ui.base.settings reads it (no Qt import here)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,6 +33,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 TEST_MODELS = TESTS / "models"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def settings_of_the_test_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The viewer's settings in a folder of this run, never the user's (~/.config): what another
+    run or the user's own viewer saved there (a model, thresholds) must not change a test.
+    UI tests get a folder of their own on top of this (tests/ui/viewer_fixtures.py)."""
+    before = os.environ.get(SETTINGS_DIR_ENV)
+    os.environ[SETTINGS_DIR_ENV] = str(tmp_path_factory.mktemp("settings"))
+    yield
+    if before is None:
+        os.environ.pop(SETTINGS_DIR_ENV, None)
+    else:
+        os.environ[SETTINGS_DIR_ENV] = before
 
 
 @pytest.fixture(scope="session")

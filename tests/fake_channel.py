@@ -119,6 +119,7 @@ class FakeServer:
         self.channels: list[FakeChannel] = []
         self.lock = threading.Lock()
         self.sent = threading.Condition(self.lock)
+        self.live = True  # False: every call fails as a server that is down does (UNAVAILABLE)
 
     def factory(self, url: str, options: ConnectionOptions) -> FakeChannel:
         channel = FakeChannel(url, self)
@@ -144,6 +145,8 @@ class FakeChannel:
         self.calls: list[Call] = []
 
     def is_live(self, *, headers: Mapping[str, str], timeout_s: float) -> bool:
+        if not self.server.live:
+            raise unavailable()
         return True
 
     def repository_index(self, *, headers: Mapping[str, str], timeout_s: float) -> list[dict[str, Any]]:

@@ -137,3 +137,23 @@ def make_index_video(
             writer.write(cv2.cvtColor(index_frame(i, size), cv2.COLOR_RGB2BGR))
     finally:
         writer.release()
+
+
+def make_person_video(
+    path: str | Path, frames: int = 12, fps: float = 10.0, size: tuple[int, int] = (640, 512)
+) -> None:
+    """Write a video (.mp4 mp4v, or .avi MJPG) of the astronaut photo (head and upper body,
+    512x512) sliding from the left edge to the right one of a grey canvas at least as big."""
+    from skimage import data  # dev dependency: imported only when a person video is wanted
+
+    person = cv2.cvtColor(data.astronaut(), cv2.COLOR_RGB2BGR)
+    width, height = max(size[0], 512), max(size[1], 512)
+    writer = _writer(Path(path), fps, (width, height))
+    try:
+        for i in range(frames):
+            canvas = np.full((height, width, 3), 128, np.uint8)
+            x = round((width - 512) * i / max(frames - 1, 1))
+            canvas[height - 512 :, x : x + 512] = person
+            writer.write(canvas)
+    finally:
+        writer.release()

@@ -24,7 +24,6 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 
 from app.commands.common import (
-    DECODE_WORKERS,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -32,12 +31,12 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     add_model_arguments,
-    connection_options,
     eprint,
-    profile_overrides,
-    server_urls,
+    serving,
+    session_spec,
 )
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
 from app.inference.profiles.profile import ProfileError, preprocess
 from app.inference.transports.channel import ConnectionOptions
@@ -329,24 +328,19 @@ def run(args: argparse.Namespace) -> int:
             client_batches=tuple(parse_batches(args.client_batch)),
             requests=args.requests,
             warmup=args.warmup,
-            batch_delay_ms=args.batch_delay_ms,
         )
-        options = connection_options(args)
-        overrides = profile_overrides(args)
+        # Each step of the sweep sets its transport and client batch; the delay is common.
+        spec = session_spec(args, delivery=Delivery(batch_delay_ms=args.batch_delay_ms))
         images, names = load_images(args.image)
-        with server_urls(args) as urls:
+        with serving(spec) as spec:
+            url = spec.urls[0]  # --url is given once here
             extra, loops = (None, {})
             if args.compare_plain:
-                extra, loops = plain_comparison(urls[0], options, images, plan, args.timeout)
+                extra, loops = plain_comparison(url, spec.connection, images, plan, spec.timeouts.request_s)
             sweep = Sweep(
-                urls[:1],
-                args.model,
+                spec,
                 images,
                 plan,
-                options=options,
-                profile_overrides=overrides,
-                timeout_s=args.timeout,
-                decode_workers=DECODE_WORKERS,
                 on_progress=progress_printer(),
                 extra_for_level=extra,
             )
@@ -360,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
             finally:
                 for loop in loops.values():
                     loop.close()
-            report = build_report(sweep, urls[0], names, plan)
+            report = build_report(sweep, url, names, plan)
     except (UsageError, SessionError, ProfileError) as e:
         eprint(f"error: {e}")
         return EXIT_USAGE

@@ -1,20 +1,21 @@
-"""What the headless commands (models, infer, bench) share: connection options, profile
-overrides, and "no --url: run the embedded server for the duration of the command"."""
+"""What the headless commands (models, infer, bench, compare) share: their options as one
+SessionSpec, and "no --url: run the embedded server for the duration of the command"."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
+from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profiles.profile import ProfileError, load_profile_file
 from app.inference.transports.channel import ConnectionOptions
@@ -182,13 +183,9 @@ def float_range(name: str, low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
-def speed_options(args: argparse.Namespace) -> dict[str, Any]:
-    """TritonSession keyword arguments from add_speed_arguments' options."""
-    return {
-        "transport": TransportKind(getattr(args, "transport", TransportKind.AUTO.value)),
-        "client_batch": getattr(args, "client_batch", 1),
-        "batch_delay_ms": getattr(args, "batch_delay_ms", 2.0),
-    }
+def delivery_of(args: argparse.Namespace) -> Delivery:
+    """add_speed_arguments' options (--transport, --client-batch, --batch-delay-ms)."""
+    return Delivery(TransportKind(args.transport), args.client_batch, args.batch_delay_ms)
 
 
 def add_model_arguments(p: argparse.ArgumentParser, *, profile: bool = True) -> None:
@@ -234,41 +231,56 @@ def profile_overrides(args: argparse.Namespace) -> dict[str, Any] | None:
     return overrides or None
 
 
-@dataclass(frozen=True)
-class ServerEndpoints:
-    urls: list[str]
-    metrics_url: str | None  # the embedded server's; None for --url servers
+def session_spec(args: argparse.Namespace, *, delivery: Delivery | None = None) -> SessionSpec:
+    """The one place the command line turns its options into a SessionSpec (UsageError for a
+    bad one): --url (none: the embedded server, see `serving`), --model, --profile/--labels,
+    --timeout, TLS and headers, --concurrency; `delivery`: how requests travel, for the
+    commands that choose it. The command line's own thread feeds and may block."""
+    model = getattr(args, "model", None)
+    concurrency = getattr(args, "concurrency", None)
+    return SessionSpec(
+        urls=tuple(urls_of(args)),
+        model=model if isinstance(model, str) else None,  # compare names one per side
+        profile=ProfileSource(overrides=profile_overrides(args)),
+        delivery=delivery or Delivery(),
+        timeouts=Timeouts(request_s=getattr(args, "timeout", Timeouts.request_s)),
+        connection=connection_options(args),
+        limits=Limits(
+            # bench's --concurrency is a list of levels: its sweep sizes each session.
+            max_in_flight=concurrency if isinstance(concurrency, int) else Limits.max_in_flight,
+            decode_workers=DECODE_WORKERS,
+            send_in_caller=True,
+        ),
+    )
+
+
+SERVER_STOP_S = 8.0  # the embedded server's graceful stop (SIGINT), then SIGKILL
 
 
 @contextlib.contextmanager
-def server_urls(args: argparse.Namespace) -> Iterator[list[str]]:
-    """The --url values, or the address of an embedded server started now and stopped
-    (with every child) when the block ends, whatever happens in it."""
-    with server_endpoints(args) as endpoints:
-        yield endpoints.urls
-
-
-@contextlib.contextmanager
-def server_endpoints(args: argparse.Namespace) -> Iterator[ServerEndpoints]:
-    """server_urls, with the embedded server's metrics address when one is started."""
-    urls = urls_of(args)
-    if urls:
-        yield ServerEndpoints(urls, None)
+def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
+    """`spec` as it is when it names servers; else with the address of an embedded server
+    started now and stopped (with every child) when the block ends, whatever happens in it."""
+    if not spec.embedded:
+        yield spec
         return
-    # Imported here: `--url` users never pay for the server module.
-    from app.resources import model_repository
-    from app.server.embedded import EmbeddedServer
+    # Imported here: `--url` users never pay for the server modules.
+    from app.pipeline.connection.local_server import LocalServer
     from app.server.errors import ServerError
 
-    server = EmbeddedServer(model_repository())
+    # keep_ports: should it be started again after a crash, the sessions keep its address.
+    local = LocalServer(keep_ports=True)
     eprint("no --url: starting the embedded Triton server ...")
     try:
-        server.start()
+        url = local.ensure()
     except ServerError as e:
-        server.stop()
+        local.stop()
         raise UsageError(f"cannot start the embedded Triton server: {e}") from None
-    eprint(f"embedded server ready at {server.grpc_url}")
+    except BaseException:
+        local.stop()
+        raise
+    eprint(f"embedded server ready at {url}")
     try:
-        yield ServerEndpoints([server.grpc_url], f"127.0.0.1:{server.metrics_port}")
+        yield dataclasses.replace(spec, urls=(url,), metrics_url=local.metrics_address)
     finally:
-        server.stop()
+        local.stop(timeout=SERVER_STOP_S)

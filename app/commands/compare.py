@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
 from app.commands.common import (
-    DECODE_WORKERS,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -24,15 +24,17 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     concurrency_argument,
-    connection_options,
     eprint,
     float_range,
-    server_urls,
+    serving,
+    session_spec,
     write_summary,
 )
 from app.commands.infer import _display_names, _open_output, record_line
 from app.commands.progress import Progress
+from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
 from app.inference.errors import SessionError
 from app.inference.result import naming_input
 from app.pipeline.batch import VideoPolicy
@@ -89,33 +91,26 @@ def _models(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return a, models[1] if len(models) > 1 else a
 
 
-def _open(
-    name: str, urls: list[str], model: str | None, version: str, args: argparse.Namespace
-) -> TritonSession:
-    session = TritonSession(
-        urls,
-        model,
-        options=connection_options(args),
-        timeout_s=args.timeout,
-        max_in_flight=args.concurrency,
-        decode_workers=DECODE_WORKERS,
-        send_in_caller=True,  # each job's own feeding thread may block
-        model_version=version,
-    )
+def _open(name: str, spec: SessionSpec) -> TritonSession:
     try:
-        session.open()
+        return open_session(spec)
     except SessionError as e:
         raise SessionError(f"model {name}: {e}", e.kind, e.models) from None
-    return session
 
 
 @contextlib.contextmanager
-def _sessions(args: argparse.Namespace, urls: list[str]) -> Iterator[dict[Side, TritonSession]]:
+def _sessions(args: argparse.Namespace, spec: SessionSpec) -> Iterator[dict[Side, TritonSession]]:
+    """A's and B's sessions: `spec` (servers, TLS, timeout, concurrency) with each side's
+    model and version, B on --url-b when given."""
     model_a, model_b = _models(args)
+    spec_a = dataclasses.replace(spec, model=model_a, version=args.version_a)
+    spec_b = dataclasses.replace(
+        spec, model=model_b, version=args.version_b, urls=tuple(args.url_b) or spec.urls
+    )
     opened: dict[Side, TritonSession] = {}
     try:
-        opened[Side.A] = _open("A", urls, model_a, args.version_a.strip(), args)
-        opened[Side.B] = _open("B", list(args.url_b) or urls, model_b, args.version_b.strip(), args)
+        opened[Side.A] = _open("A", spec_a)
+        opened[Side.B] = _open("B", spec_b)
         yield opened
     finally:
         for session in opened.values():
@@ -181,10 +176,11 @@ def run(args: argparse.Namespace) -> int:
     close_out = False
     try:
         _models(args)  # usage errors first, before any server starts
+        spec = session_spec(args)
         out, close_out = _open_output(args.output)
         if args.url_b and not args.url:
             eprint("note: A uses the embedded server, B the --url-b server(s)")
-        with server_urls(args) as urls, _sessions(args, urls) as sessions:
+        with serving(spec) as spec, _sessions(args, spec) as sessions:
             return _process(sessions, args, out)
     except (UsageError, SessionError) as e:
         eprint(f"error: {e}")

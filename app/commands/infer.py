@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.commands.common import (
-    DECODE_WORKERS,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -29,20 +28,21 @@ from app.commands.common import (
     add_model_arguments,
     add_speed_arguments,
     concurrency_argument,
-    connection_options,
+    delivery_of,
     eprint,
-    profile_overrides,
-    server_urls,
-    speed_options,
+    serving,
+    session_spec,
     write_summary,
 )
 from app.commands.progress import Progress
+from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
 from app.inference.core.stats import TimingTotals
+from app.inference.core.tally import StatusCounts
 from app.inference.errors import SessionError
 from app.inference.introspection.server_stats import ServerCounters, split
 from app.inference.profiles.profile import ProfileError
-from app.inference.result import InferenceResult, naming_input, record_line
+from app.inference.result import InferenceResult, Status, naming_input, record_line
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.exports import FORMATS
 from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
@@ -94,20 +94,13 @@ class RecordWriter:
         self.stream = stream  # None: records are not written out (another --format is)
         self.export = export
         self.progress = progress
-        self.counts: dict[str, int] = {}
+        self.counts = StatusCounts()  # of the records written
         self.broken: str | None = None  # why output cannot be written any more (e.g. closed pipe)
         self.on_broken: list[Any] = []  # called once when the output breaks (stop feeding)
         self._failure_lines = 0
         self._lock = threading.Lock()
         self._encoding = getattr(stream, "encoding", None)
         self.timing = TimingTotals()  # the client time split of the records written
-
-    def count(self, status: str) -> int:
-        return self.counts.get(status, 0)
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts.values())
 
     def write_result(self, result: InferenceResult) -> None:
         self.timing.add(result.timing)
@@ -129,8 +122,8 @@ class RecordWriter:
 
     def write(self, record: dict[str, Any]) -> None:
         line = record_line(record, self._encoding)
-        status = str(record.get("status"))
-        ok = status == "ok"
+        status = Status(record["status"])
+        ok = status is Status.OK
         newly_broken = False
         with self._lock:
             if self.broken is not None:
@@ -143,10 +136,10 @@ class RecordWriter:
                 self.broken = f"cannot write the output: {e}"
                 newly_broken = True
             else:
-                self.counts[status] = self.counts.get(status, 0) + 1  # counted once written
+                self.counts = self.counts.add(status)  # counted once written
             echo = (
                 not ok
-                and status != "skipped"
+                and status is not Status.SKIPPED
                 and not newly_broken
                 and self._failure_lines < MAX_FAILURE_LINES
             )
@@ -160,8 +153,8 @@ class RecordWriter:
             return
         if echo:
             message = naming_input(record.get("source"), str(record.get("error")), record.get("frame"))
-            self.progress.note(f"{status}: {message}")
-        self.progress.done(ok or status == "skipped")
+            self.progress.note(f"{status.value}: {message}")
+        self.progress.done(ok or status is Status.SKIPPED)
 
 
 def _display_names(paths: Sequence[str]) -> dict[str, str]:
@@ -189,23 +182,11 @@ def run(args: argparse.Namespace) -> int:
     out: TextIO | None = None
     close_out = False
     try:
-        options = connection_options(args)
-        overrides = profile_overrides(args)
+        spec = session_spec(args, delivery=delivery_of(args))
         fmt = ExportFormat(getattr(args, "format", ExportFormat.JSONL))
         out, close_out = _open_output(args.output, fmt)
-        with server_urls(args) as urls:
-            session = TritonSession(
-                urls,
-                args.model,
-                options=options,
-                profile_overrides=overrides,
-                timeout_s=args.timeout,
-                max_in_flight=args.concurrency,
-                decode_workers=DECODE_WORKERS,
-                send_in_caller=True,  # this thread may block; one thread hop less per request
-                **speed_options(args),
-            )
-            session.open()
+        with serving(spec) as spec:
+            session = open_session(spec)
             try:
                 export = None
                 if fmt is not ExportFormat.JSONL:
@@ -327,14 +308,14 @@ def _timing(
 
 def _summary(writer: RecordWriter, counts: BatchCounts, seconds: float, interrupted: bool) -> dict[str, Any]:
     """Counts of the records written (a record counts once written), not of those attempted."""
-    ok, skipped = writer.count("ok"), writer.count("skipped")
+    written = writer.counts
     summary: dict[str, Any] = {
-        "total": writer.total,
-        "ok": ok,
-        "failed": writer.total - ok - skipped,
-        "skipped": skipped,
+        "total": written.ended,
+        "ok": written.ok,
+        "failed": written.unsuccessful,
+        "skipped": written.skipped,
         "seconds": round(seconds, 3),
-        "throughput": round(writer.total / seconds, 2) if seconds > 0 else 0.0,
+        "throughput": round(written.ended / seconds, 2) if seconds > 0 else 0.0,
     }
     if interrupted or counts.not_started:
         summary["interrupted"] = interrupted

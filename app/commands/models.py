@@ -13,13 +13,13 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     add_model_arguments,
-    connection_options,
     eprint,
-    profile_overrides,
-    server_urls,
+    serving,
+    session_spec,
 )
 from app.inference.errors import SessionError, classify_failure, first_paragraph
 from app.inference.introspection.discovery import ModelEntry, check_live, list_models
+from app.inference.introspection.pipeline import pipeline_stages
 from app.inference.profile_kinds import BoxesIn, Task
 from app.inference.profiles.profile import ModelProfile, ProfileError, detect_profile
 from app.inference.profiles.task_summary import task_summary
@@ -35,10 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        options = connection_options(args)
-        overrides = profile_overrides(args)
-        with server_urls(args) as urls:
-            print(describe_server(urls[0], options, args.timeout, args.model, overrides), end="", flush=True)
+        spec = session_spec(args)
+        with serving(spec) as spec:
+            overrides = spec.profile.load()
+            report = describe_server(
+                spec.urls[0], spec.connection, spec.timeouts.request_s, spec.model, overrides
+            )
+            print(report, end="", flush=True)
         return EXIT_OK
     except (UsageError, SessionError) as e:
         eprint(f"error: {e}")
@@ -60,6 +63,7 @@ def describe_server(
     try:
         check_live(channel, headers, min(timeout_s, 5.0))
         entries = list_models(channel, headers, timeout_s)
+        states = _states(entries)
         if only is not None:
             names = sorted({m.name for m in entries})
             entries = [m for m in entries if m.name == only]
@@ -71,7 +75,7 @@ def describe_server(
                 )
         lines = [f"Triton at {url}: {len(entries)} model(s)", ""]
         for entry in sorted(entries, key=lambda m: (m.name, m.version)):
-            lines += _describe_model(channel, headers, timeout_s, entry, overrides)
+            lines += _describe_model(channel, headers, timeout_s, entry, overrides, states)
             lines.append("")
         return "\n".join(lines)
     finally:
@@ -84,6 +88,7 @@ def _describe_model(
     timeout_s: float,
     entry: ModelEntry,
     overrides: dict[str, Any] | None,
+    states: dict[str, str],
 ) -> list[str]:
     version = f" (version {entry.version})" if entry.version else ""
     state = entry.state or "NOT LOADED"
@@ -110,12 +115,35 @@ def _describe_model(
     lines.append(f"  max_batch_size: {int(config.get('max_batch_size', 0) or 0)}")
     lines.append(f"  dynamic batching: {_dynamic_batching(config.get('dynamic_batching'))}")
     lines.append(f"  instance groups: {_instance_groups(config.get('instance_group') or [])}")
+    lines += _describe_stages(config, states)
     try:
         profile = detect_profile(metadata, config, overrides)
     except ProfileError as e:
         lines.append(f"  profile: not detected: {e} (describe it with --profile FILE)")
     else:
         lines += ["  profile:", *(f"    {line}" for line in describe_profile(profile))]
+    return lines
+
+
+def _states(entries: list[ModelEntry]) -> dict[str, str]:
+    """Each model's state on the server: READY when any version is."""
+    out: dict[str, str] = {}
+    for m in entries:
+        if out.get(m.name) != "READY":
+            out[m.name] = m.state or "NOT LOADED"
+    return out
+
+
+def _describe_stages(config: dict[str, Any], states: dict[str, str]) -> list[str]:
+    """The stages of an ensemble or a BLS model that names them, with their state here."""
+    pipeline = pipeline_stages(config)
+    if pipeline is None:
+        return []
+    kind = "ensemble" if pipeline.kind == "ensemble" else "BLS, its composing_models"
+    lines = [f"  pipeline ({kind}): {len(pipeline.stages)} stages"]
+    for i, stage in enumerate(pipeline.stages, 1):
+        version = f" version {stage.version}" if stage.version else ""
+        lines.append(f"    {i}. {stage.model}{version}: {states.get(stage.model, 'not on this server')}")
     return lines
 
 

@@ -18,9 +18,9 @@ from app.commands.common import (
     EXIT_USAGE,
     UsageError,
     add_connection_arguments,
-    connection_options,
     eprint,
-    server_urls,
+    serving,
+    session_spec,
 )
 from app.inference.introspection.model_config import ConfigError, read_config_file
 from app.inference.introspection.repository import (
@@ -65,8 +65,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 @contextlib.contextmanager
 def _repository(args: argparse.Namespace) -> Iterator[RepositoryControl]:
     """The server this command talks to (the one place that reads the connection options)."""
-    options = connection_options(args)
-    with server_urls(args) as urls, RepositoryControl(urls[0], options, timeout_s=args.timeout) as control:
+    with (
+        serving(session_spec(args)) as spec,
+        RepositoryControl(spec.urls[0], spec.connection, timeout_s=args.timeout) as control,
+    ):
         yield control
 
 

@@ -122,24 +122,26 @@ def _read_sample(image: str | None) -> tuple[Path, Any]:
 
 
 def _embedded_url(stack: ExitStack) -> str:
-    from app.resources import model_repository
+    from app.pipeline.connection.local_server import LocalServer
     from app.server.availability import embedded_available
-    from app.server.embedded import EmbeddedServer
 
     ok, reason = embedded_available()
     if not ok:
         raise StepFailed("embedded server", f"not available: {reason}")
-    server = stack.enter_context(EmbeddedServer(model_repository()))
-    print(f"smoke: embedded server at {server.grpc_url}", file=sys.stderr, flush=True)
-    return server.grpc_url
+    local = LocalServer()
+    stack.callback(local.stop, 8.0)  # a graceful stop, then SIGKILL
+    url = local.ensure()
+    print(f"smoke: embedded server at {url}", file=sys.stderr, flush=True)
+    return url
 
 
 def _infer(url: str, model: str | None, path: Path, image: Any, timeout: float) -> dict[str, Any]:
-    from app.inference.core.session import TritonSession
+    from app.inference.core.open_session import open_session
+    from app.inference.core.spec import SessionSpec, Timeouts
     from app.inference.errors import SessionError
 
     try:
-        session = TritonSession([url], model, timeout_s=timeout, retries=0).open()
+        session = open_session(SessionSpec(urls=(url,), model=model, timeouts=Timeouts(timeout, retries=0)))
     except SessionError as e:
         raise StepFailed(f"connect to {url}", str(e)) from e
     try:
@@ -162,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
             _step("qasync event loop", lambda: _qasync(app))
             _step("import the app's widgets (app.ui.*)", lambda: _import_all("app.ui"))
             _step("import app.commands.gui", lambda: importlib.import_module("app.commands.gui"))
+            # `evaluate` and faster-coco-eval's C++ extension (imported only when it runs).
+            _step("import the evaluation (app.evaluation.*)", lambda: _import_all("app.evaluation"))
             _step("gRPC TLS roots (roots.pem)", _grpc_roots)
             path, image = _step("read the sample image", lambda: _read_sample(args.image))
             url = args.url or _step("start the embedded server", lambda: _embedded_url(stack))

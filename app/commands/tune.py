@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 import threading
 import time
@@ -19,19 +20,18 @@ from typing import Any, TypeVar
 
 from app.commands.bench import load_images, parse_batches, parse_levels, parse_transports
 from app.commands.common import (
-    DECODE_WORKERS,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
     add_connection_arguments,
-    connection_options,
     eprint,
-    profile_overrides,
-    server_endpoints,
+    serving,
+    session_spec,
 )
 from app.commands.progress import format_seconds
+from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
 from app.inference.introspection.metrics_history import MetricsHistory, MetricsPoller
 from app.inference.introspection.repository import RepositoryControl
@@ -140,7 +140,6 @@ def _plan(args: argparse.Namespace) -> TunePlan:
         client_batches=tuple(parse_batches(args.client_batch)),
         requests=args.requests,
         warmup=args.warmup,
-        batch_delay_ms=args.batch_delay_ms,
     )
     return TunePlan(
         sweep=sweep,
@@ -157,28 +156,16 @@ def _connect(
 ) -> Iterator[tuple[RepositoryControl, Callable[..., Sweep], str]]:
     """The server (repository control), how each trial's sweep connects, and the server's
     metrics address: the one place that reads the connection and session options."""
-    options = connection_options(args)
-    overrides = profile_overrides(args)
     images, _names = load_images(args.image)
     with (
-        server_endpoints(args) as endpoints,
-        RepositoryControl(endpoints.urls[0], options, timeout_s=args.timeout) as repository,
+        serving(session_spec(args, delivery=Delivery(batch_delay_ms=args.batch_delay_ms))) as spec,
+        RepositoryControl(spec.urls[0], spec.connection, timeout_s=args.timeout) as repository,
     ):
-        urls = endpoints.urls
-        metrics = args.metrics_url or endpoints.metrics_url or default_metrics_url(urls[0])
+        metrics = args.metrics_url or spec.metrics_url or default_metrics_url(spec.urls[0])
 
         def new_sweep(model: str, on_progress: Callable[[SweepProgress], None]) -> Sweep:
-            return Sweep(
-                urls[:1],
-                model,
-                images,
-                plan,
-                options=options,
-                profile_overrides=overrides,
-                timeout_s=args.timeout,
-                decode_workers=DECODE_WORKERS,
-                on_progress=on_progress,
-            )
+            trial = dataclasses.replace(spec, urls=spec.urls[:1], model=model)
+            return Sweep(trial, images, plan, on_progress=on_progress)
 
         yield repository, new_sweep, metrics
 

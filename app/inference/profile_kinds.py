@@ -34,3 +34,11 @@ class BoxesIn(enum.StrEnum):
     INPUT = "input"  # model-input pixels: undo the letterbox/resize
     ORIGINAL = "original"  # original-image pixels already
     NORMALIZED = "normalized"  # 0..1 of the model input
+
+
+class KeypointStyle(enum.StrEnum):
+    """How keypoints are drawn: a dot each (and the skeleton), or the skeleton's lines only
+    with the points shown under the mouse (a face mesh's 468 points would hide the face)."""
+
+    DOTS = "dots"
+    LINES = "lines"

@@ -9,6 +9,8 @@ Threads, and why:
 - Results arrive on the session's worker threads; `on_result` must only hand off.
 Every input ends once: a request's result, or a local one (unreadable, not media,
 skipped) built by `InferenceResult.local_failure`, the same for the viewer and the CLI.
+The job's request group counts them all and says when the last one was handed on
+("drained"): `on_finished` is that signal, `run()` and `wait()` wait for it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from app.inference.core.session import TritonSession
+from app.inference.core.tally import StatusCounts
 from app.inference.errors import SessionClosedError
 from app.inference.profiles.profile import input_side_needed
 from app.inference.result import ErrorKind, InferenceResult, Status
@@ -61,6 +64,11 @@ class BatchCounts:
     skipped: int = 0
     not_started: int = 0  # inputs never sent because the job was cancelled first
 
+    @classmethod
+    def of(cls, total: int, counts: StatusCounts) -> BatchCounts:
+        c = counts
+        return cls(total, c.ok, c.failed, c.timeout, c.cancelled, c.skipped, c.not_started)
+
     @property
     def done(self) -> int:
         return self.ok + self.failed + self.timeout + self.cancelled + self.skipped
@@ -88,23 +96,24 @@ class BatchJob:
         readers: int = 0,
         lookahead: int = 4,
         source_name: Callable[[Path], str] = str,
+        read_image: Callable[[Path, int | None], DecodedImage] = read_image_for,
     ) -> None:
         self.session = session
         self.paths = list(paths)
         self._on_result = on_result
         self._on_thumbnail = on_thumbnail  # an image was read: its thumbnail (feeding thread)
         self._on_started = on_started  # the number of inputs is known (feeding thread)
-        self._on_finished = on_finished  # every input has its result, or the job was cancelled
+        self._on_finished = on_finished  # every input's result was handed on (drained)
         self.videos = videos
         self.readers = readers
         self.lookahead = lookahead if readers else 0
         self.source_name = source_name
-        self.group = session.group(window, "batch")
-        self._lock = threading.Condition()
-        self._counts = collections.Counter[str]()
-        self._total = 0
+        self._read_image = read_image  # (path, min_side): e.g. shared by the two sides of a compare
+        # Drained: the job closed the group (fed everything, or was cancelled) and the last
+        # result was handed on; on the thread that handed it on (or the feeding thread).
+        self.group = session.group(window, "batch", on_drained=self._drained)
+        self._total = 0  # written by the feeding thread only
         self._cancelled = threading.Event()
-        self._finished = threading.Event()
         self._thread: threading.Thread | None = None
         self._frames_declared: dict[Path, int] = {}  # video -> frame count from its container
         # Images and MJPG frames are decoded no bigger than the model needs (a JPEG decoder
@@ -122,8 +131,6 @@ class BatchJob:
         sent are counted as not started. Returns at once."""
         self._cancelled.set()
         self.group.cancel()
-        with self._lock:
-            self._lock.notify_all()
 
     @property
     def cancelled(self) -> bool:
@@ -131,20 +138,18 @@ class BatchJob:
 
     @property
     def finished(self) -> bool:
-        return self._finished.is_set()
+        return self.group.drained
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self._finished.wait(timeout)
+        """Until every input's result was handed on (and `on_finished` has run)."""
+        return self.group.wait_drained(timeout)
 
     def counts(self) -> BatchCounts:
-        with self._lock:
-            return self._snapshot()
+        return BatchCounts.of(self._total, self.group.counts)
 
-    def _snapshot(self) -> BatchCounts:
-        c = self._counts
-        return BatchCounts(
-            self._total, c["ok"], c["failed"], c["timeout"], c["cancelled"], c["skipped"], c["not_started"]
-        )
+    def _drained(self) -> None:
+        if self._on_finished is not None:
+            self._on_finished(self.counts())
 
     # -- the feeding thread ---------------------------------------------------------------------
     def _run_quietly(self) -> None:
@@ -164,18 +169,13 @@ class BatchJob:
             if self._on_started is not None:
                 self._on_started(self._total)
             self._feed(items)
-            with self._lock:
-                self._lock.wait_for(
-                    lambda: self._snapshot().done + self._counts["not_started"] >= self._total
-                )
+            self.group.close()  # everything was fed: drained follows the last result
+            self.group.wait_drained()
         except BaseException:
             self.cancel()
-            self.group.wait_idle(5.0)
+            self.group.close()
+            self.group.wait_drained(5.0)
             raise
-        finally:
-            self._finished.set()
-            if self._on_finished is not None:
-                self._on_finished(self.counts())
         return self.counts()
 
     def _inputs_in(self, item: InputItem) -> int:
@@ -199,7 +199,7 @@ class BatchJob:
                         self._not_started(items[index:], queue)
                         return
                     if item.kind == "image":
-                        queue.append((item, pool.submit(read_image_for, item.path, self.min_side)))
+                        queue.append((item, pool.submit(self._read_image, item.path, self.min_side)))
                         if len(queue) > self.lookahead:
                             self._send_read(*queue.popleft())
                         continue
@@ -280,35 +280,23 @@ class BatchJob:
         self, image: np.ndarray, source: str, frame: int | None, size: tuple[int, int] | None = None
     ) -> None:
         try:
-            request_id = self.group.submit(image, self._deliver, source=source, frame=frame, source_size=size)
+            request_id = self.group.submit(
+                image, self._on_result, source=source, frame=frame, source_size=size
+            )
         except SessionClosedError:
             request_id = None
         if request_id is None:  # cancelled (or the session closed) before it could be sent
             self._count_not_started(1)
 
     # -- results ------------------------------------------------------------------------------
-    def _deliver(self, result: InferenceResult) -> None:
-        # Handed on first, counted after: whoever waits for the count sees the result's
-        # hand-off done (the viewer's "finished" arrives after its last result).
-        try:
-            self._on_result(result)
-        finally:
-            with self._lock:
-                self._counts[result.status.value] += 1
-                self._lock.notify_all()
-
     def _local(self, result: InferenceResult) -> None:
-        self._deliver(result)
+        self.group.deliver_local(result, self._on_result)
 
     def _add_total(self, n: int) -> None:
-        with self._lock:
-            self._total += n
-            self._lock.notify_all()
+        self._total += n
 
     def _count_not_started(self, n: int) -> None:
-        with self._lock:
-            self._counts["not_started"] += n
-            self._lock.notify_all()
+        self.group.count_not_started(n)
 
     def _not_started(
         self,

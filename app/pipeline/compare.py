@@ -5,7 +5,8 @@
 - `CompareTally`: per-model latency p50/p95, throughput and detections per image, the
   agreement (matched / union) and the inputs the models disagree on most.
 - `CompareBatch`: two independent `BatchJob`s (one per session, each with its own window,
-  feeding thread and statistics: a slow B never holds A back) whose results are paired.
+  feeding thread and statistics: a slow B never holds A back) whose results are paired;
+  each image is read and decoded once for both (`SharedReads`).
 No Qt: `python -m app compare` and the viewer's compare window run the same code.
 """
 
@@ -22,9 +23,12 @@ from typing import Any
 import numpy as np
 
 from app.inference.core.session import TritonSession
+from app.inference.core.tally import LatencyWindow, StatusCounts
+from app.inference.profiles.profile import input_side_needed
 from app.inference.result import ErrorKind, InferenceResult, Status
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.matching import DEFAULT_IOU, Match, match_results
+from app.pipeline.shared_reads import SharedReads, common_min_side
 
 
 class Side(enum.StrEnum):
@@ -117,23 +121,24 @@ class ResultPairer:
             self._on_pair(ComparedInput(a, b, None))
 
 
-def percentiles(values: Sequence[float]) -> tuple[float | None, float | None]:
-    if not values:
-        return None, None
-    p50, p95 = np.percentile(np.asarray(values, np.float64), [50, 95])
-    return float(p50), float(p95)
-
-
 @dataclass
 class SideTally:
-    """One model's figures over a compare."""
+    """One model's figures over a compare (the caller locks: CompareTally)."""
 
-    latencies: list[float] = field(default_factory=list)
-    ok: int = 0
-    failed: int = 0  # failed, timed out or cancelled
+    counts: StatusCounts = field(default_factory=StatusCounts)
+    latencies: LatencyWindow = field(default_factory=LatencyWindow)  # every success
     detections: int = 0
     first: float | None = None  # monotonic time of its first and last result
     last: float | None = None
+
+    @property
+    def ok(self) -> int:
+        return self.counts.ok
+
+    @property
+    def failed(self) -> int:
+        """Failed, timed out or cancelled."""
+        return self.counts.unsuccessful
 
     def add(self, result: InferenceResult, now: float) -> None:
         if result.status is Status.SKIPPED:
@@ -141,13 +146,11 @@ class SideTally:
         if result.request_id is not None:
             self.first = now if self.first is None else self.first
             self.last = now
+        self.counts = self.counts.add(result.status)
         if result.ok:
-            self.ok += 1
             self.detections += len(result.detections)
             if result.latency_ms is not None:
-                self.latencies.append(result.latency_ms)
-        else:
-            self.failed += 1
+                self.latencies.add(result.latency_ms)
 
     def throughput(self, started: float) -> float:
         """Results per second from the start to its last result."""
@@ -156,7 +159,7 @@ class SideTally:
         return (self.ok + self.failed) / (self.last - started)
 
     def to_record(self, started: float) -> dict[str, Any]:
-        p50, p95 = percentiles(self.latencies)
+        p50, p95 = self.latencies.percentiles(50, 95)
         return {
             "ok": self.ok,
             "failed": self.failed,
@@ -204,7 +207,7 @@ class CompareTally:
         self.started = time.monotonic() if started is None else started
         self._lock = threading.Lock()
         self.sides = {Side.A: SideTally(), Side.B: SideTally()}
-        self.total = self.ok = self.failed = self.skipped = 0
+        self.inputs = StatusCounts()  # compared inputs: skipped (both), ok (both) or failed
         self.matched = self.only_a = self.only_b = 0
         self.rows: list[Disagreement] = []  # one per input both models answered
 
@@ -222,14 +225,9 @@ class CompareTally:
 
     def add_match(self, pair: ComparedInput) -> Disagreement | None:
         """How the two results of an input agree (its row, None unless both are ok)."""
+        status = Status.SKIPPED if pair.skipped else Status.OK if pair.ok else Status.FAILED
         with self._lock:
-            self.total += 1
-            if pair.skipped:
-                self.skipped += 1
-            elif pair.ok:
-                self.ok += 1
-            else:
-                self.failed += 1
+            self.inputs = self.inputs.add(status)
             if pair.match is None:
                 return None
             m = pair.match
@@ -254,10 +252,10 @@ class CompareTally:
     def summary(self) -> dict[str, Any]:
         with self._lock:
             return {
-                "total": self.total,
-                "ok": self.ok,
-                "failed": self.failed,
-                "skipped": self.skipped,
+                "total": self.inputs.ended,
+                "ok": self.inputs.ok,
+                "failed": self.inputs.failed,
+                "skipped": self.inputs.skipped,
                 "agreement": round(self.agreement, 4),
                 "matched": self.matched,
                 "only_a": self.only_a,
@@ -294,6 +292,9 @@ class CompareBatch:
         self._lock = threading.Lock()
         self._done: set[Side] = set()
         self._finished = threading.Event()
+        self.reads = SharedReads(
+            Side, common_min_side(input_side_needed(s.profile) for s in (session_a, session_b))
+        )
 
         def job(side: Side, session: TritonSession) -> BatchJob:
             return BatchJob(
@@ -307,6 +308,7 @@ class CompareBatch:
                 on_finished=lambda _counts: self._job_finished(side),
                 on_thumbnail=on_thumbnail if side is Side.A else None,
                 source_name=source_name,
+                read_image=self.reads.reader(side),
             )
 
         self.jobs = {Side.A: job(Side.A, session_a), Side.B: job(Side.B, session_b)}
@@ -315,12 +317,11 @@ class CompareBatch:
         for job in self.jobs.values():
             job.start()
 
-    def run(self, poll_s: float = 0.1) -> tuple[BatchCounts, BatchCounts]:
+    def run(self) -> tuple[BatchCounts, BatchCounts]:
         """Run both jobs and wait for both (KeyboardInterrupt: both cancelled, re-raised)."""
         self.start()
         try:
-            while not self._finished.wait(poll_s):
-                pass
+            self._finished.wait()
         except BaseException:
             self.cancel()
             for job in self.jobs.values():
@@ -329,6 +330,9 @@ class CompareBatch:
         return self.counts()
 
     def _job_finished(self, side: Side) -> None:
+        # Each job's group drained (on whichever thread handed its last result on): the
+        # second one pairs what is left and finishes the compare.
+        self.reads.done(side)
         with self._lock:
             self._done.add(side)
             both = len(self._done) == 2

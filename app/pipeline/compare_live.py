@@ -2,7 +2,8 @@
 
 - `CompareLiveRun`: one capture thread offering each frame to two `LiveJob`s, one per
   session, each with its own in-flight window: a frame B has no room for is dropped for B
-  only (counted, and reported so its pair need not wait), never held back from A.
+  only (counted, and reported so its pair need not wait), never held back from A. When
+  the source ends (or fails) both jobs are closed; `on_drained` follows the last result.
 - `LivePairer`: the two results of a frame -> one `LivePair`, drawn when both are in, or
   once the first waited `deadline_s` (or the other side dropped the frame): marked with
   the side that is missing. GUI-thread only; Qt-free.
@@ -11,6 +12,8 @@
 from __future__ import annotations
 
 import functools
+import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +32,9 @@ DEFAULT_DEADLINE_S = 0.25  # how long a frame's first result waits for the other
 class CompareLiveRun:
     """One play of a source through two sessions. `on_result(side, result)` is called on
     session workers, `on_dropped(side, frame)` and `on_event(event, message)` on the capture
-    thread: all must only hand off. `stop()` blocks for at most about `timeout` s."""
+    thread: all must only hand off. `on_drained()` once after the source's end (or failure),
+    when both sides' last results have been handed on: nothing more of this run will come.
+    `stop()` blocks for at most about `timeout` s."""
 
     def __init__(
         self,
@@ -40,20 +45,47 @@ class CompareLiveRun:
         on_event: Callable[[LiveEvent, str], None],
         options: LiveOptions | None = None,
         opener: Opener | None = None,
+        on_drained: Callable[[], None] | None = None,
     ) -> None:
         self.options = options or LiveOptions()
         self._on_dropped = on_dropped
+        self._on_event = on_event
+        self._on_drained = on_drained
+        self._lock = threading.Lock()  # the two sides drain on different threads
+        self._ended = False
+        self._drained_said = False
         self.jobs: dict[Side, LiveJob] = {
             side: LiveJob(
                 session,
                 functools.partial(on_result, side),
                 max_in_flight=self.options.max_in_flight,
                 drop_when_busy=not self.options.frame_by_frame,
+                on_drained=self._side_drained,
             )
             for side, session in sessions.items()
         }
         self._stopped = False
-        self.capture = capture_for(source, self._offer, on_event, self.options, opener)
+        self.capture = capture_for(source, self._offer, self._event, self.options, opener)
+
+    def _event(self, event: LiveEvent, message: str) -> None:
+        # The capture thread, once, after its last frame was offered to both sides.
+        self._on_event(event, message)
+        with self._lock:
+            self._ended = True
+        for job in self.jobs.values():
+            job.finish()
+
+    def _side_drained(self) -> None:
+        # Each group drains once; the second to drain (whichever thread) finds both drained.
+        # Jobs stopped before the source ended drain too: that run says nothing.
+        with self._lock:
+            if self._drained_said or not self._ended:
+                return
+            if not all(job.group.drained for job in self.jobs.values()):
+                return
+            self._drained_said = True
+        if self._on_drained is not None:
+            self._on_drained()
 
     def _offer(self, frame: Frame) -> None:
         # The capture thread. In live mode neither offer blocks, so B's full window never
@@ -163,6 +195,11 @@ class LivePairer:
         """Pairs whose first result waited past the deadline, oldest first, marked."""
         due = sorted(i for i, e in self._waiting.items() if e.results and now - e.since >= self.deadline_s)
         return [self._pair(self._waiting.pop(i)) for i in due]
+
+    def flush(self) -> list[LivePair]:
+        """Every pair still waiting for a side that will never answer (the run is over),
+        oldest first, marked."""
+        return self.expire(math.inf)
 
     def forget_before(self, index: int) -> None:
         """Frames older than one already drawn will never be drawn: let them go (and their images)."""

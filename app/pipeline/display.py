@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass
 
-import numpy as np
-
+from app.inference.core.tally import LatencyWindow
 from app.sources.rate import RateMeter
 
 LATENCY_WINDOW = 300  # samples behind the shown p50/p95 (~10 s at 30 fps)
@@ -28,7 +26,7 @@ class DisplayMeter:
 
     def __init__(self) -> None:
         self._rate = RateMeter()
-        self._latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self._latencies = LatencyWindow(LATENCY_WINDOW)
         self.shown = 0
         self.results = 0
         self.coalesced = 0
@@ -41,14 +39,12 @@ class DisplayMeter:
         now = time.monotonic() if now is None else now
         age_ms = (now - captured_at) * 1000.0
         self.shown += 1
-        self._latencies.append(age_ms)
+        self._latencies.add(age_ms)
         self._rate.tick(now)
         return age_ms
 
     def stats(self) -> DisplayStats:
-        p50 = p95 = None
-        if self._latencies:
-            p50, p95 = (float(v) for v in np.percentile(np.fromiter(self._latencies, float), [50, 95]))
+        p50, p95 = self._latencies.percentiles(50, 95)
         return DisplayStats(
             self.shown, self.results, self.coalesced, self._rate.rate(time.monotonic()), p50, p95
         )

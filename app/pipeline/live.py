@@ -6,6 +6,8 @@ small in-flight window per stream so the picture never falls behind the source.
   Frame-by-frame mode (files) waits for a slot instead, so nothing is dropped; `stop()`
   wakes that wait at once.
 - `LiveRun`: one play of a source: the capture thread (app.sources.live) feeding a LiveJob.
+  When the source ends (or fails) its job is closed, and `on_drained` says when the last
+  result was handed on: nobody polls to learn that a file is finished.
 Each result carries its own frame in `result.tag`: boxes are always drawn on the frame
 they were computed on.
 """
@@ -49,14 +51,17 @@ class LiveJob:
         *,
         max_in_flight: int = 2,
         drop_when_busy: bool = True,
+        on_drained: Callable[[], None] | None = None,
     ) -> None:
         self.session = session
         self._on_result = on_result
         self.drop_when_busy = drop_when_busy
-        self.group = session.group(max(1, max_in_flight), "live")
-        # offer() runs on the capture thread, results on session workers, stats on the GUI.
+        # What is about requests (sent, ended, in flight, drained) is the group's; the job
+        # counts only what is about frames (offered, dropped).
+        self.group = session.group(max(1, max_in_flight), "live", on_drained)
+        # offer() runs on the capture thread, stats() on the GUI: "a stop is not a drop".
         self._lock = threading.Lock()
-        self._offered = self._submitted = self._dropped = self._completed = 0
+        self._offered = self._dropped = 0
         self._stopped = False
         self._rate = RateMeter()
 
@@ -86,38 +91,44 @@ class LiveJob:
             )
         except SessionClosedError:
             request_id = None
-        with self._lock:
-            if request_id is None:
-                if not self._stopped:
-                    self._dropped += 1
-                return False
-            self._submitted += 1
+        if request_id is not None:
             return True
+        with self._lock:
+            if not self._stopped:
+                self._dropped += 1
+        return False
 
     def _done(self, result: InferenceResult) -> None:
-        now = time.monotonic()
-        with self._lock:
-            self._completed += 1
-        self._rate.tick(now)
+        self._rate.tick(time.monotonic())
         self._on_result(result)
 
     def stats(self) -> StreamStats:
         with self._lock:
-            return StreamStats(
-                self._offered,
-                self._submitted,
-                self._dropped,
-                self._completed,
-                self.group.in_flight,
-                self._rate.rate(time.monotonic()),
-            )
+            offered, dropped = self._offered, self._dropped
+        counts = self.group.counts
+        return StreamStats(
+            offered,
+            counts.sent,
+            dropped,
+            counts.ended,
+            self.group.in_flight,
+            self._rate.rate(time.monotonic()),
+        )
+
+    def finish(self) -> None:
+        """The source has ended: no more frames. What is in flight goes on; drained follows
+        its last result."""
+        with self._lock:
+            self._stopped = True
+        self.group.close()
 
     def stop(self) -> None:
         """No more frames; wake a waiting offer(); cancel this stream's requests in flight
-        (each still ends once, as cancelled). Returns at once."""
+        (each still ends once, as cancelled); drained follows. Returns at once."""
         with self._lock:
             self._stopped = True
         self.group.cancel()
+        self.group.close()
 
 
 @dataclass
@@ -165,6 +176,9 @@ class LiveRun:
 
     `on_result` is called on session worker threads, `on_event(event, message)` on the
     capture thread (once: an error, or the end of a file); both must only hand off.
+    `on_drained()` is called once after that event, when the last result of the stream
+    has been handed on (on the thread that handed it on, or the capture thread when
+    nothing was left); it comes after `on_event` and after every result.
     `stop()` blocks for at most about `timeout` s: call it off any GUI thread.
     """
 
@@ -176,19 +190,48 @@ class LiveRun:
         on_event: Callable[[LiveEvent, str], None],
         options: LiveOptions | None = None,
         opener: Opener | None = None,
+        on_drained: Callable[[], None] | None = None,
     ) -> None:
         self.options = options or LiveOptions()
         self._on_result = on_result
+        self._on_event = on_event
+        self._on_drained = on_drained
+        # The capture thread's end and set_session() (another thread) agree on which job ended.
+        self._lock = threading.Lock()
+        self._ended = False  # the source ended or failed: no frame will come
+        self._ended_job: LiveJob | None = None  # the job that end closed
         self._job: LiveJob | None = self._new_job(session)
-        self.capture = capture_for(source, self._offer, on_event, self.options, opener)
+        self.capture = capture_for(source, self._offer, self._event, self.options, opener)
 
     def _new_job(self, session: TritonSession) -> LiveJob:
-        return LiveJob(
+        job = LiveJob(
             session,
             self._on_result,
             max_in_flight=self.options.max_in_flight,
             drop_when_busy=not self.options.frame_by_frame,
+            on_drained=lambda: self._job_drained(job),
         )
+        return job
+
+    def _event(self, event: LiveEvent, message: str) -> None:
+        # The capture thread, once, after its last frame was offered. The event goes first,
+        # so drained (maybe at once, here) always follows it.
+        self._on_event(event, message)
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+            job = self._ended_job = self._job
+        if job is not None:
+            job.finish()
+        elif self._on_drained is not None:
+            self._on_drained()  # no session: nothing in flight
+
+    def _job_drained(self, job: LiveJob) -> None:
+        # Only the job the source's end closed: a job replaced by set_session() (or stopped
+        # while the source still plays) drains too, but the stream goes on.
+        if job is self._ended_job and self._on_drained is not None:
+            self._on_drained()
 
     def _offer(self, frame: Frame) -> None:
         # The capture thread. Reads the job once: it is replaced atomically by set_session().
@@ -217,8 +260,13 @@ class LiveRun:
 
     def set_session(self, session: TritonSession | None) -> LiveJob | None:
         """Feed another session from the next frame on (None: drop frames until one comes).
-        Returns the old job, for the caller to stop (it cancels the old session's requests)."""
-        old, self._job = self._job, (self._new_job(session) if session is not None else None)
+        Returns the old job, for the caller to stop (it cancels the old session's requests).
+        After the source's end no frame will come: the ended job stays (its figures too) and
+        is returned to be stopped; drained follows."""
+        with self._lock:
+            if self._ended:
+                return self._job
+            old, self._job = self._job, (self._new_job(session) if session is not None else None)
         return old
 
     def stats(self) -> LiveStats:

@@ -6,14 +6,15 @@ window is the concurrency level, latencies of the successful requests, a cancel.
 
 from __future__ import annotations
 
-import threading
+import queue
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from app.inference.core.session import TritonSession
+from app.inference.core.tally import LatencyWindow, percentiles
 from app.inference.errors import SessionClosedError
 from app.inference.result import InferenceResult
 
@@ -32,10 +33,9 @@ class LoadFigures:
 
 
 def figures_of(
-    latencies_ms: Sequence[float], requests: int, failed: int, seconds: float, error: str | None
+    latencies_ms: Iterable[float], requests: int, failed: int, seconds: float, error: str | None
 ) -> LoadFigures:
-    lat = np.asarray(latencies_ms, np.float64)
-    p50, p95, p99 = (float(v) for v in np.percentile(lat, [50, 95, 99])) if lat.size else (None,) * 3
+    p50, p95, p99 = percentiles(latencies_ms, (50, 95, 99))
     return LoadFigures(
         requests=requests,
         ok=requests - failed,
@@ -50,7 +50,8 @@ def figures_of(
 
 
 class LoadJob:
-    """`run()` blocks until every request has ended (or `cancel()` from another thread)."""
+    """`run()` blocks until every request has ended (or `cancel()` from another thread).
+    Its request group counts how they ended and says when the last one was handed on."""
 
     def __init__(
         self,
@@ -67,25 +68,17 @@ class LoadJob:
         self.requests = requests
         self.group = session.group(concurrency, "load")
         self._on_done = on_done
-        self._cond = threading.Condition()
-        self._latencies: list[float] = []
-        self._ended = 0
-        self._sent = 0
-        self._failed = 0
-        self._first_error: str | None = None
+        self._latencies = LatencyWindow()  # every success of the level
+        self._errors: queue.SimpleQueue[str] = queue.SimpleQueue()  # the first one is reported
 
     def cancel(self) -> None:
         self.group.cancel()
 
     def _done(self, result: InferenceResult) -> None:
-        with self._cond:
-            self._ended += 1
-            if result.ok:
-                self._latencies.append(result.latency_ms or 0.0)
-            else:
-                self._failed += 1
-                self._first_error = self._first_error or result.error or result.status.value
-            self._cond.notify_all()
+        if result.ok:
+            self._latencies.add(result.latency_ms or 0.0)
+        elif self._errors.empty():
+            self._errors.put(result.error or result.status.value)
         if self._on_done is not None:
             self._on_done(result.ok)
 
@@ -98,8 +91,9 @@ class LoadJob:
                 request_id = None
             if request_id is None:  # cancelled
                 break
-            self._sent += 1
-        with self._cond:
-            self._cond.wait_for(lambda: self._ended >= self._sent)
-            seconds = time.perf_counter() - t0
-            return figures_of(self._latencies, self._sent, self._failed, seconds, self._first_error)
+        self.group.close()
+        self.group.wait_drained()
+        seconds = time.perf_counter() - t0
+        counts = self.group.counts
+        error = None if self._errors.empty() else self._errors.get()
+        return figures_of(self._latencies.values(), counts.sent, counts.unsuccessful, seconds, error)

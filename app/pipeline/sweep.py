@@ -8,6 +8,7 @@ images, with the server's time split from its statistics over that level.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -18,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
 from app.inference.introspection.server_stats import split
-from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 from app.pipeline.load import LoadFigures, LoadJob
 from app.resources import sample_image
@@ -58,7 +60,6 @@ class SweepPlan:
     client_batches: tuple[int, ...] = (1,)
     requests: int = 200  # measured requests per level
     warmup: int | None = None  # per level; default max(10, 2 x level)
-    batch_delay_ms: float = 2.0
 
     def steps(self) -> list[tuple[TransportKind, int, int]]:
         return [
@@ -152,33 +153,26 @@ class SweepProgress:
 
 class Sweep:
     """`run()` blocks (a thread of its own in the viewer); `cancel()` from any thread.
-    `on_level(result)` after each level, `on_progress(progress)` a few times a second at most."""
+    `on_level(result)` after each level, `on_progress(progress)` a few times a second at most.
+
+    Each transport and client batch of the plan gets a session opened as `spec` says (its
+    servers, model, profile, TLS, timeout, batch delay) with that transport and batch."""
 
     def __init__(
         self,
-        urls: Sequence[str],
-        model: str | None,
+        spec: SessionSpec,
         images: Sequence[np.ndarray],
         plan: SweepPlan,
         *,
-        options: ConnectionOptions | None = None,
-        profile_overrides: dict[str, Any] | None = None,
-        timeout_s: float = 10.0,
-        decode_workers: int = 2,
         on_level: Callable[[LevelResult], None] | None = None,
         on_progress: Callable[[SweepProgress], None] | None = None,
         extra_for_level: Callable[[TritonSession, int], dict[str, Any]] | None = None,
     ) -> None:
         if not images:
             raise ValueError("a sweep needs at least one image")
-        self.urls = list(urls)
-        self.model = model
+        self.spec = spec
         self.images = list(images)
         self.plan = plan
-        self.options = options
-        self.profile_overrides = profile_overrides
-        self.timeout_s = timeout_s
-        self.decode_workers = decode_workers
         self.on_level = on_level
         self.on_progress = on_progress
         self.extra_for_level = extra_for_level  # e.g. run the plain loop at this level
@@ -187,10 +181,10 @@ class Sweep:
         self.notes: list[str] = []
         self._cancelled = threading.Event()
         self._job: LoadJob | None = None
-        self._done = 0
+        self._done_before = 0  # requests ended in the levels already run (the current job counts its own)
         self._t0 = 0.0
         self._last_progress = 0.0
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one progress report at a time (results end on several threads)
 
     def cancel(self) -> None:
         self._cancelled.set()
@@ -204,25 +198,12 @@ class Sweep:
 
     def run(self) -> list[LevelResult]:
         self._t0 = time.monotonic()
-        top = max(self.plan.levels)
         for transport, batch in itertools.product(self.plan.transports, self.plan.client_batches):
             if self.cancelled:
                 break
-            session = TritonSession(
-                self.urls,
-                self.model,
-                options=self.options,
-                profile_overrides=self.profile_overrides,
-                timeout_s=self.timeout_s,
-                max_in_flight=top,
-                decode_workers=self.decode_workers,
-                send_in_caller=True,  # the sweep's own thread feeds: one thread hop less
-                transport=transport,
-                client_batch=batch,
-                batch_delay_ms=self.plan.batch_delay_ms,
-            ).open()
+            session = open_session(self.step_spec(transport, batch))
             try:
-                self.model_name = session.info.name if session.info else self.model
+                self.model_name = session.info.name if session.info else self.spec.model
                 if session.transport_note and session.transport_note not in self.notes:
                     self.notes.append(session.transport_note)
                 for level in self.plan.levels:
@@ -232,6 +213,15 @@ class Sweep:
             finally:
                 session.close()
         return self.results
+
+    def step_spec(self, transport: TransportKind, batch: int) -> SessionSpec:
+        spec = self.spec
+        return dataclasses.replace(
+            spec,
+            delivery=dataclasses.replace(spec.delivery, transport=transport, client_batch=batch),
+            # The sweep's own thread feeds (one thread hop less); its top level fits the window.
+            limits=dataclasses.replace(spec.limits, max_in_flight=max(self.plan.levels), send_in_caller=True),
+        )
 
     def _level(self, session: TritonSession, level: int) -> None:
         assert session.transport is not None
@@ -278,18 +268,20 @@ class Sweep:
     def _run_job(self, session: TritonSession, requests: int, level: int, step: str) -> LoadFigures | None:
         if self.cancelled:
             return None
-        job = self._job = LoadJob(session, self.images, requests, level, lambda _ok: self._tick(step))
+        job = self._job = LoadJob(session, self.images, requests, level, lambda _ok: self._tick(job, step))
         try:
             return job.run()
         finally:
             self._job = None
+            self._done_before += job.group.counts.ended
 
-    def _tick(self, step: str) -> None:
+    def _tick(self, job: LoadJob, step: str) -> None:
         now = time.monotonic()
         with self._lock:
-            self._done += 1
             if self.on_progress is None or now - self._last_progress < 0.2:
                 return
             self._last_progress = now
-            progress = SweepProgress(self._done, self.plan.total_requests(), now - self._t0, step)
+            # The result being handed on is counted already (a group counts before handing on).
+            done = self._done_before + job.group.counts.ended
+            progress = SweepProgress(done, self.plan.total_requests(), now - self._t0, step)
         self.on_progress(progress)

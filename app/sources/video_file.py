@@ -86,6 +86,13 @@ class VideoFileReader:
     def frames_read(self) -> int:
         return self._frames_read
 
+    @property
+    def released(self) -> bool:
+        """The capture is closed (close() from another thread only asks: the reading thread
+        releases it at its next step)."""
+        with self._lock:
+            return self._cap is None
+
     def __iter__(self) -> Iterator[Frame]:
         with self._lock:
             if self._cap is None or self._close_requested:

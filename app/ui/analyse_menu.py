@@ -12,10 +12,11 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import ProfileSource
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
 from app.ui.compare.compare_controller import CompareController
-from app.ui.compare.compare_window import CompareDialog
+from app.ui.compare.compare_window import CompareChoice, CompareDialog
 from app.ui.live.live_controller import LiveController
 from app.ui.live.live_tracking import LiveTracking
 from app.ui.live.tracks_panel import TracksPanel
@@ -35,6 +36,8 @@ class AnalysisUi:
     ) -> None:
         self.window, self._tasks, self._report = window, tasks, report
         self.session: TritonSession | None = None
+        # Set by the viewer: the profile it opens a model with (the compare's sides use it).
+        self.profile_for: Callable[[str | None], ProfileSource] = lambda _model: ProfileSource()
         menu = window.menuBar().addMenu("&Analyse")
         self.compare_action = QAction("&Compare with…", window)
         self.compare_action.setShortcut("Ctrl+Shift+C")
@@ -72,9 +75,18 @@ class AnalysisUi:
             return
         models = sorted({m.name for m in session.models if m.state == "READY"})
         self.dialog = dialog = CompareDialog(models, session.info.name, self.window)
-        dialog.accepted.connect(lambda: self._tasks.spawn(self.compare.start(dialog.choice(), session)))
+        dialog.accepted.connect(lambda: self._tasks.spawn(self.start_compare(dialog.choice(), session)))
         dialog.finished.connect(lambda _r: dialog.deleteLater())
         dialog.open()  # window-modal, without a nested event loop
+
+    async def start_compare(self, choice: CompareChoice, session: TritonSession | None = None) -> bool:
+        """A and B opened as the current session is (transport, client batching, TLS, limits)
+        with each model's own profile; then the compare window. False when not possible."""
+        session = session or self.session
+        if session is None:
+            self._report("connect to a server first", True)
+            return False
+        return await self.compare.start(choice, session.spec, self.profile_for)
 
     async def shutdown(self) -> None:
         if self.dialog is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
+from app.inference.core.spec import ProfileSource
 from app.inference.profiles.profile import ProfileError, load_profile_file
 from app.ui.base.settings import ViewerSettings
 from app.ui.base.tasks import TaskSet
@@ -39,16 +40,16 @@ class ProfileChoice:
         self._cli_profile = cli_profile
         self._cli_model = cli_model
 
-    def profile_for(self, model: str | None) -> dict[str, Any] | Path | None:
+    def profile_for(self, model: str | None) -> ProfileSource:
         """What `model` is opened with: the command line's profile (for its model), else the
-        profile file chosen for it earlier (read by the connection, on the executor)."""
+        profile file chosen for it earlier (read when the session opens, on the executor)."""
         cli = self._cli_profile
         if cli is not None and (self._cli_model is None or model in (None, self._cli_model)):
-            return cli
+            return ProfileSource(overrides=cli)
         if model is None:
-            return None
+            return ProfileSource()
         path = self._settings.profile(model)
-        return Path(path) if path else None
+        return ProfileSource(file=Path(path) if path else None)
 
     def model_opened(self, model: str) -> None:
         """A session opened `model`: without --model, the command line's profile is this one's."""

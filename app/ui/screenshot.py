@@ -11,11 +11,11 @@ from collections.abc import Callable
 from PySide6.QtGui import QImageWriter
 from PySide6.QtWidgets import QWidget
 
+from app.pipeline.connection.state import ConnectionState
 from app.ui.batch.batch_runner import BatchRunner
 from app.ui.batch.gallery import Gallery
 from app.ui.live.live_controller import LiveController
 from app.ui.server.connection import ConnectionController
-from app.ui.server.connection_state import ConnectionState
 
 CHECK_S = 0.1
 SETTLE_S = 0.5  # two statistics ticks: the figures and the log catch up with the last results

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -18,12 +19,16 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QDialog, QInputDialog
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery, SessionSpec
 from app.inference.introspection.discovery import ModelEntry
 from app.inference.introspection.server_info import server_version
+from app.inference.profile_kinds import KeypointStyle
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 from app.pipeline.batch import BatchCounts
+from app.pipeline.connection.manager import DEFAULT_MODEL
+from app.pipeline.connection.state import ConnectionState
 from app.pipeline.live import LiveState
 from app.resources import sample_image
 from app.ui.action_states import ActionStates
@@ -47,7 +52,6 @@ from app.ui.main_window import MainWindow
 from app.ui.profile_choice import ProfileChoice
 from app.ui.screenshot import Screenshot
 from app.ui.server.connection import ConnectionController
-from app.ui.server.connection_state import ConnectionState
 from app.ui.server.server_dialog import ask_for_server
 from app.ui.server.server_panel import LOCAL_SERVER, parse_urls
 from app.ui.server_tools.server_tools_ui import ServerToolsUi
@@ -93,7 +97,8 @@ class Viewer(QObject):
         self.window = w = MainWindow()
         # Created here, on the GUI thread: what worker threads post runs on this thread.
         self.bridge = GuiBridge()
-        self.connection = ConnectionController(executor, self.tasks, options.tritonserver, options.connection)
+        self.connection = ConnectionController(executor, self.bridge, options.tritonserver)
+        self._delivery = Delivery()  # how requests travel: the server panel's choice
         self.runner = BatchRunner(self.bridge)
         self.gallery = Gallery(self.state, w.view, w.strip, w.thresholds, executor, self.tasks)
         self.browser = BatchBrowser(self.gallery, w.batch_bar, w.thresholds)
@@ -134,6 +139,7 @@ class Viewer(QObject):
             metrics_option=options.metrics_url,
             local_server=self._local_server,
             image_paths=self._ok_paths,
+            profile_for=lambda model: self.profiles.profile_for(model),  # made below
             tabify_with=w.time_dock,
             view_before=w.view_menu_toolbar_anchor,
         )
@@ -189,8 +195,9 @@ class Viewer(QObject):
                 f"profiles/{model}", path, f"cannot be used: {why}"
             )
         )
-        c.profile_for = self.profiles.profile_for
+        c.spec_for = self.session_spec
         c.session_in_use = self.runner.active
+        self.analysis.profile_for = self.profiles.profile_for
         self.settings.on_warning = lambda message: self.report(message, True)
         w.profile_action.triggered.connect(self.profiles.choose)
         w.detected_profile_action.triggered.connect(lambda: self.profiles.set_profile(None))
@@ -378,18 +385,28 @@ class Viewer(QObject):
         target = self.connection.target
         self.window.server_panel.set_models(entries, target.model if target is not None else None)
 
-    # -- profiles ------------------------------------------------------------------------------
+    # -- what a session is opened with ---------------------------------------------------------------
+    def session_spec(self, urls: list[str], model: str | None) -> SessionSpec:
+        """The one place the viewer turns its options, settings and panel into a SessionSpec:
+        `urls` ([] = the embedded server), `model`, its profile, the transport and client
+        batching chosen, TLS and headers for remote servers."""
+        if not urls:
+            model = model or DEFAULT_MODEL  # the embedded server's model: its profile applies
+        return SessionSpec(
+            urls=tuple(urls),
+            model=model,
+            profile=self.profiles.profile_for(model),
+            delivery=self._delivery,
+            connection=self.options.connection or ConnectionOptions(),
+        )
+
     def _profile_model(self) -> str | None:
         """The model a profile choice is for: the one open, else the one last asked for."""
         target = self.connection.target
         return self._model or self.window.server_panel.current_model() or (target.model if target else None)
 
     def _apply_transport(self, kind: TransportKind, client_batch: int) -> None:
-        self.connection.speed = {
-            "transport": kind,
-            "client_batch": client_batch,
-            "batch_delay_ms": self.options.batch_delay_ms,
-        }
+        self._delivery = Delivery(kind, client_batch, self.options.batch_delay_ms)
 
     def _on_transport_chosen(self, kind: TransportKind, client_batch: int) -> None:
         """The server panel's choice: remembered, and applied by reconnecting."""
@@ -406,8 +423,8 @@ class Viewer(QObject):
             return
         if self.load_test is None:
             self.load_test = LoadTestWindow(self.window, self.bridge, self.executor)
-        model = session.info.name if session.info else None
-        self.load_test.prepare(session.urls, model, session.options, self._ok_paths())
+        model = session.info.name if session.info else session.spec.model
+        self.load_test.prepare(dataclasses.replace(session.spec, model=model), self._ok_paths())
         self.load_test.show()
         self.load_test.raise_()
 
@@ -436,7 +453,11 @@ class Viewer(QObject):
         panel.set_info(info)
         panel.set_transport_in_use(session.describe_transport(), session.transport_note)
         self.server_split.session_opened(session)
-        self.window.view.set_keypoint_style(info.profile.skeleton, info.profile.keypoint_names)
+        self.window.view.set_keypoint_style(
+            info.profile.skeleton,
+            info.profile.keypoint_names,
+            info.profile.keypoint_style is KeypointStyle.DOTS,
+        )
         self.settings.set_model(info.name)
         remembered = self.settings.thresholds(info.name)
         score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)

@@ -10,6 +10,8 @@ server, and the ratio compare / single of A's displayed frame rate.
 
 Run: QT_QPA_PLATFORM=xcb xvfb-run -a .venv/bin/python tests/bench/bench_compare_live.py
      [--seconds 20] [--warmup 3] [--rounds 2] [--model-a face_detector] [--model-b face_detector]
+--smoke: one round of 0.5 s after a 0.2 s warm-up on a short video (seconds; what `make test`
+runs so the script cannot rot).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
@@ -38,7 +41,7 @@ from app.ui.viewer import Viewer, ViewerOptions
 from tests.media import make_face_video
 
 
-async def wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+async def wait_for(condition: Callable[[], object], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -89,13 +92,16 @@ async def compare(viewer: Viewer, video: Path, warmup: float, seconds: float) ->
     }
 
 
-async def bench(viewer: Viewer, args: argparse.Namespace, video: Path) -> list[tuple[dict, dict]]:  # type: ignore[type-arg]
+Figures = dict[str, float]
+
+
+async def bench(viewer: Viewer, args: argparse.Namespace, video: Path) -> list[tuple[Figures, Figures]]:
     await wait_for(lambda: viewer.connection.state == "connected")
     session = viewer.connection.session
     assert session is not None
     viewer.live.options.loop = True
     viewer.analysis.compare.live_options.loop = True
-    ok = await viewer.analysis.compare.start(CompareChoice(args.model_a, "", args.model_b, "", []), session)
+    ok = await viewer.analysis.start_compare(CompareChoice(args.model_a, "", args.model_b, "", []), session)
     if not ok:
         raise SystemExit("could not open the two models")
     rounds = []
@@ -116,13 +122,17 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--model-a", default="face_detector")
     parser.add_argument("--model-b", default="face_detector")
+    parser.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     args = parser.parse_args()
+    if args.smoke:
+        args.seconds, args.warmup, args.rounds = 0.5, 0.2, 1
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-compare-")))
         os.environ["TRITON_VIEWER_SETTINGS_DIR"] = str(tmp / "settings")
         video = tmp / "face.mp4"
-        print("writing a 10 s 640x480 30 fps face video…", file=sys.stderr)
-        make_face_video(video, frames=300, fps=30, size=(640, 480))
+        frames = 30 if args.smoke else 300  # looped
+        print(f"writing a {frames / 30:.0f} s 640x480 30 fps face video…", file=sys.stderr)
+        make_face_video(video, frames=frames, fps=30, size=(640, 480))
         url = args.url
         if url is None:
             print("starting the embedded server…", file=sys.stderr)

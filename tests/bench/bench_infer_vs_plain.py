@@ -1,6 +1,6 @@
 """`python -m app infer` vs a plain tritonclient script, both timed as whole processes.
 
-    python tests/bench/bench_infer_vs_plain.py [--images 300] [--rounds 3]
+    python tests/bench/bench_infer_vs_plain.py [--images 300] [--rounds 3] [--url HOST:PORT]
 
 Not a pytest module. Writes ~300 640x480 JPEGs (scaled/cropped variants of the astronaut)
 into a temporary folder, starts one embedded server with the bundled face detector, then
@@ -8,7 +8,9 @@ for C = 8 and 16 runs, alternately, `python -m app infer --url ... --concurrency
 (stdout to /dev/null) and `tests/bench/plain_infer.py` (cv2.imread, RGB, async_infer with a
 semaphore of C) on the same folder, and prints the median throughput of each and the ratio
 (target >= 0.9), with each process's CPU time (user + system): on a small machine the
-client's CPU is taken from the server's.
+client's CPU is taken from the server's. --url: an existing server instead.
+--smoke: 8 images, one round at C = 8, no warm-up (seconds; what `make test` runs so the
+script cannot rot).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import cv2
@@ -65,34 +68,38 @@ def main() -> int:
     p.add_argument("--images", type=int, default=300)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--concurrency", default="8,16")
+    p.add_argument("--url", help="an existing server with the face detector (default: start one)")
+    p.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     args = p.parse_args()
+    if args.smoke:
+        args.images, args.rounds, args.concurrency = 8, 1, "8"
     levels = [int(x) for x in args.concurrency.split(",")]
-    with tempfile.TemporaryDirectory(prefix="bench-infer-") as tmp:
-        folder = Path(tmp)
-        make_images(folder, args.images)
-        with EmbeddedServer(model_repository()) as server:
-            url = server.grpc_url
-            print(f"{args.images} JPEGs {SIZE[0]}x{SIZE[1]}, server {url}, median of {args.rounds} rounds")
-            for c in levels:
-                app_cmd = [sys.executable, "-m", "app", "infer", "--url", url, "--concurrency", str(c), tmp]
-                plain_cmd = [sys.executable, str(ROOT / "tests/bench/plain_infer.py"), "--url", url]
-                plain_cmd += ["--concurrency", str(c), tmp]
+    with ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-infer-"))
+        make_images(Path(tmp), args.images)
+        url = args.url or stack.enter_context(EmbeddedServer(model_repository())).grpc_url
+        print(f"{args.images} JPEGs {SIZE[0]}x{SIZE[1]}, server {url}, median of {args.rounds} rounds")
+        for c in levels:
+            app_cmd = [sys.executable, "-m", "app", "infer", "--url", url, "--concurrency", str(c), tmp]
+            plain_cmd = [sys.executable, str(ROOT / "tests/bench/plain_infer.py"), "--url", url]
+            plain_cmd += ["--concurrency", str(c), tmp]
+            if not args.smoke:
                 timed(plain_cmd)  # warm-up: server instances, page cache
-                app_runs, plain_runs = [], []
-                for _ in range(args.rounds):
-                    app_runs.append(timed(app_cmd))
-                    plain_runs.append(timed(plain_cmd))
-                app_s = statistics.median(r[0] for r in app_runs)
-                plain_s = statistics.median(r[0] for r in plain_runs)
-                app_cpu = statistics.median(r[1] for r in app_runs)
-                plain_cpu = statistics.median(r[1] for r in plain_runs)
-                app_tp, plain_tp = args.images / app_s, args.images / plain_s
-                print(
-                    f"C={c:>2}: app infer {app_tp:7.1f} img/s ({app_s:.2f} s, client CPU {app_cpu:.2f} s)   "
-                    f"plain {plain_tp:7.1f} img/s ({plain_s:.2f} s, client CPU {plain_cpu:.2f} s)   "
-                    f"ratio {app_tp / plain_tp:.3f}",
-                    flush=True,
-                )
+            app_runs, plain_runs = [], []
+            for _ in range(args.rounds):
+                app_runs.append(timed(app_cmd))
+                plain_runs.append(timed(plain_cmd))
+            app_s = statistics.median(r[0] for r in app_runs)
+            plain_s = statistics.median(r[0] for r in plain_runs)
+            app_cpu = statistics.median(r[1] for r in app_runs)
+            plain_cpu = statistics.median(r[1] for r in plain_runs)
+            app_tp, plain_tp = args.images / app_s, args.images / plain_s
+            print(
+                f"C={c:>2}: app infer {app_tp:7.1f} img/s ({app_s:.2f} s, client CPU {app_cpu:.2f} s)   "
+                f"plain {plain_tp:7.1f} img/s ({plain_s:.2f} s, client CPU {plain_cpu:.2f} s)   "
+                f"ratio {app_tp / plain_tp:.3f}",
+                flush=True,
+            )
     return 0
 
 

@@ -7,6 +7,8 @@ group (tritonserver, its stubs, the watcher) runs is measured by polling /proc e
 Also: the watcher's memory, a normal stop(timeout=0) with the watcher, and one sweep of
 /dev/shm and the temp folder.
 Run: .venv/bin/python tests/bench/bench_lifeline.py [--rounds 5]
+--smoke: one round, and servers with one small test model instead of the bundled ones
+(seconds; what `make test` runs so the script cannot rot).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,10 +33,15 @@ from tests.integration.procs import group_members, owned_by  # noqa: E402
 OWNER = [sys.executable, "-m", "tests.integration.owner_process", "--from-thread"]
 
 
-def gone_after_owner_sigkill() -> float:
+def gone_after_owner_sigkill(repository: Path) -> float:
     """Seconds from the owner's SIGKILL to the last member of its server's group gone."""
     with subprocess.Popen(
-        OWNER, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True
+        [*OWNER, "--model-repository", str(repository)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     ) as proc:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -57,19 +66,34 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+def small_repository(folder: Path) -> Path:
+    """A repository with one light test model (one backend stub)."""
+    (folder / "fixed_yolov8").symlink_to(ROOT / "tests" / "models" / "fixed_yolov8", target_is_directory=True)
+    return folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     args = parser.parse_args()
+    with ExitStack() as stack:
+        repository = model_repository()
+        if args.smoke:
+            args.rounds = 1
+            repository = small_repository(Path(stack.enter_context(tempfile.TemporaryDirectory())))
+        measure(args.rounds, repository)
 
-    times = [gone_after_owner_sigkill() for _ in range(args.rounds)]
+
+def measure(rounds: int, repository: Path) -> None:
+    times = [gone_after_owner_sigkill(repository) for _ in range(rounds)]
     ms = sorted(t * 1000 for t in times)
     print(
-        f"group gone after the owner's SIGKILL ({args.rounds} rounds): "
+        f"group gone after the owner's SIGKILL ({rounds} rounds): "
         f"median {statistics.median(ms):.1f} ms, min {ms[0]:.1f} ms, max {ms[-1]:.1f} ms"
     )
 
-    server = EmbeddedServer(model_repository()).start()
+    server = EmbeddedServer(repository).start()
     assert server.pid is not None
     members = group_members(server.pid)
     watcher = [p for p in members if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"/bin/sh")]

@@ -12,11 +12,13 @@ server's compute time per request (statistics deltas) and the client round trip,
 person_segmentation and face_detector on a 640x480 frame.
 
 Run: .venv/bin/python tests/bench/bench_masks.py [--url HOST:PORT] [--requests 200]
+--smoke: 2 runs, 5 requests (seconds; what `make test` runs so the script cannot rot).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -28,9 +30,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.inference.decoding.letterbox import IdentityTransform, LetterboxTransform
+from app.inference.masks import BinaryMask
+from app.inference.profile_kinds import OutputFormat, Preprocess, Task
 from app.inference.profiles.postprocess import decode_outputs
 from app.inference.profiles.profile import ModelProfile
-from tests.bench.bench_pure import RUNS, median_ms
+from tests.bench.bench_pure import RUNS, SMOKE_RUNS, median_ms
 
 N_INSTANCES = 50
 
@@ -59,7 +63,8 @@ def segment_frame(rng: np.random.Generator) -> tuple[dict[str, np.ndarray], Mode
     protos = np.stack([np.sin(x / (20 + 3 * i)) * np.cos(y / (25 + 2 * i)) * 4 for i in range(32)])
     profile = ModelProfile(
         input_name="images", input_layout="NCHW", input_dtype="FP32", input_size=(640, 640),
-        has_batch_dim=True, preprocess="letterbox", output_format="yolov8", task="segment",
+        has_batch_dim=True, preprocess=Preprocess.LETTERBOX, output_format=OutputFormat.YOLOV8,
+        task=Task.SEGMENT,
         output_names=("output0", "output1"),
     )  # fmt: skip
     return {"output0": out, "output1": protos[None].astype(np.float32)}, profile
@@ -72,7 +77,8 @@ def pose_frame(rng: np.random.Generator) -> tuple[dict[str, np.ndarray], ModelPr
         out[0][5:, group] = rng.uniform(0, 640, 51)[:, None]
     profile = ModelProfile(
         input_name="images", input_layout="NCHW", input_dtype="FP32", input_size=(640, 640),
-        has_batch_dim=True, preprocess="letterbox", output_format="yolov8", task="pose", kpt_shape=(17, 3),
+        has_batch_dim=True, preprocess=Preprocess.LETTERBOX, output_format=OutputFormat.YOLOV8,
+        task=Task.POSE, kpt_shape=(17, 3),
         output_names=("output0",),
     )  # fmt: skip
     return {"output0": out}, profile
@@ -84,53 +90,46 @@ def letterbox_of(h: int, w: int) -> LetterboxTransform:
     return LetterboxTransform(r, left, top, w, h, 640, 640)
 
 
-def pure_figures() -> None:
+def encode_all(masks: list[BinaryMask]) -> None:
+    for mask in masks:
+        mask.encode_rle()  # the encoding, not rle()'s cache
+
+
+def pure_figures(runs: int, rle_runs: int) -> None:
     rng = np.random.default_rng(0)
     outputs, profile = segment_frame(rng)
     for h, w in ((640, 640), (1080, 1920)):
         transform = letterbox_of(h, w)
-        dets = decode_outputs(outputs, profile, transform).detections
-        decode = median_ms(lambda t=transform: decode_outputs(outputs, profile, t))
-
-        def rle_all(d: list = dets) -> None:
-            for det in d:
-                det.mask._rle = None  # measure the encoding, not the cache
-                det.mask.rle()
-
-        rle = median_ms(rle_all, 10)
-        area = sum(d.mask.area for d in dets) / max(len(dets), 1)
+        decode = median_ms(functools.partial(decode_outputs, outputs, profile, transform), runs)
+        masks = [d.mask for d in decode_outputs(outputs, profile, transform).detections if d.mask is not None]
+        rle = median_ms(functools.partial(encode_all, masks), rle_runs)
+        area = sum(m.area for m in masks) / max(len(masks), 1)
         print(
-            f"segment {w}x{h}: {len(dets)} instances (mean mask {area:.0f} px): "
+            f"segment {w}x{h}: {len(masks)} instances (mean mask {area:.0f} px): "
             f"decode boxes + masks {decode:.2f} ms; COCO RLE of all masks {rle:.2f} ms"
         )
     outputs, profile = pose_frame(rng)
     transform = letterbox_of(1080, 1920)
     n = len(decode_outputs(outputs, profile, transform).detections)
-    decode = median_ms(lambda: decode_outputs(outputs, profile, transform))
+    decode = median_ms(lambda: decode_outputs(outputs, profile, transform), runs)
     print(f"pose 1920x1080: {n} people x 17 keypoints: decode {decode:.2f} ms")
     probability = np.zeros((1, 1, 256, 256), np.float32)
     probability[0, 0, 40:230, 60:200] = 0.97
     semantic = ModelProfile(
         input_name="image", input_layout="NHWC", input_dtype="UINT8", input_size=None, has_batch_dim=True,
-        preprocess="raw", output_format="semantic", task="semantic", output_names=("p",), labels=("person",),
+        preprocess=Preprocess.RAW, output_format=OutputFormat.SEMANTIC, task=Task.SEMANTIC,
+        output_names=("p",), labels=("person",),
     )  # fmt: skip
     for h, w in ((480, 640), (1080, 1920)):
         t = IdentityTransform(w, h)
-        decode = median_ms(lambda t=t: decode_outputs({"p": probability}, semantic, t))
-        masks = decode_outputs({"p": probability}, semantic, t).masks or []
-
-        def rle_semantic(ms: list = masks) -> None:
-            for m in ms:
-                m.mask._rle = None
-                m.mask.rle()
-
-        print(
-            f"semantic {w}x{h} person map: decode {decode:.2f} ms; RLE {median_ms(rle_semantic, 10):.2f} ms"
-        )
-    print(f"(median of {RUNS} runs, RLE of 10)")
+        decode = median_ms(functools.partial(decode_outputs, {"p": probability}, semantic, t), runs)
+        semantic_masks = [m.mask for m in decode_outputs({"p": probability}, semantic, t).masks or []]
+        rle = median_ms(functools.partial(encode_all, semantic_masks), rle_runs)
+        print(f"semantic {w}x{h} person map: decode {decode:.2f} ms; RLE {rle:.2f} ms")
+    print(f"(median of {runs} runs, RLE of {rle_runs})")
 
 
-def server_figures(url: str, requests: int) -> None:
+def server_figures(url: str, requests: int, warmup: int) -> None:
     import tritonclient.grpc as grpcclient
 
     client = grpcclient.InferenceServerClient(url)
@@ -139,7 +138,7 @@ def server_figures(url: str, requests: int) -> None:
         for model in ("person_segmentation", "face_detector"):
             inp = grpcclient.InferInput("image", list(frame.shape), "UINT8")
             inp.set_data_from_numpy(frame)
-            for _ in range(10):
+            for _ in range(warmup):
                 client.infer(model, [inp])
             before = client.get_inference_statistics(model, as_json=True)["model_stats"][0]["inference_stats"]
             rtts = []
@@ -168,8 +167,11 @@ def main() -> None:
     )
     parser.add_argument("--url", help="a Triton gRPC address serving the bundled models (default: start one)")
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     args = parser.parse_args()
-    pure_figures()
+    if args.smoke:
+        args.requests = 5
+    pure_figures(SMOKE_RUNS if args.smoke else RUNS, SMOKE_RUNS if args.smoke else 10)
     with ExitStack() as stack:
         url = args.url
         if url is None:
@@ -177,7 +179,7 @@ def main() -> None:
             from app.server.embedded import EmbeddedServer
 
             url = stack.enter_context(EmbeddedServer(model_repository())).grpc_url
-        server_figures(url, args.requests)
+        server_figures(url, args.requests, 2 if args.smoke else 10)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""Memory of a long run: `python tests/bench/bench_memory.py [--requests 20000]`.
+"""Memory of a long run: `python tests/bench/bench_memory.py [--requests 20000] [--url HOST:PORT]`.
 
 Not a pytest module. Starts its own embedded server with the test model `slow_faces` (its
-delay is pixel[0,0,0] x 10 ms: a black image answers at once), sends 20,000 requests of a
-64x64 image through one TritonSession (callback mode, window of 16), and prints the RSS
-(VmRSS of /proc/self/status) after a 1,000-request warm-up and at the end, and the growth
-(target < 30 MB).
+delay is pixel[0,0,0] x 10 ms: a black image answers at once; --url: a server that serves
+it, e.g. the tests' own), sends 20,000 requests of a 64x64 image through one TritonSession
+(callback mode, window of 16), and prints the RSS (VmRSS of /proc/self/status) after a
+1,000-request warm-up and at the end, and the growth (target < 30 MB).
+--smoke: 50 + 200 requests (seconds; what `make test` runs so the script cannot rot).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -39,15 +41,21 @@ def main() -> int:
     p.add_argument("--requests", type=int, default=20_000)
     p.add_argument("--warmup", type=int, default=1_000)
     p.add_argument("--window", type=int, default=16)
+    p.add_argument("--url", help="a server serving slow_faces (default: start one)")
+    p.add_argument("--smoke", action="store_true", help="50 + 200 requests: seconds, figures meaningless")
     args = p.parse_args()
+    if args.smoke:
+        args.warmup, args.requests = 50, 200
     image = np.zeros((64, 64, 3), np.uint8)  # pixel[0,0,0] = 0: slow_faces answers at once
-    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
-        repo = Path(tmp)
-        (repo / "slow_faces").symlink_to(ROOT / "tests" / "models" / "slow_faces", target_is_directory=True)
-        with (
-            EmbeddedServer(repo) as server,
-            TritonSession(server.grpc_url, "slow_faces", max_in_flight=args.window) as session,
-        ):
+    with ExitStack() as stack:
+        url = args.url
+        if url is None:
+            repo = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-memory-")))
+            (repo / "slow_faces").symlink_to(
+                ROOT / "tests" / "models" / "slow_faces", target_is_directory=True
+            )
+            url = stack.enter_context(EmbeddedServer(repo)).grpc_url
+        with TritonSession(url, "slow_faces", max_in_flight=args.window) as session:
             finished = threading.Semaphore(0)
             failures: list[str] = []
 

@@ -1,6 +1,6 @@
-"""Timing of the pure (no network) steps: `python tests/bench/bench_pure.py`.
+"""Timing of the pure (no network) steps: `python tests/bench/bench_pure.py [--runs 50]`.
 
-Not a pytest module (no test_ prefix). Prints the median of 50 runs, in milliseconds, of
+Not a pytest module (no test_ prefix). Prints the median of --runs runs, in milliseconds, of
 - decode + NMS of a realistic random YOLOv8 [1, 84, 8400] output (a few hundred candidates
   above the 0.25 threshold, in clusters like real objects),
 - letterbox of a 1920x1080 frame to 640x640, and the full preprocess to a FP32 NCHW tensor.
@@ -8,6 +8,7 @@ Not a pytest module (no test_ prefix). Prints the median of 50 runs, in millisec
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -20,12 +21,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.inference.decoding.decoders import decode_yolov8
 from app.inference.decoding.letterbox import letterbox
+from app.inference.profile_kinds import OutputFormat, Preprocess
 from app.inference.profiles.profile import ModelProfile, preprocess
 
 RUNS = 50
+SMOKE_RUNS = 2
 
 
-def median_ms(fn: Callable[[], object], runs: int = RUNS) -> float:
+def median_ms(fn: Callable[[], object], runs: int) -> float:
     fn()  # warm-up
     times = []
     for _ in range(runs):
@@ -51,21 +54,31 @@ def yolov8_output(rng: np.random.Generator) -> tuple[np.ndarray, int]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument(
+        "--smoke", action="store_true", help=f"{SMOKE_RUNS} runs each: seconds, figures meaningless"
+    )
+    args = parser.parse_args()
+    runs = SMOKE_RUNS if args.smoke else args.runs
     rng = np.random.default_rng(0)
     out, candidates = yolov8_output(rng)
     n_boxes = len(decode_yolov8(out, 0.25, 0.45)[0])
-    decode = median_ms(lambda: decode_yolov8(out, 0.25, 0.45))
+    decode = median_ms(lambda: decode_yolov8(out, 0.25, 0.45), runs)
     frame = rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8)
-    lb = median_ms(lambda: letterbox(frame, (640, 640), 114))
+    lb = median_ms(lambda: letterbox(frame, (640, 640), 114), runs)
     profile = ModelProfile(
         input_name="images", input_layout="NCHW", input_dtype="FP32", input_size=(640, 640),
-        has_batch_dim=True, preprocess="letterbox", output_format="yolov8", output_names=("output0",),
+        has_batch_dim=True, preprocess=Preprocess.LETTERBOX, output_format=OutputFormat.YOLOV8,
+        output_names=("output0",),
     )  # fmt: skip
-    pre = median_ms(lambda: preprocess(frame, profile))
+    pre = median_ms(lambda: preprocess(frame, profile), runs)
     print(f"decode+NMS YOLOv8 [1,84,8400], {candidates} candidates -> {n_boxes} boxes: {decode:.2f} ms")
     print(f"letterbox 1920x1080 -> 640x640: {lb:.2f} ms")
     print(f"preprocess 1920x1080 -> FP32 [1,3,640,640]: {pre:.2f} ms")
-    print(f"(median of {RUNS} runs each)")
+    print(f"(median of {runs} runs each)")
 
 
 if __name__ == "__main__":

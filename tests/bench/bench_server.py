@@ -3,17 +3,23 @@
 A plain tritonclient async loop (no app code on the client side) sends 640x480 RGB
 frames at a fixed concurrency for a fixed time and prints frames/s and latency
 percentiles. Run: .venv/bin/python tests/bench/bench_server.py [--seconds 20] [--concurrency 16]
+[--url HOST:PORT]; --smoke: 1 s after 5 warm-up requests (what `make test` runs so the script
+cannot rot).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 import time
+from pathlib import Path
 
 import cv2
 import numpy as np
 import tritonclient.grpc as grpcclient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.resources import model_repository, sample_image
 from app.server.embedded import EmbeddedServer
@@ -26,7 +32,7 @@ def frame_640x480() -> np.ndarray:
     return frame
 
 
-def run(url: str, seconds: float, concurrency: int) -> None:
+def run(url: str, seconds: float, concurrency: int, warmup: int = 50) -> None:
     client = grpcclient.InferenceServerClient(url)
     image = frame_640x480()
     inp = grpcclient.InferInput("image", [1, 480, 640, 3], "UINT8")
@@ -49,7 +55,7 @@ def run(url: str, seconds: float, concurrency: int) -> None:
 
         client.async_infer("face_detector", [inp], done)
 
-    for _ in range(50):  # warm-up
+    for _ in range(warmup):
         client.infer("face_detector", [inp])
     begin = time.perf_counter()
     while time.perf_counter() - begin < seconds:
@@ -72,12 +78,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--url", help="an existing server (default: start the embedded one)")
+    parser.add_argument("--smoke", action="store_true", help="1 s: figures printed, meaningless")
     args = parser.parse_args()
+    warmup = 5 if args.smoke else 50
+    if args.smoke:
+        args.seconds = 1.0
     if args.url:
-        run(args.url, args.seconds, args.concurrency)
+        run(args.url, args.seconds, args.concurrency, warmup)
         return
     with EmbeddedServer(model_repository()) as server:
-        run(server.grpc_url, args.seconds, args.concurrency)
+        run(server.grpc_url, args.seconds, args.concurrency, warmup)
 
 
 if __name__ == "__main__":

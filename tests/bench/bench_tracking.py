@@ -1,6 +1,7 @@
 """Cost of tracking per frame: `ObjectTracker.update` (Norfair) with 1, 5 and 20 moving objects.
 
 Run: .venv/bin/python tests/bench/bench_tracking.py [--frames 300]
+--smoke: 10 frames (seconds; what `make test` runs so the script cannot rot).
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from app.pipeline.tracking import ObjectTracker
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--smoke", action="store_true", help="10 frames: seconds, figures meaningless")
     args = parser.parse_args()
+    if args.smoke:
+        args.frames = 10
     for n in (1, 5, 20):
         tracker = ObjectTracker()
         times = []

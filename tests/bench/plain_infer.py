@@ -5,12 +5,14 @@ C requests in flight; count the results).
 
     python tests/bench/plain_infer.py --url HOST:PORT --concurrency C FOLDER
     python tests/bench/plain_infer.py --url HOST:PORT --concurrency C --video FILE
+    python tests/bench/plain_infer.py --url HOST:PORT --smoke  (4 generated images: seconds)
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,7 +48,21 @@ def main() -> int:
     p.add_argument("--model", default="face_detector")
     p.add_argument("--video", default=None, help="every frame of this video instead of a folder")
     p.add_argument("folder", nargs="?")
+    p.add_argument("--smoke", action="store_true", help="4 generated 640x480 images instead of FOLDER")
     args = p.parse_args()
+    if args.smoke:
+        with tempfile.TemporaryDirectory(prefix="plain-infer-") as tmp:
+            rng = np.random.default_rng(0)
+            for i in range(4):
+                cv2.imwrite(f"{tmp}/{i}.jpg", rng.integers(0, 256, (480, 640, 3), dtype=np.uint8))
+            args.folder = tmp
+            return run(args)
+    if not (args.folder or args.video):
+        p.error("a FOLDER or --video is needed")
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
 
     client = grpcclient.InferenceServerClient(args.url)
     outputs = [grpcclient.InferRequestedOutput(n) for n in OUTPUTS]

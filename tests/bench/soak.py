@@ -13,7 +13,8 @@ Run under a virtual display (the window is really drawn):
         [--in-flight 2] [--url HOST:PORT] [--tracemalloc]
 Without a display it runs offscreen. --tracemalloc (slower) also prints where Python's own
 allocations grew from the end of minute 2 to the end: growth in RSS that is not there is
-native (Qt, gRPC, the allocator).
+native (Qt, gRPC, the allocator). --smoke: two "minutes" of 1 s with 3 images each on a
+short video (seconds; what `make test` runs so the script cannot rot).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from app.server.process_group import live_members
 from app.ui.qt_app import qt_message
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.media import make_face_video
+
+SMOKE_MINUTE_S = 1.0  # --smoke: how long a "minute" lasts
 
 
 def rss_mb(pid: int) -> float:
@@ -106,7 +109,7 @@ class Soak:
             return float("nan")
         return sum(rss_mb(pid) for pid in live_members(os.getpgid(self.server.pid)))
 
-    async def run(self, minutes: float) -> None:
+    async def run(self, minutes: float, minute_s: float = 60.0) -> None:
         viewer = self.viewer
         while viewer.live.meter.shown < 10:
             if viewer.live.error or viewer.connection.state == "failed":
@@ -119,14 +122,14 @@ class Soak:
             "  fails  batch ok/n  batch s  server MB",
             flush=True,
         )
-        end = time.monotonic() + minutes * 60
+        end = time.monotonic() + minutes * minute_s
         index = 0
         while time.monotonic() < end:
             index += 1
             self.minute = Minute()
             started = time.monotonic()
             batch_seconds, batch_ok = await self.batch()
-            await asyncio.sleep(max(0.0, started + 60 - time.monotonic()))
+            await asyncio.sleep(max(0.0, started + minute_s - time.monotonic()))
             self.report(index, time.monotonic() - started, batch_ok, batch_seconds)
             if index == 2 and tracemalloc.is_tracing():
                 self.baseline = tracemalloc.take_snapshot()
@@ -135,11 +138,18 @@ class Soak:
         """The same folder each minute: entries are replaced, not added (memory stays a
         measure of leaks, not of more images kept)."""
         runner = self.viewer.runner
-        jobs = len(runner._jobs)
+        finished = asyncio.Event()
+
+        def on_finished(_job_id: int, _counts: object, _seconds: float) -> None:
+            finished.set()  # emitted on the GUI thread, the event loop's
+
+        runner.finished.connect(on_finished)
         started = time.monotonic()
-        self.viewer.open_paths([str(self.folder)])
-        while len(runner._jobs) == jobs or runner.active():
-            await asyncio.sleep(0.05)
+        try:
+            self.viewer.open_paths([str(self.folder)])
+            await finished.wait()
+        finally:
+            runner.finished.disconnect(on_finished)
         counts = runner.latest_counts()
         return time.monotonic() - started, counts.ok if counts else 0
 
@@ -210,13 +220,13 @@ def run(args: argparse.Namespace, url: str, video: Path, folder: Path, server: E
     viewer = Viewer(ViewerOptions(urls=[url], model="face_detector"), executor)
     viewer.live_ui.toolbar.in_flight.setValue(args.in_flight)
     viewer.live_ui.toolbar.loop.setChecked(True)
-    viewer.live_ui._options_changed()
+    viewer.live_ui.apply_options()
     soak = Soak(viewer, folder, args.batch_images, server)
     try:
         viewer.window.show()
         viewer.start()
         viewer.live.open(str(video))
-        loop.run_until_complete(soak.run(args.minutes))
+        loop.run_until_complete(soak.run(args.minutes, SMOKE_MINUTE_S if args.smoke else 60.0))
         viewer.request_close()
         loop.run_until_complete(viewer.closed.wait())
     finally:
@@ -247,15 +257,19 @@ def main() -> int:
         "--url", default=None, help="Triton gRPC HOST:PORT (default: start the embedded server)"
     )
     parser.add_argument("--tracemalloc", action="store_true", help="where Python allocations grew")
+    parser.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     args = parser.parse_args()
+    if args.smoke:
+        args.minutes, args.batch_images = 2, 3
     if args.tracemalloc:
         tracemalloc.start()
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="soak-")))
         os.environ["TRITON_VIEWER_SETTINGS_DIR"] = str(tmp / "settings")
         video = tmp / "face.avi"
-        print("writing a 10 s 640x480 30 fps face video (looped)…", file=sys.stderr)
-        make_face_video(video, frames=300, fps=30, size=(640, 480))
+        frames = 30 if args.smoke else 300  # looped
+        print(f"writing a {frames / 30:.0f} s 640x480 30 fps face video (looped)…", file=sys.stderr)
+        make_face_video(video, frames=frames, fps=30, size=(640, 480))
         folder = make_folder(tmp / "batch", args.batch_images)
         server = None
         url = args.url

@@ -1,12 +1,14 @@
 """A process that owns an embedded server, for the fault-injection tests and the lifeline bench.
 
     python -m tests.integration.owner_process [--from-thread] [--then wait|crash]
+                                              [--model-repository DIR]
 
 Starts the server (from a thread that has exited by the time the server is used, with
 --from-thread, as the viewer does on its executor), prints `ready <http address>` once the
 server answers, then reads a line from stdin: with --then crash it crashes then (SIGSEGV, no
 core file); otherwise it waits there to be killed, and exits without any clean-up when stdin
-closes. Whatever happens to the server then is the lifeline's doing.
+closes. Whatever happens to the server then is the lifeline's doing. The server serves the
+bundled models unless --model-repository names another repository.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--from-thread", action="store_true")
     parser.add_argument("--then", choices=["wait", "crash"], default="wait")
+    parser.add_argument("--model-repository", default=None)
     args = parser.parse_args()
-    server = EmbeddedServer(model_repository())
+    server = EmbeddedServer(args.model_repository or model_repository())
     if args.from_thread:
         starter = threading.Thread(target=server.start, name="starter")
         starter.start()

@@ -6,11 +6,23 @@ import collections
 import random
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from app.inference.core.session import TritonSession
 from app.inference.result import InferenceResult, Status
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Whether `condition` came true within `timeout` s: a wait for something to happen (never a
+    fixed sleep standing in for "it did not happen")."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
 
 
 def delayed_image(delay_ms: int, size: tuple[int, int] = (64, 64)) -> np.ndarray:
@@ -46,12 +58,16 @@ class Collector:
 
 
 def hammer(session: TritonSession, total: int, seed: int) -> tuple[Collector, list[str]]:
-    """`total` requests of mixed delays and timeouts (50 ms, 200 ms, 5 s) to slow_faces while
-    another thread cancels random ones: every way a request can end, all at once. Returns
-    the collector (every result delivered) and the ids submitted."""
+    """`total` requests of mixed delays and timeouts (50 ms, 200 ms, 5 s) to slow_faces, in one
+    request group, while another thread cancels random ones: every way a request can end,
+    all at once. Returns the collector (every result delivered) and the ids submitted, once
+    the group has drained (exactly once, after the last result). The caller checks after
+    closing the session: its workers have stopped, so a late duplicate would be there."""
     rng = random.Random(seed)
     collect = Collector()
     ids: list[str] = []
+    drained: list[int] = []  # results handed on when drained was called
+    group = session.group(session.max_in_flight, "hammer", lambda: drained.append(len(collect.results)))
 
     def canceller() -> None:
         while len(collect.results) < total:
@@ -63,12 +79,17 @@ def hammer(session: TritonSession, total: int, seed: int) -> tuple[Collector, li
     thread.start()
     for _ in range(total):
         timeout = rng.choice([0.05, 0.2, 5.0])
-        request_id = session.submit(delayed_image(rng.choice([0, 0, 100, 300])), collect, timeout_s=timeout)
+        request_id = group.submit(delayed_image(rng.choice([0, 0, 100, 300])), collect, timeout_s=timeout)
         assert request_id is not None
         ids.append(request_id)
-    collect.wait_for(total, timeout=90)
+    group.close()
+    assert group.wait_drained(90), f"{len(collect.results)} of {total} results arrived"
     thread.join()
-    time.sleep(0.3)  # a late duplicate would arrive here
+    assert drained == [total], "drained once, after the last result was handed on"
+    counts = group.counts
+    assert counts.sent == counts.ended == total and group.unfinished == 0
+    for status in (Status.OK, Status.TIMEOUT, Status.CANCELLED, Status.FAILED):
+        assert counts.of(status) == sum(r.status is status for r in collect.results), status
     return collect, ids
 
 

@@ -4,7 +4,6 @@ counts, cancel; and a batch holding the window while a live video plays."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +12,10 @@ import skimage.data
 
 from app.inference.core.session import TritonSession
 from app.inference.result import ErrorKind, InferenceResult, Status
-from app.pipeline.batch import BatchJob, VideoPolicy
+from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.live import LiveOptions, LiveRun
 from app.server.embedded import EmbeddedServer
-from tests.integration.session_helpers import Collector, delayed_image
+from tests.integration.session_helpers import Collector, delayed_image, wait_until
 from tests.media import make_index_video
 from tests.ui.viewer_fixtures import image_folder, write_png
 
@@ -73,16 +72,24 @@ def test_cancel_ends_what_is_in_flight_and_counts_what_never_started(
 ) -> None:
     folder = image_folder(tmp_path / "slow", 30, delayed_image(500))
     collect = Collector()
+    finished: list[tuple[int, BatchCounts]] = []  # results handed on by then, counts
     with TritonSession(triton.grpc_url, "slow_faces") as session:
-        job = BatchJob(session, [folder], collect, window=4)
+        job = BatchJob(
+            session,
+            [folder],
+            collect,
+            window=4,
+            on_finished=lambda c: finished.append((len(collect.results), c)),
+        )
         job.start()
-        assert _wait_for(lambda: job.group.in_flight == 4, 10), "the job fills its window"
+        assert wait_until(lambda: job.group.in_flight == 4, 10), "the job fills its window"
         job.cancel()
         assert job.wait(10)
         counts = job.counts()
     assert counts.cancelled == 4 and counts.ok == 0 and counts.not_started == 26
     assert [r.status for r in collect.results] == [Status.CANCELLED] * 4
     assert counts.done + counts.not_started == counts.total == 30
+    assert finished == [(4, counts)], "finished once, after the last cancelled result"
 
 
 @pytest.mark.slow
@@ -105,10 +112,7 @@ def test_a_big_batch_never_freezes_a_live_video(
     with TritonSession(triton.grpc_url, "slow_faces", max_in_flight=10) as session:
         batch = BatchJob(session, [folder], lambda _r: None, window=batch_window)
         batch.start()
-        deadline = time.monotonic() + 20
-        while batch.group.in_flight < batch_window and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert batch.group.in_flight == batch_window, "the batch holds its window"
+        assert wait_until(lambda: batch.group.in_flight == batch_window, 20), "the batch holds its window"
         run = LiveRun(
             video,
             session,
@@ -117,14 +121,14 @@ def test_a_big_batch_never_freezes_a_live_video(
             LiveOptions(max_in_flight=2, loop=True),
         )
         run.start()
-        captured_then = _wait_for(lambda: run.stats().capture.captured >= 15, 10)
+        captured_then = wait_until(lambda: run.stats().capture.captured >= 15, 10)
         assert captured_then, "the capture thread publishes frames while the batch runs"
         first = run.stats().capture.captured
-        assert _wait_for(lambda: run.stats().capture.captured >= first + 15, 10), "and keeps publishing"
+        assert wait_until(lambda: run.stats().capture.captured >= first + 15, 10), "and keeps publishing"
         stream = run.stats().stream
         assert stream is not None and stream.offered >= 30
         if batch_window < session.max_in_flight:
-            assert _wait_for(lambda: len(live_results) >= 3, 10), "live frames get their own slots"
+            assert wait_until(lambda: len(live_results) >= 3, 10), "live frames get their own slots"
         else:
             assert stream.dropped > 0, "no room: live frames are dropped, never waited for"
         stopping = threading.Thread(target=run.stop, args=(5.0,))
@@ -138,18 +142,11 @@ def test_a_big_batch_never_freezes_a_live_video(
     assert events == []
 
 
-def _wait_for(condition: object, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def test_local_failure_records_match_request_records_in_shape(triton: EmbeddedServer) -> None:
     with TritonSession(triton.grpc_url) as session:
         sent = session.infer(np.zeros((8, 8, 3), np.uint8), source="x.png")
     local = InferenceResult.local_failure("y.png", "y.png: the file is empty")
-    assert list(sent.to_record()) == list(local.to_record())
+    # The same keys in the same order; a record that is not ok adds its error_kind.
+    assert [k for k in local.to_record() if k != "error_kind"] == list(sent.to_record())
+    assert local.to_record()["error_kind"] == "bad_input"
     assert local.to_record()["request_id"] is None and local.to_record()["ok"] is False

@@ -46,15 +46,14 @@ def test_a_slow_b_never_holds_a_back_and_every_input_is_paired_once(
         job = CompareBatch(fast, slow, [tmp_path], collect, window=2)
         job.start()
         a, b = job.jobs[Side.A], job.jobs[Side.B]
-        deadline = time.monotonic() + 30
-        while not a.finished and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert a.finished, "A's job ends on its own"
+        assert a.wait(30), "A's job ends on its own"
         b_done_when_a_ended = b.counts().done
         assert job.wait(30)
     # B needs 4 rounds of 2 requests x 400 ms: A (its own window and thread) was done long before.
     assert b_done_when_a_ended < 8, "A waited for B"
     assert len(pairs) == 8 and len({p.source for p in pairs}) == 8
+    # Each image was read and decoded once for both, though A ran ahead; nothing is kept.
+    assert job.reads.reads == 8 and job.reads.kept_bytes == 0
     for pair in pairs:
         assert pair.a.model == "face_detector" and pair.b.model == "slow_faces"
         assert pair.a.source == pair.b.source and pair.ok
@@ -77,8 +76,7 @@ def test_cancel_pairs_what_one_side_never_sent(triton: EmbeddedServer, tmp_path:
     ):
         job = CompareBatch(fast, slow, [tmp_path], pairs.append, window=1)
         job.start()
-        while not job.jobs[Side.A].finished:
-            time.sleep(0.01)
+        assert job.jobs[Side.A].wait(30)
         job.cancel()
         assert job.wait(30)
     a_counts, b_counts = job.counts()
@@ -95,7 +93,8 @@ def test_live_compare_feeds_both_and_pairs_frames(triton: EmbeddedServer, tmp_pa
     pairer = LivePairer(deadline_s=0.2)
     lock = threading.Lock()
     shown: list[LivePair] = []
-    ended = threading.Event()
+    calls: list[str] = []
+    drained = threading.Event()
 
     def on_result(side: Side, result: object) -> None:
         with lock:  # the viewer does this on its GUI thread: one at a time
@@ -110,24 +109,35 @@ def test_live_compare_feeds_both_and_pairs_frames(triton: EmbeddedServer, tmp_pa
                 shown.append(pair)
 
     def on_event(event: LiveEvent, _message: str) -> None:
-        ended.set()
+        calls.append(event.value)
+
+    def on_drained() -> None:
+        calls.append("drained")
+        drained.set()
 
     with (
         TritonSession(triton.grpc_url, "face_detector") as fast,
         TritonSession(triton.grpc_url, "slow_faces") as slow,
     ):
         run = CompareLiveRun(
-            video, {Side.A: fast, Side.B: slow}, on_result, on_dropped, on_event, LiveOptions(max_in_flight=1)
+            video,
+            {Side.A: fast, Side.B: slow},
+            on_result,
+            on_dropped,
+            on_event,
+            LiveOptions(max_in_flight=1),
+            on_drained=on_drained,
         )
         run.start()
-        assert ended.wait(30)
-        for job in run.jobs.values():
-            assert job.group.wait_idle(10)
+        assert drained.wait(30), "both sides' last results were handed on after the end of the file"
         stats = run.stream_stats()
         run.stop()
-    time.sleep(0.25)
+    # After drained nothing more of the run comes: what still waits for its other side is
+    # drawn without it (the viewer does the same).
     with lock:
-        shown.extend(pairer.expire(time.monotonic()))
+        shown.extend(pairer.flush())
+    assert calls == ["end", "drained"], "drained once, after the end"
+    assert all(job.group.unfinished == 0 and job.group.drained for job in run.jobs.values())
     a, b = stats[Side.A], stats[Side.B]
     assert a.offered == b.offered == 60
     assert b.dropped > 30, "B's window is full most of the time: its frames are dropped"

@@ -61,7 +61,8 @@ def run_stream(url: str, video: Path, *, realtime: bool, drop: bool, window: int
         capture.start()
         assert ended.wait(60)
         capture.stop()
-        assert stream.group.wait_idle(10)
+        stream.finish()
+        assert stream.group.wait_drained(10)
     return display, stream
 
 
@@ -110,6 +111,6 @@ def test_stop_cancels_the_streams_requests(triton: EmbeddedServer) -> None:
         assert stream.stats().in_flight == 3 and stream.stats().dropped == 2
         stream.stop()
         assert not stream.offer(Frame(index=9, image=image, source="test", timestamp=time.monotonic()))
-        assert stream.group.wait_idle(5)
+        assert stream.group.wait_drained(5)
     assert [r.status for r in display.results] == [Status.CANCELLED] * 3
     assert stream.stats().in_flight == 0

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -19,7 +17,13 @@ from app.inference.transports.channel import ConnectionOptions
 from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports
 from tests.integration.face_check import detect_faces
-from tests.integration.session_helpers import Collector, assert_each_ended_once, delayed_image, hammer
+from tests.integration.session_helpers import (
+    Collector,
+    assert_each_ended_once,
+    delayed_image,
+    hammer,
+    wait_until,
+)
 
 
 def test_open_discovers_the_face_detector_and_its_profile(triton: EmbeddedServer) -> None:
@@ -51,10 +55,10 @@ def test_callback_mode_delivers_the_face_off_the_callers_thread(triton: Embedded
     assert result.latency_ms is not None and result.latency_ms > 0
 
 
-def test_future_and_asyncio_modes(triton: EmbeddedServer) -> None:
+def test_future_and_blocking_modes(triton: EmbeddedServer) -> None:
     with TritonSession(triton.grpc_url) as session:
         future = session.submit_future(skimage.data.astronaut(), source="a")
-        coffee = asyncio.run(session.infer_async(skimage.data.coffee(), source="c"))
+        coffee = session.infer(skimage.data.coffee(), source="c")
         astronaut = future.result(timeout=30)
     assert astronaut.ok and len(astronaut.detections) == 1
     assert coffee.ok and coffee.detections == []
@@ -222,7 +226,7 @@ def test_close_interrupts_a_connect_that_hangs() -> None:
         opener = threading.Thread(target=lambda: _open_into(session, errors))
         opener.start()
         # Close once open() is under way (closing before it starts is another case).
-        assert _wait_until(lambda: session.state is SessionState.OPENING, 5)
+        assert wait_until(lambda: session.state is SessionState.OPENING, 5)
         session.close()
         opener.join(timeout=5)
         assert not opener.is_alive(), "open() returned once the session was closed"
@@ -237,15 +241,6 @@ def test_close_before_open_makes_open_fail_as_closed() -> None:
         session.open()
     session.close()  # idempotent
     assert session.state is SessionState.CLOSED
-
-
-def _wait_until(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 def _open_into(session: TritonSession, errors: list[BaseException]) -> None:

@@ -76,7 +76,10 @@ def test_same_detections_over_grpc_shm_and_client_batches(triton: EmbeddedServer
 
 
 def test_client_batches_really_form_and_each_member_keeps_its_own_id(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url, "fixed_yolov8", client_batch=4, batch_delay_ms=50) as session:
+    # The 12 requests all become one tensor shape: three batches fill up and go at once. The
+    # delay only sends a batch that does not fill; a short one (50 ms) let a busy machine's
+    # slow pre-processing split them (seen: batches of 3 and 2).
+    with TritonSession(triton.grpc_url, "fixed_yolov8", client_batch=4, batch_delay_ms=5000) as session:
         assert session.batching == 4
         results = run_all(session, shapes(), repeat=4)  # 12 same-size... 3 shapes x 4
     batches = [r.timing.batch for r in results if r.timing is not None]
@@ -125,7 +128,12 @@ def test_the_server_split_is_within_the_round_trip(triton: EmbeddedServer) -> No
     assert server.requests == 30
     assert server.queue_ms >= 0 and server.compute_infer_ms > 0
     assert server.queue_ms + server.compute_ms <= server.total_ms + 1e-6
-    assert server.total_ms <= client.round_trip_ms, (server, client)
+    # What the server times before it sends the reply lies inside the client's round trip. Its
+    # total need not: the Python backend stops the clock (compute output, hence success) after
+    # sending the responses, so on a busy machine the total was seen above the round trip
+    # (14.72 vs 14.51 ms): the time split then shows the network as 0.
+    before_the_reply = server.queue_ms + server.compute_input_ms + server.compute_infer_ms
+    assert before_the_reply <= client.round_trip_ms, (server, client)
 
 
 def face_frame(w: int, h: int, face_share: float) -> np.ndarray:

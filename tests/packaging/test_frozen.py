@@ -246,6 +246,36 @@ def test_frozen_serve_killed_leaves_no_server(unpacked: Path, tmp_path: Path) ->
         assert owned.regions() == [] and owned.workdirs() == []
 
 
+def test_frozen_server_runs_the_pipelines(unpacked: Path, tmp_path: Path) -> None:
+    """The two-stage models and their TensorFlow Lite stages run in the bundled runtime."""
+    internal = unpacked / "_internal"
+    assert (internal / "tflite_runtime" / "interpreter.pyc").is_file()
+    for shared in ("mediapipe_rules.py", "pipeline_stages.py"):
+        assert (internal / "resources" / "model_repository" / shared).is_file()
+    env = bare_env(tmp_path / "home")
+    with (
+        open(tmp_path / "serve.err", "w") as err,
+        subprocess.Popen(
+            [str(unpacked / NAME), "serve"], stdout=subprocess.PIPE, stderr=err, text=True, env=env
+        ) as proc,
+        ended_at_exit(proc),
+    ):
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # printed once every model is ready
+        assert line.startswith("grpc="), (tmp_path / "serve.err").read_text()[-3000:]
+        url = line.split()[0].removeprefix("grpc=")
+        for model, count in (("face_mesh", 468), ("person_pose", 33)):
+            done = run_clean(
+                [str(unpacked / NAME), "infer", "--url", url, "--model", model, str(sample_in(unpacked))],
+                env=env,
+                cwd=tmp_path,
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+            (detection,) = json.loads(done.stdout.splitlines()[0])["detections"]
+            assert len(detection["keypoints"]) == count
+        proc.terminate()
+
+
 def test_smoke_test_against_a_given_server(unpacked: Path, triton: EmbeddedServer, tmp_path: Path) -> None:
     env = bare_env(tmp_path / "home", QT_QPA_PLATFORM="offscreen")
     done = run_clean([str(unpacked / NAME), "--smoke-test", "--url", triton.grpc_url], env=env, cwd=tmp_path)

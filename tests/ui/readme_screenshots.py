@@ -90,7 +90,7 @@ async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
 
     video = work / "walk.mp4"
     make_face_video(video, frames=600, fps=30, size=(640, 480))
-    viewer.live_ui._open_source(str(video))
+    viewer.live_ui.open_source(str(video))
     await until(lambda: window.mode is Mode.LIVE and viewer.live.meter.shown >= 30)
     viewer.live_ui.record_to(str(work / "recording.mp4"))
     window.stats_panel.set_scope(Scope.LIVE)

@@ -10,8 +10,8 @@ import pytest
 from pytestqt.qtbot import QtBot
 from skimage import data
 
+from app.pipeline.connection.state import ConnectionState
 from app.server.embedded import EmbeddedServer
-from app.ui.server.connection_state import ConnectionState
 from app.ui.widgets.banner import Context, ErrorBanner, split_detail
 from tests.media import make_index_video
 from tests.ui.test_viewer_window import job_done
@@ -96,7 +96,7 @@ def test_a_batch_error_does_not_stay_over_later_live_video(
     harness.run(until(lambda: job_done(viewer), what="batch"))
     banner = viewer.window.banner
     assert banner.context() is Context.BATCH and "corrupt_0.png" in banner.text()
-    viewer.live_ui._open_source(str(video))
+    viewer.live_ui.open_source(str(video))
     harness.run(until(lambda: viewer.live.meter.shown >= 1, what="a live frame"))
     assert banner.isHidden(), "the batch's error is not shown over the live video"
     # A new batch with a bad file: its own error, cleared by the batch after it.

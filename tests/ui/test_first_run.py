@@ -60,8 +60,8 @@ def test_closing_while_a_connect_hangs_abandons_it(harness: Harness, tmp_path: P
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         viewer = harness.viewer(f"127.0.0.1:{silent.getsockname()[1]}")
-        harness.run(until(lambda: viewer.connection._opening is not None, what="connecting"))
-        opening = viewer.connection._opening
+        harness.run(until(lambda: viewer.connection.opening is not None, what="connecting"))
+        opening = viewer.connection.opening
         assert opening is not None and opening.state == "opening"
         harness.close(viewer)
         # Interrupted at once, not left blocked until its 5 s deadline.

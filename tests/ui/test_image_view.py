@@ -126,7 +126,7 @@ def test_image_pixels_are_shown_correctly_for_odd_width(qtbot: QtBot) -> None:
     img = np.zeros((4, 5, 3), np.uint8)
     img[:, 4] = (255, 0, 0)
     view = _view(qtbot, img, [])
-    pixmap = view._pixmap_item.pixmap().toImage()
+    pixmap = view.shown_image()
     for y in range(4):
         assert pixmap.pixelColor(4, y).red() == 255 and pixmap.pixelColor(3, y).red() == 0
 

@@ -86,7 +86,7 @@ def test_live_video_hides_the_batch_strip_and_the_batch_hides_the_live_toolbar(
     harness.run(until(lambda: job_done(viewer) and viewer.gallery.current_image is not None, what="batch"))
     assert w.mode is Mode.BATCH and w.strip.isVisible() and w.batch_bar.isVisible()
     assert not viewer.live_ui.toolbar.isVisible(), "browsing a batch: no live toolbar"
-    viewer.live_ui._open_source(str(video))
+    viewer.live_ui.open_source(str(video))
     harness.run(until(lambda: viewer.live.meter.shown >= 3, what="live frames"))
     assert w.mode is Mode.LIVE and viewer.live_ui.toolbar.isVisible()
     assert not w.strip.isVisible() and not w.batch_bar.isVisible() and not w.batch_panel.isVisible()

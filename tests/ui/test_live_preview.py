@@ -37,24 +37,35 @@ def test_boxes_follow_the_face_on_the_frame_they_were_computed_on(
     video = tmp_path / "face.avi"
     positions = make_face_video(video, frames=60, fps=30, size=SIZE)  # ~8 px per frame at mid-course
     scale = face_scale_for(SIZE)
-    viewer = harness.viewer(triton.grpc_url, "face_detector", camera=str(video))
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
     shown: list[tuple[int, int, list[tuple[float, float, float, float]]]] = []
     viewer.live.frame_shown.connect(
         lambda index, _age: shown.append(
             (index, head_left(shown_picture(viewer.window.view)), box_rects(viewer))
         )
     )
-    harness.run(until(lambda: ended(viewer), what="the video to end"))
-    assert len(shown) >= 15, "most frames of a 2 s video are shown at 30 fps"
+    # Looped until the whole video has played and 15 frames were drawn: live, frames are
+    # dropped while the model is busy, so how many of one play get drawn depends on the load.
+    viewer.live_ui.toolbar.loop.setChecked(True)
+    viewer.live_ui.open_source(str(video))
+
+    def played_and_drawn() -> bool:
+        return len(shown) >= 15 and shown[-1][0] >= len(positions) - 1
+
+    harness.run(until(played_and_drawn, what="15 frames drawn and one whole play"))
+    viewer.live.stop()
+    harness.run(until(lambda: viewer.live.state == "stopped" and viewer.live.idle, what="stopped"))
     indices = [index for index, _, _ in shown]
     assert indices == sorted(set(indices)), "frames are shown in order, never an older one after a newer"
     for index, left, boxes in shown:
+        position = positions[index % len(positions)]  # frame indices go on counting through loops
         # The picture is frame `index` (the head's left edge where that frame has it) ...
-        assert abs(left - positions[index][0]) <= 3, (index, left, positions[index])
+        assert abs(left - position[0]) <= 3, (index, left, position)
         # ... and the box is the face of that same frame.
         assert len(boxes) == 1, (index, boxes)
         x1, y1, x2, y2 = boxes[0]
-        ex1, ey1, ex2, ey2 = face_box(positions[index], scale)
+        ex1, ey1, ex2, ey2 = face_box(position, scale)
         assert abs((x1 + x2) / 2 - (ex1 + ex2) / 2) <= 20, (index, boxes[0], (ex1, ey1, ex2, ey2))
         assert abs((y1 + y2) / 2 - (ey1 + ey2) / 2) <= 20, (index, boxes[0], (ex1, ey1, ex2, ey2))
     centres = [(b[0][0] + b[0][2]) / 2 for _, _, b in shown]
@@ -119,7 +130,7 @@ def test_frame_by_frame_gives_every_frame_a_result(
     harness.connected(viewer)
     viewer.live_ui.toolbar.frame_by_frame.setChecked(True)
     viewer.live_ui.toolbar.in_flight.setValue(3)
-    viewer.live_ui._open_source(str(video))
+    viewer.live_ui.open_source(str(video))
     harness.run(until(lambda: ended(viewer), what="the video to end"))
     log = viewer.window.request_log
     harness.run(until(lambda: log.model.rowCount() >= 40, what="40 log rows"))
@@ -139,7 +150,7 @@ def test_stop_and_close_while_streaming_release_every_thread(
     harness.connected(viewer)
     bar = viewer.live_ui.toolbar
     bar.loop.setChecked(True)
-    viewer.live_ui._open_source(str(video))
+    viewer.live_ui.open_source(str(video))
     harness.run(until(lambda: viewer.live.meter.shown >= 10, what="10 frames"))
     assert live_threads()
     started = time.monotonic()
@@ -166,7 +177,7 @@ def test_stop_and_close_while_streaming_release_every_thread(
         )
     )
     bar.frame_by_frame.setChecked(True)
-    viewer.live_ui._open_source(str(slow))
+    viewer.live_ui.open_source(str(slow))
     harness.run(until(lambda: (viewer.live.stream_stats() or _none()).in_flight == 2, what="2 in flight"))
     session = viewer.connection.session
     started = time.monotonic()
@@ -244,7 +255,11 @@ def test_recording_writes_the_annotated_video_and_jsonl(
 ) -> None:
     video = tmp_path / "face.mp4"
     make_face_video(video, frames=90, fps=30, size=SIZE)
-    viewer = harness.viewer(triton.grpc_url, "face_detector", camera=str(video))
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    # Looped: a busy machine may draw fewer than 30 frames of one 3 s play (live drops frames).
+    viewer.live_ui.toolbar.loop.setChecked(True)
+    viewer.live_ui.open_source(str(video))
     harness.run(until(lambda: viewer.live.meter.shown >= 3, what="first frames"))
     out = tmp_path / "rec" / "live.mp4"
     out.parent.mkdir()

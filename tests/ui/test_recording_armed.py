@@ -40,7 +40,7 @@ def test_record_armed_before_start_records_from_the_first_frame(
     harness.connected(viewer)
     ui, live = viewer.live_ui, viewer.live
     ui.toolbar.frame_by_frame.setChecked(True)  # every frame inferred: every frame recorded
-    ui._open_source(str(video))
+    ui.open_source(str(video))
     harness.run(until(lambda: live.state == "ended" and live.idle, what="the first play to end"))
     assert ui.toolbar.record_action.isEnabled() and ui.toolbar.start_action.isEnabled()
 
@@ -79,7 +79,7 @@ def test_an_armed_recording_that_never_starts_says_so_and_writes_nothing(
     viewer = harness.viewer(triton.grpc_url, "face_detector")
     harness.connected(viewer)
     ui, live = viewer.live_ui, viewer.live
-    ui._open_source(str(video))
+    ui.open_source(str(video))
     harness.run(until(lambda: live.state == "ended" and live.idle, what="the video to end"))
     cancelled = tmp_path / "cancelled.mp4"
     ui.record_to(str(cancelled))
@@ -90,7 +90,7 @@ def test_an_armed_recording_that_never_starts_says_so_and_writes_nothing(
 
     # Armed, then the source fails on Start: a clear message, no file.
     missing = tmp_path / "gone.avi"
-    ui._open_source(str(missing))
+    ui.open_source(str(missing))
     harness.run(until(lambda: live.state == "failed", what="the missing file to fail"))
     live.source = str(video)
     video.rename(missing.with_name("moved.avi"))  # the file disappears before Start

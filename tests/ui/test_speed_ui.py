@@ -43,9 +43,10 @@ def test_the_transport_in_use_is_shown_and_a_new_choice_reconnects_and_is_rememb
     assert session is not None and session.transport is not None
     assert session.transport.kind is TransportKind.SHM  # automatic, on this machine
     assert "in use: shared memory" in panel.transport_label.text()
-    panel.transport_combo.setCurrentIndex(panel.transport_combo.findData("grpc"))
     panel.client_batch.setValue(4)
-    panel._on_transport_changed()
+    grpc = panel.transport_combo.findData("grpc")
+    panel.transport_combo.setCurrentIndex(grpc)
+    panel.transport_combo.activated.emit(grpc)  # as when the user picks it from the list
     harness.run(until(lambda: viewer.connection.session not in (None, session), what="the reconnect"))
     harness.connected(viewer)
     new = viewer.connection.session

@@ -14,8 +14,7 @@ def test_sliders_emit_changed_with_values(qtbot: QtBot) -> None:
     w.score_slider().setValue(60)
     w.iou_slider().setValue(30)
     assert seen == [(0.6, 0.45), (0.6, 0.3)]
-    assert w._score.value_label.text() == "0.60"
-    assert w._iou.value_label.text() == "0.30"
+    assert w.shown_values() == ("0.60", "0.30")
 
 
 def test_set_values_emits_once_and_clamps(qtbot: QtBot) -> None:
@@ -24,6 +23,6 @@ def test_set_values_emits_once_and_clamps(qtbot: QtBot) -> None:
     with qtbot.waitSignal(w.changed, timeout=100) as blocker:
         w.set_values(1.5, 0.7)
     assert blocker.args == [1.0, 0.7]
-    assert w._score.value_label.text() == "1.00"
+    assert w.shown_values() == ("1.00", "0.70")
     with qtbot.assertNotEmitted(w.changed):
         w.set_values(1.0, 0.7)

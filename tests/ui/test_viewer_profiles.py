@@ -11,10 +11,10 @@ import pytest
 from PySide6.QtGui import QImage
 from skimage import data
 
+from app.pipeline.connection.state import ConnectionState
 from app.resources import sample_image
 from app.server.embedded import EmbeddedServer
 from app.ui.base.settings import SETTINGS_DIR_ENV, ViewerSettings, open_settings
-from app.ui.server.connection_state import ConnectionState
 from tests.ui.test_viewer_process import run_viewer
 from tests.ui.viewer_fixtures import Harness, until, write_png
 

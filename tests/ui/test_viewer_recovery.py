@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from skimage import data
 
+from app.pipeline.connection.state import ConnectionState
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports
-from app.ui.server import connection as connection_module
-from app.ui.server.connection_state import ConnectionState
 from app.ui.viewer import Viewer
 from tests.media import make_face_video
 from tests.ui.viewer_fixtures import Harness, image_folder, until
@@ -48,14 +47,17 @@ async def _start(server: EmbeddedServer) -> None:
 
 
 def batch_ok(harness: Harness, viewer: Viewer, folder: Path, count: int) -> None:
-    jobs_before = len(viewer.runner._jobs)
-    viewer.open_paths([str(folder)])
-    harness.run(
-        until(
-            lambda: len(viewer.runner._jobs) > jobs_before and not viewer.runner.active(),
-            what="the batch to finish",
-        )
-    )
+    finished: list[int] = []  # the jobs whose "finished" reached the GUI thread
+
+    def on_finished(job_id: int, _counts: object, _seconds: float) -> None:
+        finished.append(job_id)
+
+    viewer.runner.finished.connect(on_finished)
+    try:
+        viewer.open_paths([str(folder)])
+        harness.run(until(lambda: bool(finished), what="the batch to finish"))
+    finally:
+        viewer.runner.finished.disconnect(on_finished)
     counts = viewer.runner.latest_counts()
     assert counts is not None and counts.total == count
     assert counts.ok == count, counts
@@ -124,8 +126,9 @@ def test_killed_embedded_server_is_restarted_then_the_limit_offers_reconnect(
     batch_ok(harness, viewer, image_folder(tmp_path / "batch", 3, data.astronaut()), 3)
 
     # Over the limit: not restarted again; the user is told and offered Reconnect.
-    now = time.monotonic()
-    viewer.connection._local_restarts.extend([now] * connection_module.MAX_LOCAL_RESTARTS)
+    budget = viewer.connection.restart_budget
+    while budget.take():  # what is left of it, spent
+        pass
     assert second.pid is not None
     os.killpg(second.pid, signal.SIGKILL)
     harness.run(until(lambda: viewer.connection.state == ConnectionState.FAILED, 60, "given up"))

@@ -18,8 +18,8 @@ from skimage import data
 from app.inference.core.session import SessionState, TritonSession
 from app.inference.result import InferenceResult
 from app.pipeline.batch import BatchCounts
+from app.pipeline.connection.state import ConnectionState
 from app.server.embedded import EmbeddedServer
-from app.ui.server.connection_state import ConnectionState
 from app.ui.viewer import Viewer
 from tests.ui.viewer_fixtures import Harness, image_folder, slow_image, until, write_png
 

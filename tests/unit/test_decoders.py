@@ -1,7 +1,5 @@
 """Decoders on hand-built tensors whose answers follow from their construction."""
 
-import time
-
 import numpy as np
 import pytest
 
@@ -134,7 +132,8 @@ def test_nothing_above_threshold_is_empty() -> None:
         assert boxes.shape == (0, 4) and scores.shape == (0,) and classes.shape == (0,)
 
 
-def test_yolov8_realistic_output_decodes_in_a_few_ms() -> None:
+def test_yolov8_realistic_output_keeps_no_overlap_above_the_iou_threshold() -> None:
+    # How fast this decodes is measured by tests/bench/bench_pure.py, not here.
     rng = np.random.default_rng(0)
     out = np.zeros((1, 84, 8400), np.float32)
     out[0, :2] = rng.uniform(0, 640, (2, 8400))
@@ -142,11 +141,17 @@ def test_yolov8_realistic_output_decodes_in_a_few_ms() -> None:
     out[0, 4:] = rng.uniform(0, 0.05, (80, 8400))
     strong = rng.choice(8400, 400, replace=False)
     out[0, 4 + rng.integers(0, 80, 400), strong] = rng.uniform(0.3, 1.0, 400)
-    decode_yolov8(out, 0.25, 0.45)  # warm-up
-    times = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        boxes, _, _ = decode_yolov8(out, 0.25, 0.45)
-        times.append(time.perf_counter() - t0)
+    boxes, scores, classes = decode_yolov8(out, 0.25, 0.45)
     assert 0 < len(boxes) <= 300
-    assert min(times) < 0.030  # generous for a loaded 2-core CI box; typically a few ms
+    assert (scores >= 0.25).all() and list(scores) == sorted(scores, reverse=True)
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            if classes[i] == classes[j]:
+                assert _iou(boxes[i], boxes[j]) <= 0.45 + 1e-6, (i, j)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = w * h
+    return float(inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter))

@@ -7,10 +7,10 @@ import os
 import signal
 import threading
 import time
-import types
 
 import pytest
 
+from app.cli import run_headless
 from app.commands.interrupts import Terminated, termination_as_interrupt
 
 
@@ -58,24 +58,18 @@ def test_outside_the_main_thread_it_changes_nothing() -> None:
 
 
 def test_a_command_that_lets_the_interrupt_through_exits_with_the_signals_status() -> None:
-    from app.cli import _run_headless
-
-    def run(_args: object) -> int:
+    def run(_args: argparse.Namespace) -> int:
         os.kill(os.getpid(), signal.SIGTERM)
         wait_for_a_signal()
         return 0
 
-    command = types.ModuleType("command")
-    command.run = run  # type: ignore[attr-defined]
-    assert _run_headless(command, argparse.Namespace()) == 128 + signal.SIGTERM
+    assert run_headless(run, argparse.Namespace()) == 128 + signal.SIGTERM
 
 
 def test_a_command_that_catches_it_runs_its_clean_up_and_chooses_its_status() -> None:
-    from app.cli import _run_headless
-
     cleaned: list[bool] = []
 
-    def run(_args: object) -> int:
+    def run(_args: argparse.Namespace) -> int:
         try:
             os.kill(os.getpid(), signal.SIGHUP)
             wait_for_a_signal()
@@ -85,20 +79,14 @@ def test_a_command_that_catches_it_runs_its_clean_up_and_chooses_its_status() ->
         finally:
             cleaned.append(True)
 
-    command = types.ModuleType("command")
-    command.run = run  # type: ignore[attr-defined]
-    assert _run_headless(command, argparse.Namespace()) == 130
+    assert run_headless(run, argparse.Namespace()) == 130
     assert cleaned == [True]
 
 
 def test_a_ctrl_c_let_through_ends_the_command_with_130_and_no_traceback() -> None:
-    from app.cli import _run_headless
-
-    def run(_args: object) -> int:
+    def run(_args: argparse.Namespace) -> int:
         os.kill(os.getpid(), signal.SIGINT)
         wait_for_a_signal()
         return 0
 
-    command = types.ModuleType("command")
-    command.run = run  # type: ignore[attr-defined]
-    assert _run_headless(command, argparse.Namespace()) == 130
+    assert run_headless(run, argparse.Namespace()) == 130

@@ -15,7 +15,7 @@ from app.inference.result import ErrorKind, InferenceResult, Status
 from app.pipeline.live import LiveJob
 from app.sources.frame import Frame
 from tests.fake_channel import BOX, MODEL, FakeServer, Reply, keep, reply_at_once, unavailable
-from tests.integration.session_helpers import Collector
+from tests.integration.session_helpers import Collector, wait_until
 
 IMAGE = np.zeros((48, 64, 3), np.uint8)
 
@@ -39,7 +39,8 @@ def test_a_reply_before_submit_returns_is_delivered_once_with_its_id(server: Fak
         assert call.ended
         (result,) = collect.wait_for(1)
         assert result.request_id == request_id
-        assert group.wait_idle(5) and group.in_flight == 0
+        group.close()
+        assert group.wait_drained(5) and group.in_flight == 0 and group.counts.ok == 1
     assert result.ok and result.detections[0].box == BOX
     assert collect.deliveries[request_id] == 1
 
@@ -67,7 +68,8 @@ def test_a_cancel_racing_a_reply_ends_the_request_once(server: FakeServer, first
     server.default = keep
     collect = Collector()
     with open_session(server) as session:
-        request_id = session.submit(IMAGE, collect)
+        group = session.group(4)
+        request_id = group.submit(IMAGE, collect)
         assert request_id is not None
         (call,) = server.wait_for_calls(1)
         if first == "cancel":
@@ -79,8 +81,10 @@ def test_a_cancel_racing_a_reply_ends_the_request_once(server: FakeServer, first
             collect.wait_for(1)
             assert not session.cancel(request_id), "finished: nothing to cancel"
         (result,) = collect.wait_for(1)
-    time.sleep(0.05)  # a duplicate would be delivered by now
-    assert len(collect.results) == 1
+        group.close()
+        assert group.wait_drained(5)
+    # Closed: the session's workers have stopped, so a duplicate would be here by now.
+    assert len(collect.results) == 1 and group.counts.ended == 1
     assert result.status is (Status.CANCELLED if first == "cancel" else Status.OK)
 
 
@@ -88,7 +92,8 @@ def test_a_timeout_racing_a_reply_ends_the_request_once(server: FakeServer) -> N
     server.default = keep
     collect = Collector()
     with open_session(server) as session:
-        session.submit(IMAGE, collect)
+        group = session.group(4)
+        group.submit(IMAGE, collect)
         (call,) = server.wait_for_calls(1)
         # gRPC reports the deadline, then the server's answer arrives anyway.
         deadline = Exception("Deadline Exceeded")
@@ -101,8 +106,11 @@ def test_a_timeout_racing_a_reply_ends_the_request_once(server: FakeServer) -> N
         for t in threads:
             t.join()
         (result,) = collect.wait_for(1)
-    time.sleep(0.05)
-    assert len(collect.results) == 1 and result.status in (Status.TIMEOUT, Status.OK)
+        group.close()
+        assert group.wait_drained(5)
+    # Closed: the session's workers have stopped, so a duplicate would be here by now.
+    assert len(collect.results) == 1 and group.counts.ended == 1
+    assert result.status in (Status.TIMEOUT, Status.OK)
 
 
 def test_an_outage_shorter_than_the_deadline_fails_nothing(server: FakeServer) -> None:
@@ -132,8 +140,8 @@ def test_cancelling_a_group_wakes_a_submitter_waiting_for_a_session_slot(server:
         returned: list[str | None] = []
         submitter = threading.Thread(target=lambda: returned.append(waiting.submit(IMAGE, collect)))
         submitter.start()
-        time.sleep(0.05)
-        assert submitter.is_alive(), "waits for a session slot"
+        assert wait_until(lambda: session.submitters_waiting == 1), "waits for a session slot"
+        assert submitter.is_alive()
         waiting.cancel()
         submitter.join(2)
         assert not submitter.is_alive() and returned == [None]
@@ -156,7 +164,7 @@ def test_closing_wakes_a_submitter_waiting_for_its_groups_slot(server: FakeServe
 
     submitter = threading.Thread(target=submit)
     submitter.start()
-    time.sleep(0.05)
+    assert wait_until(lambda: group.window.waiting == 1), "waits for its group's slot"
     session.close(drain_timeout=0)
     submitter.join(2)
     assert not submitter.is_alive()
@@ -187,12 +195,14 @@ def test_stop_wakes_a_frame_by_frame_offer(server: FakeServer) -> None:
         assert live.offer(Frame(0, IMAGE, "file", time.monotonic()))
         waiting = threading.Thread(target=live.offer, args=(Frame(1, IMAGE, "file", time.monotonic()),))
         waiting.start()
-        time.sleep(0.05)
-        assert waiting.is_alive(), "frame by frame: waits for the stream's slot"
+        assert wait_until(lambda: live.group.window.waiting == 1), (
+            "frame by frame: waits for the stream's slot"
+        )
+        assert waiting.is_alive()
         live.stop()
         waiting.join(2)
         assert not waiting.is_alive()
-        assert live.group.wait_idle(2)
+        assert live.group.wait_drained(2)
         assert live.stats().dropped == 0, "a stop is not a drop"
 
 

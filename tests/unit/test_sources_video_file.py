@@ -83,9 +83,9 @@ def test_close_from_another_thread_lets_the_reader_release(tmp_path: Path) -> No
     closer.start()
     closer.join()
     # close() from another thread only asked: the capture is still ours until the next step.
-    assert reader._cap is not None
+    assert not reader.released
     assert list(iterator) == []
-    assert reader._cap is None
+    assert reader.released
 
 
 def test_face_video_helper_returns_one_position_per_frame(tmp_path: Path) -> None:

@@ -35,22 +35,16 @@ import numpy as np
 
 from app.inference.core.batcher import ClientBatcher
 from app.inference.core.group import RequestGroup
+from app.inference.core.model_discovery import discover
 from app.inference.core.pool import ConnectionPool
 from app.inference.core.scheduler import DelayedCalls
+from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.core.stats import RequestStats
 from app.inference.core.transport_choice import choose_transport
 from app.inference.core.window import Window
 from app.inference.decoding.letterbox import BoxTransform, FromReducedSource
 from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify_failure, redact
-from app.inference.introspection.discovery import (
-    ModelEntry,
-    ModelInfo,
-    check_live,
-    check_version,
-    choose_model,
-    list_models,
-    model_info,
-)
+from app.inference.introspection.discovery import ModelEntry, ModelInfo
 from app.inference.introspection.server_stats import ServerCounters, parse_counters
 from app.inference.profiles.profile import DecodedOutputs, ModelProfile, decode_outputs, preprocess
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
@@ -172,6 +166,19 @@ class TritonSession:
         # requests of one shape, or what arrived within `batch_delay_ms`, go as one call.
         self.client_batch = max(1, int(client_batch))
         self.batch_delay_ms = max(0.0, float(batch_delay_ms))
+        # What it was built from (the same values as the attributes above; the profile file,
+        # if any, was already read into `profile_overrides`).
+        self.spec = SessionSpec(
+            urls=tuple(self.urls),
+            model=model,
+            version=self.model_version,
+            profile=ProfileSource(overrides=profile_overrides),
+            delivery=Delivery(transport, self.client_batch, self.batch_delay_ms),
+            timeouts=Timeouts(timeout_s, retries, retry_backoff_s),
+            connection=self.options,
+            limits=Limits(max_in_flight, decode_workers, send_in_caller),
+            channel_factory=channel_factory,
+        )
         self.transport: Transport | None = None
         self.transport_note = ""  # why the transport differs from the one asked for
         self.stats = RequestStats()
@@ -192,6 +199,32 @@ class TritonSession:
         self._timer: DelayedCalls | None = None
         self._batcher: ClientBatcher[_Request] | None = None
         self._groups: weakref.WeakSet[RequestGroup] = weakref.WeakSet()
+
+    @classmethod
+    def from_spec(cls, spec: SessionSpec) -> TritonSession:
+        """An unopened session as `spec` says (blocking: reads its profile file, if any;
+        ProfileError when that cannot be read). `open_session` is the usual way in."""
+        if spec.embedded:
+            raise ValueError("the spec names no server (the embedded server's address is filled in first)")
+        session = cls(
+            spec.urls,
+            spec.model,
+            options=spec.connection,
+            profile_overrides=spec.profile.load(),
+            timeout_s=spec.timeouts.request_s,
+            retries=spec.timeouts.retries,
+            retry_backoff_s=spec.timeouts.retry_backoff_s,
+            max_in_flight=spec.limits.max_in_flight,
+            decode_workers=spec.limits.decode_workers,
+            send_in_caller=spec.limits.send_in_caller,
+            channel_factory=spec.channel_factory or GrpcChannel,
+            transport=spec.delivery.transport,
+            client_batch=spec.delivery.client_batch,
+            batch_delay_ms=spec.delivery.batch_delay_ms,
+            model_version=spec.version,
+        )
+        session.spec = spec
+        return session
 
     @property
     def state(self) -> SessionState:
@@ -228,19 +261,16 @@ class TritonSession:
             self._state = SessionState.OPENING
             pool = self._pool = ConnectionPool(self.urls, self.options, self.channel_factory)
         try:
-            live = self._check_servers(pool)
-            first = pool.first_channel(live[0])
-            self.models = list_models(first, self._headers, self.timeout_s)
-            names = sorted({m.name for m in self.models})
-            name = choose_model(self.models, self.requested_model, first.url)
-            check_version(self.models, name, self.model_version, first.url)
-            try:
-                self.info = model_info(
-                    first, name, self._headers, self.profile_overrides, self.timeout_s, self.model_version
-                )
-            except SessionError as e:
-                raise SessionError(str(e), e.kind, e.models or names) from None
-            self._check_model_everywhere(pool, live, name)
+            found = discover(
+                pool,
+                self.requested_model,
+                self.model_version,
+                self._headers,
+                self.profile_overrides,
+                self.timeout_s,
+            )
+            self.models, self.info = found.models, found.info
+            live = found.live
             batch = self._batch_size()
             channels = {url: pool.first_channel(url) for url in live}
             self.transport, self.transport_note = choose_transport(
@@ -269,28 +299,6 @@ class TritonSession:
                 raise SessionClosedError("the session was closed while connecting") from None
             raise
         return self
-
-    def _check_servers(self, pool: ConnectionPool) -> list[str]:
-        live: list[str] = []
-        errors: list[SessionError] = []
-        for url in pool.urls:
-            try:
-                check_live(pool.first_channel(url), self._headers, min(self.timeout_s, 5.0))
-                live.append(url)
-            except SessionError as e:
-                errors.append(e)
-                pool.mark_unreachable(url, str(e))
-        if not live:
-            raise SessionError("; ".join(map(str, errors)), errors[0].kind)
-        for error in errors:
-            log.warning("%s (using the other servers)", error)
-        return live
-
-    def _check_model_everywhere(self, pool: ConnectionPool, live: list[str], name: str) -> None:
-        for url in live[1:]:
-            models = list_models(pool.first_channel(url), self._headers, self.timeout_s)
-            choose_model(models, name, url)
-            check_version(models, name, self.model_version, url)
 
     def _batch_size(self) -> int:
         """Requests per call: 1 unless client batching is on and the model batches."""
@@ -337,6 +345,11 @@ class TritonSession:
         with self._lock:
             return len(self._pending)
 
+    @property
+    def submitters_waiting(self) -> int:
+        """Threads blocked in submit() for a place in the session's window now."""
+        return self._window.waiting
+
     def close(self, drain_timeout: float = 2.0) -> None:
         """Stop accepting; let in-flight requests finish for up to `drain_timeout` s; cancel the rest."""
         with self._lock:
@@ -379,15 +392,20 @@ class TritonSession:
         self._state = SessionState.CLOSED
 
     # -- submitting -----------------------------------------------------------------
-    def group(self, limit: int, name: str = "") -> RequestGroup:
-        """A job's own window (at most `limit` of its requests in flight) and cancel scope."""
-        group = RequestGroup(self, limit, name)
+    def group(self, limit: int, name: str = "", on_drained: Callable[[], None] | None = None) -> RequestGroup:
+        """A job's own window (at most `limit` of its requests in flight), cancel scope and
+        completion (`on_drained` once the group is closed and its last result handed on)."""
+        group = RequestGroup(self, limit, name, on_drained)
         self._groups.add(group)
         return group
 
-    def wake_waiters(self) -> None:
-        """Submitters waiting for a slot re-check whether their group was cancelled."""
+    def cancel_group(self, group: RequestGroup) -> int:
+        """Cancel the requests of `group` still in flight (the group refuses new ones first:
+        `RequestGroup.cancel`); submitters waiting for a session slot re-check their group."""
         self._window.wake()
+        with self._lock:
+            ids = [rid for rid, req in self._pending.items() if req.group is group]
+        return sum(self.cancel(rid) for rid in ids)
 
     def submit(
         self,
@@ -447,7 +465,7 @@ class TritonSession:
         )
         with self._lock:
             closed = self._state is not SessionState.OPEN
-            refused = closed or (group is not None and not group._add(req.id))
+            refused = closed or (group is not None and not group.admit())
             if not refused:
                 self._pending[req.id] = req
         if refused:
@@ -483,16 +501,6 @@ class TritonSession:
     def infer(self, image: np.ndarray, **kwargs: Any) -> InferenceResult:
         """Blocking convenience around future mode."""
         return self.submit_future(image, **kwargs).result()
-
-    async def infer_async(self, image: np.ndarray, **kwargs: Any) -> InferenceResult:
-        """Awaitable for an asyncio loop (qasync in the viewer). Never blocks the loop:
-        when the window is full, the wait for a slot happens on an executor thread."""
-        loop = asyncio.get_running_loop()
-        try:
-            future = self.submit_future(image, block=False, **kwargs)
-        except WindowFullError:
-            future = await loop.run_in_executor(None, functools.partial(self.submit_future, image, **kwargs))
-        return await asyncio.wrap_future(future)
 
     def cancel(self, request_id: str) -> bool:
         with self._lock:
@@ -777,14 +785,13 @@ class TritonSession:
             tag=req.tag,
         )
         req.tensor = None  # free the tensor now, not when the caller drops the result
+        if req.group is not None:
+            req.group.hand_on(result, req.callback)  # counted, handed on, then maybe drained
+            return
         try:
             req.callback(result)
         except Exception:
             log.exception("result callback failed for request %s", req.id)
-        finally:
-            # After the callback: a group seen idle has handed every result on.
-            if req.group is not None:
-                req.group._remove(req.id)
 
     def _release_slots(self, req: _Request) -> None:
         """Give back the request's places in the windows (once): when its reply arrives, or

@@ -1,9 +1,10 @@
-"""Request statistics: counters, rolling latency percentiles, throughput, client time split.
+"""Request statistics: counters, rolling latency percentiles, throughput, client time split
+(counted with the statistics kit in tally.py).
 
 Thread-safe: `record_*` are called from gRPC / worker threads, `snapshot()` from
-any thread (the GUI polls it a few times a second). One lock, O(1) updates; the
-percentiles are computed on the (bounded) latency window only when a snapshot
-is taken, so the per-request cost stays tiny even at 30+ fps.
+any thread (the GUI polls it a few times a second). O(1) updates; the percentiles
+are computed on the (bounded) latency window only when a snapshot is taken, so
+the per-request cost stays tiny even at 30+ fps.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.inference.core.tally import LatencyWindow, StatusCounts
 from app.inference.result import RequestTiming, Status
 
 
@@ -99,30 +101,29 @@ class StatsSnapshot:
 
 
 class RequestStats:
-    """Counters plus a rolling window of (finish time, latency, timing) for percentiles,
-    throughput and the client time split."""
+    """Counters (`StatusCounts`) plus rolling windows of latencies (`LatencyWindow`), client
+    time splits and finish times, for percentiles, the time split and throughput."""
 
     def __init__(self, window_s: float = 10.0, max_samples: int = 4096) -> None:
         self._lock = threading.Lock()
         self._window_s = window_s
-        self._samples: collections.deque[tuple[float, float, RequestTiming | None]] = collections.deque(
-            maxlen=max_samples
-        )
+        self._latencies = LatencyWindow(max_samples, horizon_s=window_s)
+        self._timings: collections.deque[tuple[float, RequestTiming]] = collections.deque(maxlen=max_samples)
         self._finishes: collections.deque[float] = collections.deque(maxlen=max_samples)
         self.reset()
 
     def reset(self) -> None:
         with self._lock:
-            self._sent = self._in_flight = 0
-            self._ok = self._failed = self._timed_out = self._cancelled = self._retried = 0
-            self._samples.clear()
+            self._counts = StatusCounts()
+            self._retried = 0
+            self._latencies.clear()
+            self._timings.clear()
             self._finishes.clear()
             self._started = time.monotonic()
 
     def record_sent(self) -> None:
         with self._lock:
-            self._sent += 1
-            self._in_flight += 1
+            self._counts = self._counts.add_sent()
 
     def record_retry(self) -> None:
         with self._lock:
@@ -133,47 +134,35 @@ class RequestStats:
     ) -> None:
         now = time.monotonic()
         with self._lock:
-            self._in_flight -= 1
-            if status is Status.OK:
-                self._ok += 1
-                if latency_ms is not None:
-                    self._samples.append((now, latency_ms, timing))
-            elif status is Status.TIMEOUT:
-                self._timed_out += 1
-            elif status is Status.CANCELLED:
-                self._cancelled += 1
-            else:
-                self._failed += 1
+            self._counts = self._counts.add(status)
+            if status is Status.OK and latency_ms is not None:
+                self._latencies.add(latency_ms, now)
+                if timing is not None:
+                    self._timings.append((now, timing))
             self._finishes.append(now)
 
     def snapshot(self) -> StatsSnapshot:
         now = time.monotonic()
+        horizon = now - self._window_s
         with self._lock:
-            horizon = now - self._window_s
-            recent_samples = [(ms, t) for at, ms, t in self._samples if at >= horizon]
+            c, retried = self._counts, self._retried
+            timings = [t for at, t in self._timings if at >= horizon]
             recent = sum(1 for t in self._finishes if t >= horizon)
             elapsed = now - self._started
-            span = min(self._window_s, elapsed) or 1e-9
-            counts = (
-                self._sent,
-                self._in_flight,
-                self._ok,
-                self._failed,
-                self._timed_out,
-                self._cancelled,
-                self._retried,
-            )
-        p50 = p95 = p99 = None
-        if recent_samples:
-            lat = np.asarray([ms for ms, _ in recent_samples])
-            p50, p95, p99 = (float(v) for v in np.percentile(lat, [50, 95, 99]))
-        timing = mean_timing([t for _, t in recent_samples if t is not None])
+        span = min(self._window_s, elapsed) or 1e-9
+        p50, p95, p99 = self._latencies.percentiles(50, 95, 99, now=now)
         return StatsSnapshot(
-            *counts,
+            sent=c.sent,
+            in_flight=c.sent - c.ended,  # every request ends once
+            ok=c.ok,
+            failed=c.failed + c.skipped,
+            timed_out=c.timeout,
+            cancelled=c.cancelled,
+            retried=retried,
             p50_ms=p50,
             p95_ms=p95,
             p99_ms=p99,
             throughput=recent / span,
             elapsed_s=elapsed,
-            timing=timing,
+            timing=mean_timing(timings),
         )

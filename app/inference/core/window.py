@@ -17,6 +17,7 @@ class Window:
         self._cond = threading.Condition()
         self._size = size
         self._used = 0
+        self._waiting = 0
         self._closed = False
 
     @property
@@ -37,6 +38,11 @@ class Window:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def waiting(self) -> int:
+        """Threads waiting in `acquire()` for a slot now."""
+        return self._waiting
+
     def acquire(self, timeout: float | None = None, abort: Callable[[], bool] | None = None) -> bool:
         """Take a slot: wait up to `timeout` s (None: as long as needed, 0: not at all).
         False when none came in time, the window closed, or `abort()` is true."""
@@ -45,7 +51,11 @@ class Window:
             return self._closed or (abort is not None and abort())
 
         with self._cond:
-            self._cond.wait_for(lambda: stop() or self._used < self._size, timeout)
+            self._waiting += 1
+            try:
+                self._cond.wait_for(lambda: stop() or self._used < self._size, timeout)
+            finally:
+                self._waiting -= 1
             if stop() or self._used >= self._size:
                 return False
             self._used += 1

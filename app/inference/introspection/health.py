@@ -6,7 +6,7 @@ import contextlib
 import threading
 
 from app.inference.errors import redact
-from app.inference.transports.channel import ConnectionOptions, GrpcChannel
+from app.inference.transports.channel import Channel, ChannelFactory, ConnectionOptions, GrpcChannel
 
 PROBE_TIMEOUT_S = 1.0
 
@@ -19,10 +19,13 @@ class LivenessProbe:
     waiting out gRPC's reconnect back-off, so a server that is back is seen at the first
     check after it is ready (then the viewer rebuilds its session's channels too)."""
 
-    def __init__(self, urls: list[str], options: ConnectionOptions | None = None) -> None:
+    def __init__(
+        self, urls: list[str], options: ConnectionOptions | None = None, factory: ChannelFactory = GrpcChannel
+    ) -> None:
         self.urls = list(urls)
         self._options = options or ConnectionOptions()
-        self._clients: dict[str, GrpcChannel] = {}
+        self._factory = factory  # the session's kind of channel
+        self._clients: dict[str, Channel] = {}
         self._lock = threading.Lock()  # check() and close() come from executor threads
         self._closed = False
 
@@ -39,7 +42,7 @@ class LivenessProbe:
                     client = self._clients.get(url)
                     if client is None:
                         # Same channel arguments as the session's (short reconnect back-off).
-                        client = self._clients[url] = GrpcChannel(url, o)
+                        client = self._clients[url] = self._factory(url, o)
                     if not client.is_live(headers=headers, timeout_s=PROBE_TIMEOUT_S):
                         down.append(f"{url} is not live")
                 except Exception as e:

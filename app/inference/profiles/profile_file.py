@@ -11,6 +11,7 @@ it detected. Every key is optional; keys given win over the detected values::
     skeleton = "coco17"              # pose: lines to draw: a preset (coco17, none) or
                                      # 0-based pairs [[0, 1], [1, 2]]
     keypoint_names = ["nose", ...]   # pose: one name per keypoint
+    keypoint_style = "dots"          # pose: dots | lines (skeleton only, points under the mouse)
     logits = false                   # classify/semantic: scores are logits (softmax/sigmoid)
     [input]
     name = "images"                  # the image input tensor
@@ -55,7 +56,7 @@ from typing import Any
 
 from app.inference.decoding.keypoints import parse_kpt_shape, parse_skeleton
 from app.inference.decoding.labels import read_labels_file
-from app.inference.profile_kinds import BoxesIn, OutputFormat, Preprocess, Task
+from app.inference.profile_kinds import BoxesIn, KeypointStyle, OutputFormat, Preprocess, Task
 from app.inference.profiles.profile_types import ModelProfile, ProfileError, parse_kind
 
 
@@ -169,6 +170,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "kpt_shape": _kpt_shape,
     "skeleton": _skeleton,
     "keypoint_names": _names,
+    "keypoint_style": _kind(KeypointStyle, "keypoint_style"),
     "logits": _bool,
     "top_k": _int,
     "mask_threshold": _number,
@@ -230,7 +232,7 @@ _TOML_KEYS: dict[str, dict[str, str]] = {
 # Top-level keys (besides labels / labels_file) -> ModelProfile field.
 _TOP_KEYS = {
     "task": "task", "kpt_shape": "kpt_shape", "skeleton": "skeleton",
-    "keypoint_names": "keypoint_names", "logits": "logits",
+    "keypoint_names": "keypoint_names", "keypoint_style": "keypoint_style", "logits": "logits",
 }  # fmt: skip
 
 

@@ -4,8 +4,9 @@ vector (classify). Used by profile_detect.py; shapes include the batch dim (-1) 
 
 Config parameters read (string values, as `parameters { key: ... value { string_value } }`):
 `task` (detect | pose | segment | semantic | classify), `kpt_shape` ("17,3"), `skeleton`
-("coco17" or pairs "0-1, 1-2"), `keypoint_names` (commas or newlines), `logits`
-("true"/"false"), `top_k`.
+("coco17" or pairs "0-1, 1-2"), `keypoint_names` (commas or newlines), `keypoint_style`
+("dots", or "lines": the skeleton only, each point under the mouse), `logits` ("true"/"false"),
+`top_k`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from app.inference.decoding.keypoints import (
     parse_skeleton,
 )
 from app.inference.decoding.labels import parse_labels_text
-from app.inference.profile_kinds import OutputFormat, Task
+from app.inference.profile_kinds import KeypointStyle, OutputFormat, Task
 from app.inference.profiles.profile_types import ProfileError
 
 _INT_DTYPES = {"INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64"}
@@ -65,6 +66,13 @@ def _task(text: str) -> Task:
         raise ValueError(f"expected one of {', '.join(Task)}") from None
 
 
+def _keypoint_style(text: str) -> KeypointStyle:
+    try:
+        return KeypointStyle(text.strip().lower())
+    except ValueError:
+        raise ValueError(f"expected one of {', '.join(KeypointStyle)}") from None
+
+
 def _flag(text: str) -> bool:
     if text.strip().lower() not in ("true", "false", "1", "0"):
         raise ValueError("expected true or false")
@@ -76,6 +84,7 @@ _PARAMETERS: dict[str, Callable[[str], Any]] = {
     "kpt_shape": parse_kpt_shape,
     "skeleton": parse_skeleton,
     "keypoint_names": parse_labels_text,
+    "keypoint_style": _keypoint_style,
     "logits": _flag,
     "top_k": int,
 }

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 from typing import TypeVar
 
-from app.inference.profile_kinds import BoxesIn, OutputFormat, Preprocess, Task
+from app.inference.profile_kinds import BoxesIn, KeypointStyle, OutputFormat, Preprocess, Task
 
 LAYOUTS = ("NCHW", "NHWC")
 DTYPES = ("FP32", "FP16", "UINT8")
@@ -108,6 +108,7 @@ class ModelProfile:
     kpt_shape: tuple[int, int] | None = None
     skeleton: tuple[tuple[int, int], ...] = ()
     keypoint_names: tuple[str, ...] = ()
+    keypoint_style: KeypointStyle = KeypointStyle.DOTS
     # classify / semantic: the scores are logits (softmax / sigmoid applied by the app).
     logits: bool = False
     top_k: int = 5
@@ -124,6 +125,7 @@ class ModelProfile:
             ("output_format", OutputFormat),
             ("boxes_in", BoxesIn),
             ("task", Task),
+            ("keypoint_style", KeypointStyle),
         )
         for name, kind in kinds:
             object.__setattr__(self, name, parse_kind(kind, name, getattr(self, name)))

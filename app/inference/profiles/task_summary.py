@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.inference.decoding.keypoints import COCO_SKELETON
-from app.inference.profile_kinds import OutputFormat, Task
+from app.inference.profile_kinds import KeypointStyle, OutputFormat, Task
 from app.inference.profiles.profile_types import ModelProfile
 
 
@@ -25,7 +25,12 @@ def task_summary(p: ModelProfile) -> str:
         skeleton = (
             "coco17" if p.skeleton == COCO_SKELETON else f"{len(p.skeleton)} lines" if p.skeleton else "none"
         )
-        return f"task: pose, {count} per detection ({values}) {source}{names}; skeleton {skeleton}"
+        style = (
+            ""
+            if p.keypoint_style is KeypointStyle.DOTS
+            else f" ({p.keypoint_style} only, points under the mouse)"
+        )
+        return f"task: pose, {count} per detection ({values}) {source}{names}; skeleton {skeleton}{style}"
     if p.task is Task.SEGMENT:
         return (
             f"task: segment, instance masks from prototypes {p.output_names[1]} "

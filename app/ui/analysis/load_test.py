@@ -45,7 +45,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.inference.transports.channel import ConnectionOptions
+from app.inference.core.spec import SessionSpec
 from app.inference.transports.transport import TransportKind
 from app.pipeline.sweep import (
     LevelResult,
@@ -252,9 +252,7 @@ class LoadTestWindow(QDialog):
         self.setModal(False)
         self._bridge = bridge
         self._executor = executor
-        self._urls: list[str] = []
-        self._model: str | None = None
-        self._options: ConnectionOptions | None = None
+        self._spec: SessionSpec | None = None
         self._paths: list[str] = []
         self._sweep: Sweep | None = None
         self._thread: threading.Thread | None = None
@@ -316,13 +314,12 @@ class LoadTestWindow(QDialog):
         self.png_button.clicked.connect(lambda: self.export_png())
         self.resize(720, 640)
 
-    def prepare(
-        self, urls: Sequence[str], model: str | None, options: ConnectionOptions, paths: Sequence[str]
-    ) -> None:
-        """The server, model and images of the next run (the viewer's current ones)."""
-        self._urls, self._model, self._options, self._paths = list(urls), model, options, list(paths)
+    def prepare(self, spec: SessionSpec, paths: Sequence[str]) -> None:
+        """The session (servers, model, profile, TLS) and images of the next run: the
+        viewer's current ones. Each step of the sweep sets its own transport and batch."""
+        self._spec, self._paths = spec, list(paths)
         what = f"{len(paths)} image(s) of the current batch" if paths else "the bundled sample"
-        self.images_label.setText(f"{what} · model {model} at {', '.join(urls)}")
+        self.images_label.setText(f"{what} · model {spec.model} at {', '.join(spec.urls)}")
 
     @property
     def running(self) -> bool:
@@ -342,7 +339,7 @@ class LoadTestWindow(QDialog):
         )
 
     def start(self) -> None:
-        if self.running or not self._urls:
+        if self.running or self._spec is None:
             return
         try:
             plan = self.plan()
@@ -376,16 +373,9 @@ class LoadTestWindow(QDialog):
     ) -> None:
         # The sweep's own thread: decoding images, opening sessions and waiting all block.
         try:
+            assert self._spec is not None
             images, _names = load_sweep_images(self._paths)
-            sweep = self._sweep = Sweep(
-                self._urls,
-                self._model,
-                images,
-                plan,
-                options=self._options,
-                on_level=on_level,
-                on_progress=on_progress,
-            )
+            sweep = self._sweep = Sweep(self._spec, images, plan, on_level=on_level, on_progress=on_progress)
             sweep.run()
             message = "cancelled" if sweep.cancelled else ""
         except Exception as e:

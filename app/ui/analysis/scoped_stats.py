@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
+from app.inference.core.tally import LatencyWindow, StatusCounts
 from app.inference.result import InferenceResult, Status
 from app.ui.state.viewer_state import Scope
 
@@ -61,14 +60,12 @@ class ScopeStats:
     ) -> None:
         self.scope = scope
         self._clock, self._wall = clock, wall
-        self._latencies: collections.deque[float] = collections.deque(maxlen=LATENCY_WINDOW)
+        self._latencies = LatencyWindow(LATENCY_WINDOW)
         self._finishes: collections.deque[float] = collections.deque()
         self.reset("started")
 
     def reset(self, note: str) -> None:
-        self.counts: collections.Counter[str] = collections.Counter()
-        self.sent = 0
-        self.not_started = 0
+        self.counts = StatusCounts()
         self._latencies.clear()
         self._finishes.clear()
         self._started = self._clock()
@@ -76,12 +73,11 @@ class ScopeStats:
         self.note = note
 
     def add(self, result: InferenceResult) -> None:
-        self.counts[result.status.value] += 1
-        if result.request_id is not None:
-            self.sent += 1
+        self.counts = self.counts.add(result.status)
         if result.status is Status.OK and result.latency_ms is not None:
-            self._latencies.append(result.latency_ms)
+            self._latencies.add(result.latency_ms)
         if result.request_id is not None:
+            self.counts = self.counts.add_sent()
             now = self._clock()
             self._finishes.append(now)
             self._trim(now)
@@ -95,28 +91,30 @@ class ScopeStats:
         now = self._clock()
         self._trim(now)
         span = min(RATE_WINDOW_S, max(now - self._started, 1e-3))
-        p50 = p95 = p99 = None
-        if self._latencies:
-            p50, p95, p99 = (float(v) for v in np.percentile(np.asarray(self._latencies), [50, 95, 99]))
+        p50, p95, p99 = self._latencies.percentiles(50, 95, 99)
         c = self.counts
         return ScopeSnapshot(
             self.scope,
             self.since,
             self.note,
-            sum(c.values()),
-            self.sent,
-            c["ok"],
-            c["failed"],
-            c["timeout"],
-            c["cancelled"],
-            c["skipped"],
-            self.not_started,
+            c.ended,
+            c.sent,
+            c.ok,
+            c.failed,
+            c.timeout,
+            c.cancelled,
+            c.skipped,
+            c.not_started,
             p50,
             p95,
             p99,
             len(self._latencies),
             len(self._finishes) / span,
         )
+
+    def set_not_started(self, n: int) -> None:
+        """Inputs of a cancelled batch never sent: not results, but part of its summary."""
+        self.counts = self.counts._replace(not_started=n)
 
 
 class ScopedStats:

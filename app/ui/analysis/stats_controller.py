@@ -63,7 +63,7 @@ class StatsController(QObject):
 
     def batch_finished(self, counts: BatchCounts) -> None:
         # Inputs a cancelled batch never sent: not results, but part of the batch's summary.
-        self.stats.scopes[Scope.BATCH].not_started = counts.not_started
+        self.stats.scopes[Scope.BATCH].set_not_started(counts.not_started)
 
     def live_started(self) -> None:
         self.reset(Scope.LIVE, "stream started")

@@ -47,8 +47,9 @@ class BatchRunner(QObject):
 
     def active(self) -> bool:
         """A job has not finished yet, as far as the GUI thread knows (its last results and
-        its "finished" may still be queued behind the job's own end)."""
-        return any(job_id not in self._finished for job_id in self._jobs)
+        its "finished" may still be queued behind the job's own end). Also asked by the
+        connection manager's thread: it reads a copy of the ids (one step under the GIL)."""
+        return any(job_id not in self._finished for job_id in list(self._jobs))
 
     def latest_counts(self) -> BatchCounts | None:
         return self._jobs[max(self._jobs)].counts() if self._jobs else None

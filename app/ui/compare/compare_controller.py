@@ -11,6 +11,7 @@ with the missing side marked; the newest pair wins, frames never go back in time
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import time
@@ -21,7 +22,9 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import ProfileSource, SessionSpec
 from app.inference.result import InferenceResult
 from app.pipeline.batch import BatchCounts, VideoPolicy
 from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Key, Side, key_of
@@ -95,21 +98,31 @@ class CompareController(QObject):
         return len(self.sessions) == 2
 
     # -- sessions ---------------------------------------------------------------------------------
-    async def start(self, choice: CompareChoice, template: TritonSession) -> bool:
-        """Open A and B (A on the viewer's servers; B on `choice.urls_b` or the same) and show
-        the window. False (and a message) when either cannot be opened."""
+    async def start(
+        self, choice: CompareChoice, base: SessionSpec, profile_for: Callable[[str | None], ProfileSource]
+    ) -> bool:
+        """Open A and B (A on the servers of `base`, the viewer's session; B on
+        `choice.urls_b` or the same) as `base` says (transport, client batching, TLS,
+        headers, limits), each model with `profile_for(model)`, and show the window. False
+        (and a message) when either cannot be opened."""
         await self.close_sessions()
         loop = asyncio.get_running_loop()
-        urls_b = choice.urls_b or list(template.urls)
+        urls_b = choice.urls_b or list(base.urls)
         opened: dict[Side, TritonSession] = {}
         try:
             for side, urls, model, version in (
-                (Side.A, list(template.urls), choice.model_a, choice.version_a),
+                (Side.A, list(base.urls), choice.model_a, choice.version_a),
                 (Side.B, urls_b, choice.model_b, choice.version_b),
             ):
-                session = TritonSession(urls, model or None, options=template.options, model_version=version)
+                spec = dataclasses.replace(
+                    base,
+                    urls=tuple(urls),
+                    model=model or None,
+                    version=version,
+                    profile=profile_for(model or None),
+                )
                 try:
-                    await loop.run_in_executor(self._executor, session.open)
+                    session = await loop.run_in_executor(self._executor, open_session, spec)
                 except Exception as e:
                     self._report(f"compare: model {side.upper()}: {e}", True)
                     return False
@@ -206,6 +219,8 @@ class CompareController(QObject):
             on_dropped=wrap(functools.partial(self._on_live_dropped, run)),
             on_event=wrap(functools.partial(self._on_live_event, run)),
             options=LiveOptions(**vars(self.live_options)),
+            # Posted after both sides' last results: nothing more of this run will come.
+            on_drained=wrap(functools.partial(self._on_live_drained, run)),
         )
         self.live.start()
         self._expire_timer.start()
@@ -325,13 +340,17 @@ class CompareController(QObject):
             self._report(f"compare: {message}", True)
         else:
             self._status("live: end of the file")
-        self._tasks.spawn(self._finish_live(run), name="compare live end")
+
+    def _on_live_drained(self, run: int) -> None:
+        if run == self._run:
+            self._tasks.spawn(self._finish_live(run), name="compare live end")
 
     async def _finish_live(self, run: int) -> None:
-        # Let the last results arrive and their pairs be drawn, then release the capture.
-        await asyncio.sleep(self.pairer.deadline_s + 0.2)
+        # Every result of the run is in: draw the pairs still waiting for a side that will
+        # never answer, then release the capture.
         if run == self._run:
-            self._expire()
+            for pair in self.pairer.flush():
+                self._offer(pair)
             live, self.live = self.live, None
             if live is not None:
                 await asyncio.get_running_loop().run_in_executor(

@@ -4,7 +4,8 @@ The run (capture thread -> LiveJob -> session) is Qt-free. Its results and event
 back through the bridge, bound to the run that produced them, so a stopped run's late
 results are counted and never drawn. `_on_result` keeps only the newest result and draws
 it on the next pass of the event loop: a burst of results costs one paint. Every
-displayed picture is the frame its boxes were computed on.
+displayed picture is the frame its boxes were computed on. When a file ends, the run's
+"drained" (after its last result, through the same bridge) releases the capture.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import enum
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.drawing.draw_list import FrozenTrail, TrailSource, frozen_trails
 from app.inference.core.session import TritonSession
 from app.inference.decoding.filtering import refilter
 from app.inference.result import Detection, InferenceResult
@@ -35,13 +37,13 @@ from app.ui.analysis.stats_panel import StatsPanel, format_ms
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
 from app.ui.view.image_view import ImageView
+from app.ui.view.painter import render_rgb_in_place
 from app.ui.widgets.thresholds import ThresholdsWidget
 
 log = logging.getLogger(__name__)
 
 ERROR_REPORT_INTERVAL_S = 2.0  # a model failing on every frame: one banner update per 2 s
 CAPTURE_STOP_TIMEOUT_S = 2.0
-FINISH_TIMEOUT_S = 30.0  # a file ended: wait at most this long for its last results
 SCREENSHOT_FRAMES = 30  # --screenshot with --camera: after this many annotated frames
 
 
@@ -99,14 +101,16 @@ class LiveController(QObject):
         self.session: TritonSession | None = None
         self.live: LiveRun | None = None
         self.meter = DisplayMeter()
-        self.recording = LiveRecording()
+        self.recording = LiveRecording(paint=render_rgb_in_place)
         self.armed: Path | None = None  # a recording waiting for the stream's first frame
         self.recording_since: float | None = None  # time.monotonic() of its first frame
-        self._order: FrameOrder[tuple[Frame, InferenceResult]] | None = None
+        self._order: FrameOrder[tuple[Frame, InferenceResult, tuple[FrozenTrail, ...]]] | None = None
         self._recording = RecordingState.OFF
         self.opener: Opener | None = None  # how the capture opens sources (a seam for tests)
         # Applied to every ok result before it is recorded or drawn (e.g. adds track ids).
         self.result_hook: Callable[[InferenceResult], InferenceResult] | None = None
+        # The tracks whose trails the view draws over the frame just hooked (recorded with it).
+        self.trails_hook: Callable[[], Sequence[TrailSource]] | None = None
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
         self._pending_index = -1
@@ -176,6 +180,11 @@ class LiveController(QObject):
     def idle(self) -> bool:
         """Nothing plays and every capture thread has ended (the device is released)."""
         return self.live is None and self._releasing == 0
+
+    @property
+    def paint_pending(self) -> bool:
+        """A result waits for the next paint pass (nothing else of this stream can be drawn)."""
+        return self._paint_timer.isActive()
 
     def screenshot_ready(self) -> bool:
         """--screenshot: enough annotated frames shown, the source failed, or a short file ended."""
@@ -314,13 +323,18 @@ class LiveController(QObject):
         live = self.live
         unfinished = live.unfinished() if live is not None else 0
         quiet = stats is not None and unfinished == 0 and stats.completed <= self.meter.results
-        item = (frame, result) if result.ok else None
-        for ready, done in self._order.push(frame.index, item, quiet):
-            self._write_recorded(ready, done)
+        trails = frozen_trails(self.trails_hook()) if result.ok and self.trails_hook is not None else ()
+        item = (frame, result, trails) if result.ok else None
+        for ready, done, drawn_trails in self._order.push(frame.index, item, quiet):
+            self._write_recorded(ready, done, drawn_trails)
 
-    def _write_recorded(self, frame: Frame, result: InferenceResult) -> None:
-        # What the view shows of that frame: boxes past the sliders, masks, top classes.
-        self.recording.write(frame, self._visible(result), result.masks, result.classes)
+    def _write_recorded(
+        self, frame: Frame, result: InferenceResult, trails: tuple[FrozenTrail, ...] = ()
+    ) -> None:
+        # What the view shows of that frame: boxes past the sliders, masks, top classes, trails,
+        # in the view's style (its mask opacity and skeleton).
+        style = self.view.overlay_style()
+        self.recording.write(frame, self._visible(result), result.masks, result.classes, style, trails)
 
     # -- recording -----------------------------------------------------------------------------------
     def start_recording(self, video_path: str | Path) -> None:
@@ -366,8 +380,8 @@ class LiveController(QObject):
             return
         recording = self.recording
         if self._order is not None:  # the stream stopped: what waited for older frames goes in
-            for frame, done in self._order.drain():
-                self._write_recorded(frame, done)
+            for frame, done, trails in self._order.drain():
+                self._write_recorded(frame, done, trails)
             self._order = None
         summary = await asyncio.get_running_loop().run_in_executor(self._executor, recording.stop)
         self.recording_since = None
@@ -408,6 +422,8 @@ class LiveController(QObject):
             on_event=wrap(functools.partial(self._on_event, run)),
             options=LiveOptions(**vars(self.options)),
             opener=self.opener,
+            # Posted after the run's last result: when it runs here, every result was shown.
+            on_drained=wrap(functools.partial(self._on_drained, run)),
         )
         self.live.start()  # returns at once: opening happens on the capture thread
         self._set_state(LiveState.PLAYING, self._describe())
@@ -442,18 +458,14 @@ class LiveController(QObject):
             self._tasks.spawn(self._stop(LiveState.FAILED, quiet=True, why=message), name="live stop")
         else:
             self._set_state(LiveState.ENDED, f"{self._describe()}: end of the file")
+
+    def _on_drained(self, run: int) -> None:
+        """The file ended and its last result has been handled here: release everything."""
+        if run == self._run and self.state is LiveState.ENDED:
+            self._paint()  # the last result, should its paint pass not have come yet
             self._tasks.spawn(self._finish_file(run), name="live end")
 
     async def _finish_file(self, run: int) -> None:
-        """The file ended: let the last results come back (and be drawn), then release everything."""
-        live = self.live
-        deadline = time.monotonic() + FINISH_TIMEOUT_S
-        # Results still in flight, or finished but still queued in the bridge for this thread.
-        while live is not None and run == self._run and time.monotonic() < deadline:
-            stats = live.stats().stream
-            if stats is None or (live.unfinished() == 0 and stats.completed <= self.meter.results):
-                break
-            await asyncio.sleep(0.02)
         if run == self._run:
             await self._stop(LiveState.ENDED, quiet=True)
             self._disarm("the video ended before its first annotated frame")

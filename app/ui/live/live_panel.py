@@ -181,9 +181,9 @@ class LiveUi:
         bar.stop_action.triggered.connect(live.stop)
         bar.record_action.triggered.connect(self._record_toggled)
         bar.in_flight.valueChanged.connect(live.set_max_in_flight)
-        bar.frame_by_frame.toggled.connect(self._options_changed)
-        bar.loop.toggled.connect(self._options_changed)
-        bar.resolution.currentIndexChanged.connect(self._options_changed)
+        bar.frame_by_frame.toggled.connect(self.apply_options)
+        bar.loop.toggled.connect(self.apply_options)
+        bar.resolution.currentIndexChanged.connect(self.apply_options)
         live.state_changed.connect(self._state_changed)
         live.recording_state.connect(self._recording_changed)
         self.rec_mark = RecordingMark(view)
@@ -209,7 +209,7 @@ class LiveUi:
             self.picker.raise_()
             return
         self.picker = picker = CameraPicker(self._executor, self._tasks, self.window)
-        picker.source_chosen.connect(self._open_source)
+        picker.source_chosen.connect(self.open_source)
         picker.finished.connect(self._picker_closed)
         picker.open()  # window-modal, without a nested event loop
 
@@ -221,15 +221,17 @@ class LiveUi:
     def open_video(self) -> None:
         path = ask_video_file(self.window)
         if path:
-            self._open_source(path)
+            self.open_source(path)
 
     def open_stream(self) -> None:
         url = ask_stream_url(self.window)
         if url:
-            self._open_source(url)
+            self.open_source(url)
 
-    def _open_source(self, source: object) -> None:
-        self._options_changed()
+    def open_source(self, source: object) -> None:
+        """Open what the user chose (a camera index, a video file, a stream URL) with the
+        toolbar's options, as the Open dialogs do."""
+        self.apply_options()
         if isinstance(source, int):
             self.live.open(source)
         else:
@@ -237,7 +239,7 @@ class LiveUi:
 
     # -- controls ------------------------------------------------------------------------------------
     def _start(self) -> None:
-        self._options_changed()
+        self.apply_options()
         if self.live.source is not None:
             self.live.start()
 
@@ -247,7 +249,9 @@ class LiveUi:
         else:
             self.live.pause()
 
-    def _options_changed(self, *_args: object) -> None:
+    def apply_options(self, *_args: object) -> None:
+        """The toolbar's options (frame by frame, loop, resolution, in flight) into the live
+        controller's; they apply from the next start."""
         bar, opts = self.toolbar, self.live.options
         opts.frame_by_frame = bar.frame_by_frame.isChecked()
         opts.loop = bar.loop.isChecked()

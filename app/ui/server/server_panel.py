@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 from app.inference.introspection.discovery import ModelEntry, ModelInfo
 from app.inference.profiles.task_summary import task_summary
 from app.inference.transports.transport import TransportKind
-from app.ui.server.connection_state import ConnectionState
+from app.pipeline.connection.state import ConnectionState
 from app.ui.widgets.banner import split_detail
 
 LOCAL_SERVER = "(local server)"

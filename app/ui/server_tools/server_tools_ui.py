@@ -14,6 +14,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import ProfileSource
 from app.inference.introspection.discovery import ModelEntry
 from app.inference.introspection.repository import RepositoryEntry
 from app.ui.base.bridge import GuiBridge
@@ -48,6 +49,7 @@ class ServerToolsUi(QObject):
         metrics_option: str | None,  # the viewer's --metrics-url
         local_server: Callable[[], tuple[str, int] | None],  # the embedded server's (gRPC url, metrics port)
         image_paths: Callable[[], list[str]],  # the current batch's images (for the tune)
+        profile_for: Callable[[str | None], ProfileSource],  # the viewer's profile of a model
         tabify_with: QDockWidget | None = None,
         view_before: QAction | None = None,  # where the dock's toggle goes in the View menu
     ) -> None:
@@ -57,6 +59,7 @@ class ServerToolsUi(QObject):
         self._metrics_option = metrics_option
         self._local_server = local_server
         self._image_paths = image_paths
+        self._profile_for = profile_for
         self.session: TritonSession | None = None
         # The repository's list last read (the session's own list is from when it opened).
         self._listed: list[RepositoryEntry] | None = None
@@ -109,8 +112,11 @@ class ServerToolsUi(QObject):
             self._prepare_tune(session)  # another server: its models (not while a tune runs)
 
     def metrics_url(self) -> str | None:
-        urls = self.session.urls if self.session is not None else []
-        return choose_metrics_url(urls, self._local_server(), self._metrics_option)
+        session = self.session
+        if session is None:
+            return None
+        option = self._metrics_option or session.spec.metrics_url
+        return choose_metrics_url(session.urls, self._local_server(), option)
 
     def _ready_models(self) -> list[str]:
         session = self.session
@@ -169,7 +175,7 @@ class ServerToolsUi(QObject):
         assert self.tune is not None
         model = session.info.name if session.info is not None else None
         paths, metrics = self._image_paths(), self.metrics_url()
-        self.tune.prepare(session.urls[0], session.options, self._ready_models(), model, paths, metrics)
+        self.tune.prepare(session.spec, self._ready_models(), model, paths, metrics, self._profile_for)
 
     def _on_applied(self, model: str) -> None:
         self.model_reloaded.emit(model)

@@ -9,6 +9,7 @@ bounds the wait for the restore when the viewer closes."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -16,28 +17,34 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.inference.core.spec import SessionSpec
 from app.inference.errors import SessionError
 from app.inference.introspection.metrics_history import MetricsHistory, MetricsPoller
 from app.inference.introspection.repository import RepositoryControl, RepositoryError
 from app.inference.introspection.server_metrics import MetricsReader
 from app.inference.profiles.profile import ProfileError
-from app.inference.transports.channel import ConnectionOptions
 from app.pipeline.sweep import Sweep, SweepProgress, load_sweep_images
 from app.pipeline.tune import TuneError, TunePlan, TuneProgress, Tuner, TuneResult
 from app.pipeline.tune_analysis import TrialResult
 from app.pipeline.tune_settings import TrialSettings
 
 log = logging.getLogger(__name__)
-DECODE_WORKERS = 2
 
 
 @dataclass(frozen=True)
 class TuneTarget:
-    url: str
-    options: ConnectionOptions | None
-    model: str
+    spec: SessionSpec  # one server, the model to tune, its profile, TLS and headers
     paths: tuple[str, ...]  # the images to send (none: the bundled sample)
     metrics_url: str | None  # the server's Prometheus metrics, read during each trial
+
+    @property
+    def url(self) -> str:
+        return self.spec.urls[0]
+
+    @property
+    def model(self) -> str:
+        assert self.spec.model is not None
+        return self.spec.model
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,10 @@ class TuneRunner:
         poller = MetricsPoller(MetricsReader(t.metrics_url), history) if t.metrics_url else None
         tuner: Tuner | None = None
         try:
-            with RepositoryControl(t.url, t.options) as repository, poller or contextlib.nullcontext():
+            with (
+                RepositoryControl(t.url, t.spec.connection) as repository,
+                poller or contextlib.nullcontext(),
+            ):
                 tuner = Tuner(
                     repository,
                     t.model,
@@ -132,13 +142,5 @@ class TuneRunner:
     def _sweep(
         self, model: str, images: Sequence[np.ndarray], on_progress: Callable[[SweepProgress], None]
     ) -> Sweep:
-        t = self.target
-        return Sweep(
-            [t.url],
-            model,
-            images,
-            self.plan.sweep,
-            options=t.options,
-            decode_workers=DECODE_WORKERS,
-            on_progress=on_progress,
-        )
+        spec = dataclasses.replace(self.target.spec, model=model)
+        return Sweep(spec, images, self.plan.sweep, on_progress=on_progress)

@@ -11,6 +11,7 @@ the original config, and the viewer waits for that (bounded) before it stops the
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import html
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.inference.core.spec import ProfileSource, SessionSpec
 from app.inference.introspection.model_config import ModelConfigDict
 from app.inference.introspection.repository import (
     RepositoryControl,
@@ -88,6 +90,8 @@ class TuneWindow(QDialog):
         self._bridge, self._executor, self._tasks = bridge, executor, tasks
         self._url: str | None = None
         self._options: ConnectionOptions | None = None
+        self._spec = SessionSpec()
+        self._profile_for: Callable[[str | None], ProfileSource] = lambda _model: ProfileSource()
         self._paths: tuple[str, ...] = ()
         self._metrics_url: str | None = None
         self._control_enabled: bool | None = None
@@ -157,18 +161,22 @@ class TuneWindow(QDialog):
     # -- what to tune ----------------------------------------------------------------------------
     def prepare(
         self,
-        url: str,
-        options: ConnectionOptions | None,
+        spec: SessionSpec,
         models: Sequence[str],
         model: str | None,
         paths: Sequence[str],
         metrics_url: str | None,
+        profile_for: Callable[[str | None], ProfileSource],
     ) -> None:
-        """The viewer's server, its ready models, the model shown, the current images, and where
-        the server's metrics are (none while a tune runs: it keeps its own)."""
+        """What the viewer's session was opened with (its first server, TLS, headers,
+        transport), the server's ready models, the model shown, the current images, where the
+        server's metrics are, and the profile the viewer uses for a model. Not while a tune
+        runs."""
         if self.running:
             return
-        self._url, self._options, self._metrics_url = url, options, metrics_url
+        url = spec.urls[0]
+        self._spec, self._profile_for = spec, profile_for
+        self._url, self._options, self._metrics_url = url, spec.connection, metrics_url
         self._paths = tuple(paths)
         self.form.set_models(sorted(models), model)
         what = f"{len(paths)} image(s) of the current batch" if paths else "the bundled sample photograph"
@@ -245,7 +253,12 @@ class TuneWindow(QDialog):
         self.progress.setValue(0)
         self.progress.setFormat("reading the images and the model's config…")
         wrap = self._bridge.wrap
-        target = TuneTarget(self._url, self._options, self.model, self._paths, self._metrics_url)
+        model = self.model
+        # The viewer's session as it was opened, on its first server, for this model and its profile.
+        spec = dataclasses.replace(
+            self._spec, urls=(self._url,), model=model, profile=self._profile_for(model)
+        )
+        target = TuneTarget(spec, self._paths, self._metrics_url)
         reports = TuneReports(
             planned=wrap(self._on_planned),
             progress=wrap(self._on_progress),

@@ -86,6 +86,10 @@ class ThresholdsWidget(QWidget):
         if (self.score(), self.iou()) != before:
             self._emit()
 
+    def shown_values(self) -> tuple[str, str]:
+        """The score and IoU as the numbers next to their sliders show them (e.g. "0.60")."""
+        return self._score.value_label.text(), self._iou.value_label.text()
+
     def mask_opacity(self) -> float:
         return self._opacity.value()
 

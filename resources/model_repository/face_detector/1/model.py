@@ -1,7 +1,8 @@
 """BlazeFace short-range on Triton's Python backend, with OpenCV's DNN module.
 
 Takes a raw RGB image of any size, does the letterbox to 128x128, anchor
-decoding, score threshold and NMS itself, and answers in the EfficientNMS
+decoding, score threshold and NMS itself (MediaPipe's weighted NMS, from
+mediapipe_rules.py beside the model folders), and answers in the EfficientNMS
 layout (num_dets, det_boxes in the input image's pixels, det_scores,
 det_classes) so any client gets finished boxes. A fifth output,
 det_keypoints [100, 6, 3], gives each face's six landmarks (x, y in the input
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from typing import Any
 
 import cv2
 import numpy as np
@@ -47,26 +50,8 @@ def letterbox(image: np.ndarray) -> tuple[np.ndarray, float, float, float]:
     return canvas, scale, left, top
 
 
-def nms(boxes: np.ndarray, scores: np.ndarray, iou_threshold: float) -> list[int]:
-    order = np.argsort(-scores)
-    keep: list[int] = []
-    areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-    while order.size:
-        i = int(order[0])
-        keep.append(i)
-        rest = order[1:]
-        xx1 = np.maximum(boxes[i, 0], boxes[rest, 0])
-        yy1 = np.maximum(boxes[i, 1], boxes[rest, 1])
-        xx2 = np.minimum(boxes[i, 2], boxes[rest, 2])
-        yy2 = np.minimum(boxes[i, 3], boxes[rest, 3])
-        inter = np.clip(xx2 - xx1, 0, None) * np.clip(yy2 - yy1, 0, None)
-        iou = inter / np.maximum(areas[i] + areas[rest] - inter, 1e-9)
-        order = rest[iou <= iou_threshold]
-    return keep
-
-
 def decode(regressors: np.ndarray, logits: np.ndarray, anchors: np.ndarray, score_threshold: float,
-           iou_threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           iou_threshold: float, rules: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boxes (x1, y1, x2, y2), scores and keypoints ([n, 6, 2] x, y) of one image, in
     128x128 input pixels."""
     raw = np.clip(logits.reshape(-1).astype(np.float64), -100, 100)
@@ -82,8 +67,15 @@ def decode(regressors: np.ndarray, logits: np.ndarray, anchors: np.ndarray, scor
     boxes = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
     # Columns 4..15: six (x, y) offsets from the anchor centre, in input pixels (as the box centre).
     keypoints = reg[:, 4 : 4 + 2 * NUM_KEYPOINTS].reshape(-1, NUM_KEYPOINTS, 2) + centres[:, None, :]
-    keep = nms(boxes, sc, iou_threshold)[:MAX_DETS]
-    return boxes[keep].astype(np.float32), sc[keep].astype(np.float32), keypoints[keep].astype(np.float32)
+    # MediaPipe's weighted NMS: overlapping boxes (and keypoints) averaged, weighted by score.
+    kept = rules.weighted_nms(boxes, keypoints, sc, iou_threshold, MAX_DETS)
+    if not kept:
+        return np.zeros((0, 4), np.float32), np.zeros((0,), np.float32), np.zeros((0, NUM_KEYPOINTS, 2), np.float32)
+    return (
+        np.array([k[0] for k in kept], np.float32),
+        np.array([k[2] for k in kept], np.float32),
+        np.array([k[1] for k in kept], np.float32),
+    )
 
 
 class TritonPythonModel:
@@ -94,6 +86,13 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         self.score_threshold = float(params.get("score_threshold", 0.5))
         self.iou_threshold = float(params.get("iou_threshold", 0.3))
+        # MediaPipe's NMS sits beside the model folders (Triton loads only folders as models).
+        # No bytecode: a __pycache__ folder there would be taken for a model at the next start.
+        sys.dont_write_bytecode = True
+        sys.path.insert(0, os.path.dirname(os.path.realpath(args["model_repository"])))
+        import mediapipe_rules
+
+        self.rules = mediapipe_rules
         path = os.path.join(args["model_repository"], args["model_version"], MODEL_FILE)
         self.net = cv2.dnn.readNetFromTFLite(path)
         self.anchors = make_anchors()
@@ -131,7 +130,7 @@ class TritonPythonModel:
                       meta: tuple[float, int, int, int, int]) -> tuple[np.ndarray, ...]:
         scale, left, top, w, h = meta
         boxes, scores, keypoints = decode(
-            regressors, logits, self.anchors, self.score_threshold, self.iou_threshold
+            regressors, logits, self.anchors, self.score_threshold, self.iou_threshold, self.rules
         )
         # From 128x128 letterbox pixels back to the input image's pixels, clipped to it.
         boxes = (boxes - np.array([left, top, left, top], np.float32)) / scale

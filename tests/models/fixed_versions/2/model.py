@@ -1,1 +1,1 @@
-../1/model.py
+../../fixed_model.py

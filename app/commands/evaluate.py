@@ -1,0 +1,356 @@
+"""`python -m app evaluate DATASET --model NAME [--model NAME2]`: accuracy against labelled
+data (COCO JSON, YOLO, Pascal VOC, labelme) with the speed of the same run -> one JSON report.
+
+A thin adapter over app.evaluation: the dataset's images go through `DatasetRun` (the
+normal `BatchJob` pipeline, as `infer`), the results through `evaluate_results` (COCO
+metrics by faster-coco-eval, operating points, confusion matrix), then `report`/`plots`.
+With two models, each runs on its own (one after the other, so each one's speed is its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+from app.commands.common import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_connection_arguments,
+    add_speed_arguments,
+    concurrency_argument,
+    delivery_of,
+    eprint,
+    serving,
+    session_spec,
+)
+from app.commands.progress import Progress
+from app.evaluation.classes import ClassMapError, read_class_map
+from app.evaluation.cocoeval import IOU_TYPES
+from app.evaluation.datasets import FORMATS, Dataset, DatasetError, load_dataset
+from app.evaluation.evaluate import Evaluation, evaluate_results
+from app.evaluation.plots import write_plots
+from app.evaluation.report import all_problems, comparison_report, dumps, model_report
+from app.evaluation.run import DatasetRun
+from app.inference.core.open_session import open_session
+from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
+from app.inference.errors import SessionError
+from app.inference.profiles.profile import ProfileError
+from app.inference.result import InferenceResult, naming_input, record_line
+
+READERS = 0  # images are read on the feeding thread (as `infer` on a small machine)
+PROBLEM_LINES = 20  # dataset problems echoed on stderr (all of them are in the report)
+FAILURE_LINES = 20
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", metavar="DATASET", help="a COCO .json file, a data.yaml, or a dataset folder")
+    add_connection_arguments(p)
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="the model to evaluate (default: face_detector, or the only one ready); give it twice to "
+        "compare two models on the same data",
+    )
+    p.add_argument(
+        "--profile", default=None, metavar="FILE", help="TOML profile overriding detection (each model)"
+    )
+    p.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line (each model)")
+    add_speed_arguments(p)
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="the dataset's format (default: told from its files)",
+    )
+    p.add_argument(
+        "--images",
+        default=None,
+        metavar="DIR",
+        help="where the images are, when not beside the labels (e.g. a YOLO labels folder or a COCO file "
+        "written by `infer --format`)",
+    )
+    p.add_argument(
+        "--iou-type",
+        choices=IOU_TYPES,
+        default="bbox",
+        help="bbox (default): boxes; segm: masks (instance or semantic models); keypoints: OKS",
+    )
+    p.add_argument(
+        "--class-map",
+        default=None,
+        metavar="FILE",
+        help='rename dataset classes to the model\'s: JSON {"dataset name": "model name"} or two '
+        "columns (tab or comma); an empty model name drops the class",
+    )
+    p.add_argument(
+        "--output", default=None, metavar="FILE.json", help="write the report here (default stdout)"
+    )
+    p.add_argument(
+        "--records",
+        default=None,
+        metavar="FILE.jsonl",
+        help="also write each image's result (infer's records)",
+    )
+    p.add_argument(
+        "--plots", default=None, metavar="DIR", help="write PR curves and the confusion matrix as PNG"
+    )
+    p.add_argument(
+        "--concurrency",
+        type=concurrency_argument,
+        default=8,
+        metavar="N",
+        help="requests in flight at most (default 8)",
+    )
+    p.epilog = """\
+exit status: 0 every image evaluated, 1 some image failed or was left out (reported, and not
+in the metrics), 2 usage, dataset or connection error, 130 interrupted"""
+
+
+def open_model(spec: SessionSpec, model: str | None) -> TritonSession:
+    """The session of one model of the command line's spec, as `infer` opens it."""
+    try:
+        return open_session(dataclasses.replace(spec, model=model))
+    except SessionError as e:
+        raise SessionError(f"model {model or '(default)'}: {e}", e.kind, e.models) from None
+
+
+class RecordsFile:
+    """--records: every image's record as `infer` writes it, plus the model's name (any thread)."""
+
+    def __init__(self, path: str | None) -> None:
+        self._stream: TextIO | None = None
+        self._lock = threading.Lock()
+        self.broken: str | None = None
+        if path is not None:
+            try:
+                self._stream = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by close())
+            except OSError as e:
+                raise UsageError(f"--records {path}: cannot write it ({e.strerror or e})") from None
+
+    def write(self, model: str, result: InferenceResult) -> None:
+        if self._stream is None:
+            return
+        line = record_line({**result.to_record(), "model": model})
+        with self._lock:
+            if self.broken is not None:
+                return
+            try:
+                self._stream.write(line)
+            except (OSError, ValueError) as e:
+                self.broken = f"cannot write the records: {e}"
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+
+
+def _check_writable(path: str | None, what: str) -> None:
+    if path is not None and Path(path).is_dir():
+        raise UsageError(f"{what} {path}: a folder; give a file")
+
+
+def run(args: argparse.Namespace) -> int:
+    records: RecordsFile | None = None
+    try:
+        models = list(args.model) or [None]
+        if len(models) > 2:
+            raise UsageError(f"--model is given {len(models)} times: evaluate one model, or compare two")
+        class_map = read_class_map(args.class_map) if args.class_map else None
+        _check_writable(args.output, "--output")
+        records = RecordsFile(args.records)
+        with serving(session_spec(args, delivery=delivery_of(args))) as spec:
+            return _evaluate_all(args, spec, models, class_map, records)
+    except (UsageError, SessionError, ProfileError, DatasetError, ClassMapError) as e:
+        eprint(f"error: {e}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # before any image was sent (e.g. while the server started)
+        eprint("interrupted")
+        return EXIT_INTERRUPTED
+    finally:
+        if records is not None:
+            records.close()
+
+
+def _evaluate_all(
+    args: argparse.Namespace,
+    spec: SessionSpec,
+    models: list[str | None],
+    class_map: dict[str, str] | None,
+    records: RecordsFile,
+) -> int:
+    reports: list[dict[str, Any]] = []
+    dataset: Dataset | None = None
+    unsuccessful = interrupted = False
+    for side, model in zip("ab", models, strict=False):
+        session = open_model(spec, model)
+        try:
+            info = session.info
+            name = info.name if info else (model or "?")
+            profile = session.profile
+            keypoint_names = list(profile.keypoint_names)
+            if dataset is None:
+                dataset = load_dataset(
+                    args.dataset,
+                    args.format,
+                    args.images,
+                    model_labels=profile.labels,
+                    keypoint_names=keypoint_names,
+                )
+                _describe(dataset)
+            _check_iou_type(args.iou_type, name, profile.task, profile.kpt_shape)
+            label = f"{side.upper()} '{name}'" if len(models) > 1 else ""
+            run = _run(session, dataset, args, name, records, label)
+            interrupted = interrupted or run.interrupted
+            evaluation = evaluate_results(
+                dataset,
+                run.results,
+                profile.labels,
+                class_map=class_map,
+                iou_type=args.iou_type,
+                keypoint_names=keypoint_names,
+                keypoint_count=profile.kpt_shape[0] if profile.kpt_shape else None,
+            )
+        finally:
+            session.close(drain_timeout=0.5)
+        report = model_report(evaluation, name, run.speed())
+        if run.interrupted:  # the figures are those of the images answered before it
+            report["interrupted"] = True
+            report["not_started"] = len(dataset.images) - len(run.results)  # never sent
+        _warn(evaluation, name if len(models) > 1 else None)
+        unsuccessful = unsuccessful or bool(evaluation.failed) or _left_out(evaluation)
+        if args.plots:
+            prefix = f"{side}_" if len(models) > 1 else ""
+            written = write_plots(evaluation, args.plots, prefix)
+            eprint(f"plots: {len(written)} PNG file(s) in {args.plots}")
+        _say_metrics(report, label)
+        reports.append(report)
+        if interrupted:
+            break
+    final = comparison_report(reports[0], reports[1]) if len(reports) == 2 else reports[0]
+    if records.broken:
+        eprint(f"error: {records.broken}")
+        unsuccessful = True
+    if not _write_report(final, args.output):
+        return EXIT_FAILED
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if unsuccessful else EXIT_OK
+
+
+def _check_iou_type(iou_type: str, model: str, task: str, kpt_shape: tuple[int, int] | None) -> None:
+    if iou_type == "segm" and task not in ("segment", "semantic"):
+        raise UsageError(f"--iou-type segm: model '{model}' gives no masks (its task is {task})")
+    if iou_type == "keypoints" and kpt_shape is None:
+        raise UsageError(f"--iou-type keypoints: model '{model}' gives no keypoints (its task is {task})")
+
+
+def _run(
+    session: TritonSession,
+    dataset: Dataset,
+    args: argparse.Namespace,
+    name: str,
+    records: RecordsFile,
+    label: str,
+) -> DatasetRun:
+    progress = Progress(None, what="images", label=label)
+    failures = [0]
+
+    def started(total: int) -> None:
+        progress.total = total
+        eprint(f"{total} image(s) -> model '{name}' at {', '.join(session.urls)}")
+        eprint(f"transport: {session.describe_transport()}")
+        if session.transport_note:
+            eprint(f"note: {session.transport_note}")
+
+    def on_result(_index: int, result: InferenceResult) -> None:
+        records.write(name, result)
+        if not result.ok and failures[0] < FAILURE_LINES:
+            failures[0] += 1
+            progress.note(
+                f"{result.status.value}: {naming_input(result.source, str(result.error), result.frame)}"
+            )
+        progress.done(result.ok)
+
+    run = DatasetRun(
+        session, dataset, window=args.concurrency, on_result=on_result, on_started=started, readers=READERS
+    )
+    try:
+        run.run()
+    except KeyboardInterrupt:
+        eprint("\ninterrupted: the requests in flight were cancelled; evaluating the images answered")
+    progress.finish()
+    return run
+
+
+def _describe(dataset: Dataset) -> None:
+    eprint(
+        f"dataset: {dataset.format}, {len(dataset.images)} image(s), {dataset.annotations} annotation(s), "
+        f"classes: {', '.join(dataset.class_names) or 'none'}"
+    )
+
+
+def _left_out(evaluation: Evaluation) -> bool:
+    return any(p.image_dropped for p in evaluation.dataset.problems)
+
+
+def _warn(evaluation: Evaluation, model: str | None) -> None:
+    who = f" ({model})" if model else ""
+    classes = evaluation.classes
+    if classes.unmatched_dataset:
+        eprint(
+            f"warning{who}: dataset class(es) naming no model class, not evaluated: "
+            f"{', '.join(classes.unmatched_dataset)} (rename them with --class-map)"
+        )
+    problems = all_problems(evaluation)
+    shown = [p for p in problems if p.dropped or p.image_dropped or p.kind != "note"]
+    for p in shown[:PROBLEM_LINES]:
+        eprint(f"warning{who}: {p.text()}")
+    if len(shown) > PROBLEM_LINES:
+        eprint(
+            f"warning{who}: {len(shown) - PROBLEM_LINES} more problem(s): see the report's dataset.dropped"
+        )
+    for p in problems:
+        if p.kind == "note":
+            eprint(f"note{who}: {p.text()}")
+    dropped = sum(p.dropped for p in problems)
+    images = sum(1 for p in problems if p.image_dropped)
+    if dropped or images:
+        eprint(f"dataset{who}: {dropped} annotation(s) dropped, {images} image(s) left out (see the report)")
+    if evaluation.failed:
+        eprint(f"{len(evaluation.failed)} image(s) failed{who}: not in the metrics (listed in the report)")
+
+
+def _say_metrics(report: dict[str, Any], label: str) -> None:
+    m = report["metrics"]
+
+    def fmt(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.3f}"
+
+    prefix = f"{label}: " if label else ""
+    eprint(f"{prefix}mAP {fmt(m.get('map'))}, mAP50 {fmt(m.get('map50'))}, mAP75 {fmt(m.get('map75'))}")
+
+
+def _write_report(report: dict[str, Any], path: str | None) -> bool:
+    text = dumps(report)
+    try:
+        if path is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            Path(path).write_text(text, encoding="utf-8")
+    except (OSError, ValueError) as e:
+        eprint(f"error: cannot write the report: {e}")
+        return False
+    if path is not None:
+        eprint(f"report: {path}")
+    return True

@@ -1,0 +1,43 @@
+"""Runs MediaPipe (tests/reference/mediapipe_reference.py) in its own venv, from the product's
+tests: one subprocess for a whole list of images."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).with_name("mediapipe_reference.py")
+DEFAULT_VENV = ROOT / ".venv-mediapipe"
+
+
+def reference_python() -> Path:
+    """The MediaPipe venv's interpreter: $MEDIAPIPE_PYTHON, else .venv-mediapipe (`make reference`)."""
+    named = os.environ.get("MEDIAPIPE_PYTHON")
+    python = Path(named) if named else DEFAULT_VENV / "bin" / "python"
+    if not python.is_file():
+        raise RuntimeError(
+            f"no MediaPipe reference venv at {python}: run `make reference` "
+            "(bash tests/reference/setup_mediapipe.sh) or set MEDIAPIPE_PYTHON"
+        )
+    return python
+
+
+def run_mediapipe(images: list[Path], max_faces: int = 10, timeout: float = 600) -> dict[str, Any]:
+    """MediaPipe's answers for `images` (see mediapipe_reference.py for the layout)."""
+    request = json.dumps({"images": [str(p) for p in images], "max_faces": max_faces})
+    done = subprocess.run(
+        [str(reference_python()), str(SCRIPT)],
+        input=request,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        # Its own interpreter and packages only: nothing of the product's venv leaks in.
+        env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"MediaPipe reference failed ({done.returncode}): {done.stderr[-3000:]}")
+    return json.loads(done.stdout)

@@ -1,0 +1,92 @@
+"""SessionSpec and open_session: one typed description of a session, the same session whoever
+builds it (opened here through the session's channel seam, tests/fake_channel.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from app.inference.core.open_session import open_session
+from app.inference.core.session import SessionState, TritonSession
+from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
+from app.inference.profiles.profile import ProfileError
+from app.inference.transports.channel import ConnectionOptions
+from app.inference.transports.transport import TransportKind
+from tests.fake_channel import MODEL, FakeServer
+
+
+def test_urls_and_version_are_normalised_and_no_url_means_the_embedded_server() -> None:
+    assert SessionSpec(urls="h:1").urls == ("h:1",)  # type: ignore[arg-type]
+    assert SessionSpec(urls=["a:1", "b:2"]).urls == ("a:1", "b:2")  # type: ignore[arg-type]
+    assert SessionSpec(version=" 2 ").version == "2"
+    assert SessionSpec().embedded and not SessionSpec(urls=("h:1",)).embedded
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        Timeouts(request_s=0)
+    with pytest.raises(ValueError, match="names no server"):
+        TritonSession.from_spec(SessionSpec())
+
+
+def test_a_profile_file_is_read_when_the_session_is_built_and_overrides_win(tmp_path: Path) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text('labels = ["cat", "dog"]\n\n[postprocess]\nscore_threshold = 0.6\n')
+    source = ProfileSource(file=profile, overrides={"labels": ["owl"]})
+    assert source.load() == {"labels": ["owl"], "score_threshold": 0.6}
+    assert ProfileSource().load() is None
+    missing = ProfileSource(file=tmp_path / "missing.toml")
+    with pytest.raises(ProfileError, match=r"missing\.toml: not found"):
+        TritonSession.from_spec(SessionSpec(urls=("h:1",), profile=missing))
+
+
+def test_every_part_of_the_spec_reaches_the_session() -> None:
+    server = FakeServer()
+    spec = SessionSpec(
+        urls=("fake:8001",),
+        model=MODEL,
+        version="1",
+        profile=ProfileSource(overrides={"labels": ["visage"]}),
+        delivery=Delivery(TransportKind.GRPC, client_batch=4, batch_delay_ms=7.0),
+        timeouts=Timeouts(request_s=3.0, retries=2, retry_backoff_s=0.1),
+        connection=ConnectionOptions(headers={"x-team": "a"}, channels_per_server=1),
+        limits=Limits(max_in_flight=5, decode_workers=1, send_in_caller=True),
+        channel_factory=server.factory,
+    )
+    with open_session(spec) as session:
+        assert session.spec is spec
+        assert session.state is SessionState.OPEN
+        assert session.info is not None and session.info.name == MODEL and session.model_version == "1"
+        assert session.profile.labels == ("visage",)
+        assert session.transport is not None and session.transport.kind is TransportKind.GRPC
+        assert session.batching == 4 and "client batches of 4 (7 ms)" in session.describe_transport()
+        assert (session.timeout_s, session.retries, session.retry_backoff_s) == (3.0, 2, 0.1)
+        assert (session.max_in_flight, session.decode_workers, session.send_in_caller) == (5, 1, True)
+        assert session.options.headers == {"x-team": "a"}
+        assert len(server.channels) == 1  # one channel per server, as asked
+
+
+def test_a_session_built_from_keywords_describes_itself_with_the_same_spec() -> None:
+    session = TritonSession(
+        ["h:1"], "m", timeout_s=4.0, max_in_flight=3, client_batch=2, model_version="7", retries=1
+    )
+    spec = session.spec
+    assert spec.urls == ("h:1",) and spec.model == "m" and spec.version == "7"
+    assert spec.timeouts == Timeouts(4.0, 1, 0.05)
+    assert spec.delivery == Delivery(TransportKind.AUTO, 2, 2.0)
+    assert spec.limits == Limits(3, 2, False)
+    # A variant changes one part and keeps the others.
+    other = dataclasses.replace(spec, model="n")
+    assert (other.model, other.delivery, other.timeouts) == ("n", spec.delivery, spec.timeouts)
+
+
+def test_on_created_sees_the_session_before_it_opens_and_can_abandon_it() -> None:
+    seen: list[TritonSession] = []
+
+    def abandon(session: TritonSession) -> None:
+        seen.append(session)
+        session.close(0.0)
+
+    spec = SessionSpec(urls=("fake:8001",), model=MODEL, channel_factory=FakeServer().factory)
+    with pytest.raises(Exception, match="closed"):
+        open_session(spec, on_created=abandon)
+    assert len(seen) == 1 and seen[0].state is SessionState.CLOSED
