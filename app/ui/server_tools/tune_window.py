@@ -13,17 +13,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import html
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from pathlib import Path
 from typing import Any, TypeVar
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QDialog,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QMessageBox,
@@ -35,7 +32,6 @@ from PySide6.QtWidgets import (
 )
 
 from app.inference.core.spec import ProfileSource, SessionSpec
-from app.inference.introspection.model_config import ModelConfigDict
 from app.inference.introspection.repository import (
     RepositoryControl,
     RepositoryError,
@@ -44,12 +40,11 @@ from app.inference.introspection.repository import (
 from app.inference.transports.channel import ConnectionOptions
 from app.pipeline.tune import TuneProgress, TuneResult
 from app.pipeline.tune_analysis import TrialResult, pareto_front
-from app.pipeline.tune_export import recommended_config_text, write_csv
 from app.pipeline.tune_settings import TrialSettings, settings_of, trial_mark_of
-from app.ui.base.atomic_files import write_png, write_text, write_whole
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
 from app.ui.server_tools.tune_form import TuneForm
+from app.ui.server_tools.tune_outputs import TuneOutputs
 from app.ui.server_tools.tune_plot import TunePlot
 from app.ui.server_tools.tune_runner import TuneReports, TuneRunner, TuneTarget
 from app.ui.server_tools.tune_table import TuneTable
@@ -74,11 +69,6 @@ def read_model(
         return settings_of(config), control.control_enabled(), trial_mark_of(config)
 
 
-def load_config(url: str, options: ConnectionOptions | None, model: str, config: ModelConfigDict) -> None:
-    with RepositoryControl(url, options) as control:
-        control.load(model, config)
-
-
 class TuneWindow(QDialog):
     finished_tune = Signal(str)  # the summary (or why it stopped)
     applied = Signal(str)  # the model now runs with the recommended config
@@ -99,10 +89,10 @@ class TuneWindow(QDialog):
         self._reading: str | None = None  # the model whose config is being read
         self.trials: list[TrialResult] = []
         self.tune_result: TuneResult | None = None
-        self.confirmation: QMessageBox | None = None  # the Apply question while it is open
         self.last_progress: TuneProgress | None = None
         self.last_error: str | None = None
 
+        self.outputs = TuneOutputs(self, executor, self._say)
         self.form = TuneForm()
         self.start_button = QPushButton("Start")
         self.cancel_button = QPushButton("Cancel")
@@ -288,8 +278,7 @@ class TuneWindow(QDialog):
 
     def _closing(self) -> None:
         self.cancel()
-        if self.confirmation is not None:
-            self.confirmation.close()
+        self.outputs.close_question()
 
     async def shutdown(self) -> None:
         """The viewer closes: cancel, and wait (bounded, off the GUI thread) for the restore."""
@@ -368,110 +357,46 @@ class TuneWindow(QDialog):
         self.summary.setText(text)
         return self.summary.text()
 
-    # -- Apply -----------------------------------------------------------------------------------
+    # -- Apply and files (the window's result) -----------------------------------------------------
     def ask_apply(self) -> None:
-        """The question naming the server and the model (window-modal, no nested event loop);
-        the answer starts `apply()`."""
+        """The question naming the server and the model; a yes starts `apply()`."""
         result = self.tune_result
-        if result is None or result.recommendation is None or self.running:
-            return
-        rec = result.recommendation
-        box = QMessageBox(
-            QMessageBox.Icon.Question,
-            "Apply the recommended config?",
-            f"Load '{result.model}' on the server {result.url} with the recommended config: "
-            f"{rec.settings.describe()}?\n\nEverything else of its config stays as it is. The server runs "
-            "the model with it until the model is loaded again or the server restarts (nothing is "
-            "written on the server; Save config.pbtxt… keeps it in a file).",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-            self,
-        )
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        self.confirmation = box
+        if result is not None and result.recommendation is not None and not self.running:
+            self.outputs.ask_apply(result, lambda: self._tasks.spawn(self.apply(), name="tune: apply"))
 
-        def answered(_code: int) -> None:
-            yes = box.clickedButton() is box.button(QMessageBox.StandardButton.Yes)
-            self.confirmation = None
-            box.deleteLater()
-            if yes:
-                self._tasks.spawn(self.apply(), name="tune: apply")
-
-        box.finished.connect(answered)
-        box.open()
+    @property
+    def confirmation(self) -> QMessageBox | None:
+        """The Apply question while it is open."""
+        return self.outputs.confirmation
 
     async def apply(self) -> bool:
         """Load the recommended config on the server (the question was answered yes)."""
         result = self.tune_result
-        config = result.recommended_config() if result is not None else None
-        if result is None or config is None or result.recommendation is None:
+        if result is None:
             return False
         self.apply_button.setEnabled(False)
-        self._say(f"loading '{result.model}' with the recommended config…")
         try:
-            await self._call(load_config, result.url, self._options, result.model, config)
-        except RepositoryError as e:
-            self._say(f"Apply failed: {e}", error=True)
-            return False
+            done = await self.outputs.apply(result, self._options)
         finally:
             self._update_buttons()
-        self._say(
-            f"'{result.model}' on {result.url} now runs with {result.recommendation.settings.describe()} "
-            "(until it is loaded again or the server restarts)."
-        )
-        self.applied.emit(result.model)
-        return True
+        if done:
+            self.applied.emit(result.model)
+        return done
 
-    # -- files -----------------------------------------------------------------------------------
     def _export(self, kind: str) -> None:
-        what = {
-            "config": (
-                "Save the recommended config",
-                "Model config (*.pbtxt);;All files (*)",
-                "config.pbtxt",
-            ),
-            "csv": ("Export the tune (CSV)", "CSV (*.csv)", f"tune-{self._stem()}.csv"),
-            "png": ("Export the tune's plot (PNG)", "PNG image (*.png)", f"tune-{self._stem()}.png"),
-        }[kind]
-        path, _ = QFileDialog.getSaveFileName(
-            self, what[0], str(Path.home() / what[2]), what[1], options=QFileDialog.Option.DontUseNativeDialog
-        )
-        if not path:
-            return
+        path = self.outputs.ask_path(kind, self.model or "model")
         save = {"config": self.save_config, "csv": self.save_csv, "png": self.save_png}[kind]
-        self._tasks.spawn(save(path), name=f"tune: save {kind}")
-
-    def _stem(self) -> str:
-        return f"{self.model or 'model'}-{time.strftime('%Y%m%d-%H%M')}"
+        if path:
+            self._tasks.spawn(save(path), name=f"tune: save {kind}")
 
     async def save_config(self, path: str) -> bool:
-        result = self.tune_result
-        if result is None:
-            return False
-        try:
-            text = recommended_config_text(result)
-        except ValueError as e:
-            self._say(str(e), error=True)
-            return False
-        return await self._write(path, write_text, path, text)
+        return self.tune_result is not None and await self.outputs.save_config(self.tune_result, path)
 
     async def save_csv(self, path: str) -> bool:
-        result = self.tune_result
-        if result is None:
-            return False
-        return await self._write(path, write_whole, path, lambda tmp: write_csv(tmp, result))
+        return self.tune_result is not None and await self.outputs.save_csv(self.tune_result, path)
 
     async def save_png(self, path: str) -> bool:
-        image = self.plot.grab().toImage()  # drawn here, on the GUI thread; written on the executor
-        return await self._write(path, write_png, path, image)
-
-    async def _write(self, path: str, fn: Callable[..., object], *args: Any) -> bool:
-        try:
-            await self._call(fn, *args)
-        except OSError as e:
-            self._say(f"cannot write {path}: {e.strerror or e}", error=True)
-            return False
-        self._say(f"wrote {path}")
-        return True
+        return await self.outputs.save_png(self.plot, path)
 
     # -- helpers ---------------------------------------------------------------------------------
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
