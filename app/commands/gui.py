@@ -49,6 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "frames), save a PNG of the window and exit",
     )
     parser.add_argument("--tritonserver", default=None, metavar="PATH", help="tritonserver binary to use")
+    parser.add_argument(
+        "--metrics-url",
+        default=None,
+        metavar="HOST:PORT",
+        help="Triton's Prometheus metrics for the Server view (View > Server) of a server given by "
+        "--url (default: its host on port 8002; the local server's own port otherwise)",
+    )
     add_security_arguments(parser)
     add_speed_arguments(parser, remembered=True)
 
@@ -76,5 +83,6 @@ def run(args: argparse.Namespace) -> int:
         client_batch=args.client_batch,
         batch_delay_ms=args.batch_delay_ms,
         profile_overrides=overrides,
+        metrics_url=args.metrics_url,
     )
     return run_viewer(options)

@@ -60,20 +60,28 @@ def write_csv(path: str | Path, result: TuneResult) -> None:
                 writer.writerow(["" if row.get(c) is None else row.get(c) for c in CSV_COLUMNS])
 
 
-def write_model_config(directory: str | Path, result: TuneResult) -> Path:
-    """DIR/NAME/config.pbtxt: the original config with the recommended settings, nothing else
-    changed. ValueError when there is no recommendation; OSError when it cannot be written."""
+def recommended_config_text(result: TuneResult) -> str:
+    """The recommended config as `config.pbtxt` text, with a comment saying where it comes
+    from: the original config with the recommended settings, nothing else changed.
+    ValueError when there is no recommendation."""
     config = result.recommended_config()
     if config is None or result.recommendation is None:
         raise ValueError(f"no recommendation to write ({result.recommendation_reason})")
-    folder = Path(directory) / result.model
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "config.pbtxt"
     rec = result.recommendation
     header = (
         f"# Written by triton-viewer tune: {rec.settings.describe()}\n"
         f"# (measured {rec.level.throughput:.1f} req/s, p95 {rec.level.p95_ms or 0:.1f} ms at "
         f"{rec.level.concurrency} in flight); everything else as the original config on {result.url}.\n"
     )
-    path.write_text(header + to_pbtxt(config), encoding="utf-8")
+    return header + to_pbtxt(config)
+
+
+def write_model_config(directory: str | Path, result: TuneResult) -> Path:
+    """DIR/NAME/config.pbtxt: the original config with the recommended settings, nothing else
+    changed. ValueError when there is no recommendation; OSError when it cannot be written."""
+    text = recommended_config_text(result)
+    folder = Path(directory) / result.model
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.pbtxt"
+    path.write_text(text, encoding="utf-8")
     return path

@@ -160,8 +160,9 @@ def parse_int_list(text: str, option: str, low: int, high: int) -> list[int]:
     return list(dict.fromkeys(values))
 
 
-def parse_delay_list(text: str) -> list[int | None]:
-    """ "off,0,2000" -> [None, 0, 2000]: `off` means no dynamic batching."""
+def parse_delay_list(text: str, option: str = "--queue-delay-us") -> list[int | None]:
+    """ "off,0,2000" -> [None, 0, 2000]: `off` means no dynamic batching; ValueError naming
+    the option (a command-line option, or a field of the viewer's Tune window)."""
     values: list[int | None] = []
     for part in (p.strip().lower() for p in text.split(",")):
         if not part:
@@ -173,14 +174,13 @@ def parse_delay_list(text: str) -> list[int | None]:
             value = int(part)
         except ValueError:
             raise ValueError(
-                f"--queue-delay-us expects microseconds or 'off' (no dynamic batching), e.g. off,0,2000; "
-                f"got {part!r}"
+                f"{option} expects microseconds or 'off' (no dynamic batching), e.g. off,0,2000; got {part!r}"
             ) from None
         if not 0 <= value <= 10_000_000:
-            raise ValueError(f"--queue-delay-us: {value} is out of range (0 to 10000000 us)")
+            raise ValueError(f"{option}: {value} is out of range (0 to 10000000 us)")
         values.append(value)
     if not values:
-        raise ValueError("--queue-delay-us needs at least one value")
+        raise ValueError(f"{option} needs at least one value")
     return list(dict.fromkeys(values))
 
 

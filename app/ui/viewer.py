@@ -54,6 +54,7 @@ from app.ui.screenshot import Screenshot
 from app.ui.server.connection import ConnectionController
 from app.ui.server.server_dialog import ask_for_server
 from app.ui.server.server_panel import LOCAL_SERVER, parse_urls
+from app.ui.server_tools.server_tools_ui import ServerToolsUi
 from app.ui.state.viewer_state import Mode, Scope, ViewerState
 from app.ui.widgets.banner import Context, split_detail
 
@@ -79,6 +80,8 @@ class ViewerOptions:
     batch_delay_ms: float = 2.0
     # --profile / --labels, already read: for the model opened first (or --model).
     profile_overrides: dict[str, Any] | None = None
+    # The Prometheus metrics of a server given by URL (default: its host, port 8002).
+    metrics_url: str | None = None
 
 
 class Viewer(QObject):
@@ -127,6 +130,19 @@ class Viewer(QObject):
             w.time_split, lambda: self.connection.session, executor, self.tasks
         )
         self.analysis = AnalysisUi(w, w.view, self.live, executor, self.tasks, self.bridge, self.report)
+        self.server_tools = ServerToolsUi(
+            w,
+            (w.model_menu, w.tools_menu, w.view_menu),
+            executor,
+            self.tasks,
+            self.bridge,
+            metrics_option=options.metrics_url,
+            local_server=self._local_server,
+            image_paths=self._ok_paths,
+            profile_for=lambda model: self.profiles.profile_for(model),  # made below
+            tabify_with=w.time_dock,
+            view_before=w.view_menu_toolbar_anchor,
+        )
         self.actions = ActionStates(self.state, w, self.browser)
         # --profile/--labels apply to --model, else to the model opened first; once the user
         # chooses a profile for that model (Model menu) the choice wins.
@@ -190,6 +206,10 @@ class Viewer(QObject):
         w.server_panel.model_chosen.connect(lambda name: c.connect_to(self._session_urls(), name))
         w.server_panel.transport_chosen.connect(self._on_transport_chosen)
         w.load_test_action.triggered.connect(self.open_load_test)
+        self.server_tools.models_changed.connect(
+            lambda entries: w.server_panel.set_models(entries, self._model)
+        )
+        self.server_tools.model_reloaded.connect(self._on_model_reloaded)
         w.paths_opened.connect(self.open_paths)
         w.sample_requested.connect(self.try_sample)
         w.empty_state.open_camera.connect(self.live_ui.open_camera)
@@ -403,11 +423,24 @@ class Viewer(QObject):
             return
         if self.load_test is None:
             self.load_test = LoadTestWindow(self.window, self.bridge, self.executor)
-        paths = [key for key in self.gallery.results if self.gallery.results[key].ok]
         model = session.info.name if session.info else session.spec.model
-        self.load_test.prepare(dataclasses.replace(session.spec, model=model), paths)
+        self.load_test.prepare(dataclasses.replace(session.spec, model=model), self._ok_paths())
         self.load_test.show()
         self.load_test.raise_()
+
+    def _ok_paths(self) -> list[str]:
+        """The current batch's images that ran (what the load test and the tune send)."""
+        return [key for key in self.gallery.results if self.gallery.results[key].ok]
+
+    def _local_server(self) -> tuple[str, int] | None:
+        """The embedded server's gRPC address and metrics port, while it runs."""
+        server = self.connection.server
+        return (server.grpc_url, server.metrics_port) if server is not None and server.running else None
+
+    def _on_model_reloaded(self, name: str) -> None:
+        """Loaded again (Model > Repository, Tune's Apply): the model shown is read again."""
+        if name == self._model and self.connection.session is not None and not self.runner.active():
+            self.connection.connect_to(self._session_urls(), name)
 
     def _on_session_opened(self, session: TritonSession) -> None:
         info = session.info
@@ -434,12 +467,14 @@ class Viewer(QObject):
             self.open_paths(paths)
         self.live.set_session(session)
         self.analysis.set_session(session)
+        self.server_tools.set_session(session)
 
     def _on_session_closing(self, _session: TritonSession) -> None:
         self.runner.cancel()  # stop feeding the old session; its requests end as cancelled
         self.runner.set_session(None)
         self.live.set_session(None)  # the stream stops feeding the old session
         self.analysis.set_session(None)
+        self.server_tools.set_session(None)
 
     def _in_flight(self) -> int:
         session = self.connection.session
@@ -581,6 +616,7 @@ class Viewer(QObject):
             if self.load_test is not None:
                 await self.load_test.shutdown()  # a sweep in progress stops, its thread ends
             await self.analysis.shutdown()  # the compare window's runs and sessions
+            await self.server_tools.shutdown()  # a tune restores the original config first
             self.runner.cancel()  # stop submitting
             await self.connection.shutdown(CLOSE_DRAIN_S)  # cancel in flight, close channels, stop server
             await self.tasks.cancel_all()  # nothing left pending when the loop closes

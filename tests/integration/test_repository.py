@@ -56,6 +56,8 @@ def test_index_config_and_a_load_with_an_override_round_trip(repository: Reposit
     assert broken.state == "UNAVAILABLE" and "refuses to load (weights file missing)" in broken.reason
     assert "At:" not in broken.reason, "the backend's traceback is cut"
 
+    assert repository.control_enabled(), "explicit mode: loading is allowed"
+    assert {e.name for e in repository.index()} == set(entries), "asking left nothing behind"
     original = repository.config(MODEL)
     text = repository.config_text(MODEL)
     assert parse_config(text) == original, "config.pbtxt text carries the whole config"
@@ -128,6 +130,7 @@ def test_a_server_without_repository_control_is_named_plainly(tmp_path: Path) ->
     with EmbeddedServer(repo, model_control="none") as server:
         with RepositoryControl(server.grpc_url) as control:
             assert [e.name for e in control.index()] == [MODEL], "reading works in any mode"
+            assert control.control_enabled() is False, "asked without trying a real load"
             with pytest.raises(RepositoryError) as off:
                 control.unload(MODEL)
             assert off.value.kind is RepositoryErrorKind.CONTROL_DISABLED

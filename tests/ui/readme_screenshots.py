@@ -1,10 +1,12 @@
 """The README's screenshots: the real window at 1280x720 against the embedded server.
 
-    xvfb-run -a -s "-screen 0 1280x720x24" .venv/bin/python -m tests.ui.readme_screenshots resources/
+    xvfb-run -a -s "-screen 0 1280x720x24" .venv/bin/python -m tests.ui.readme_screenshots resources/ [SHOT]
 
 Writes screenshot.png (a batch: the picture, its boxes listed, the thumbnails and the batch's
-statistics), screenshot-live.png (live video being recorded) and screenshot-start.png (the
-first screen). Settings go to a temporary folder: the user's own are never touched.
+statistics), screenshot-live.png (live video being recorded), screenshot-start.png (the
+first screen) and screenshot-tune.png (Tools > Tune… after a tune of the test model
+fixed_cost, served with the bundled models). SHOT: `window` or `tune` (default both).
+Settings go to a temporary folder: the user's own are never touched.
 """
 
 from __future__ import annotations
@@ -21,10 +23,14 @@ import qasync
 from PySide6.QtWidgets import QApplication
 from skimage import data
 
+from app.resources import model_repository
+from app.server.embedded import EmbeddedServer
 from app.ui.analysis.scoped_stats import Scope
 from app.ui.main_window import Mode
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.media import make_face_video
+
+TEST_MODELS = Path(__file__).resolve().parents[1] / "models"
 
 SIZE = (1280, 720)
 
@@ -95,8 +101,54 @@ async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     await viewer.closed.wait()
 
 
-def main(out_dir: str) -> None:
+def tune_repository(root: Path) -> Path:
+    """The bundled models plus fixed_cost (a fixed cost per execution, like a GPU)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for model in sorted(model_repository().iterdir()):
+        if (model / "config.pbtxt").is_file():
+            (root / model.name).symlink_to(model, target_is_directory=True)
+    (root / "fixed_cost").symlink_to(TEST_MODELS / "fixed_cost", target_is_directory=True)
+    return root
+
+
+async def shoot_tune(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
+    """The Tune window at 1280x720 once a tune of fixed_cost has run: 6 trials x 3 levels."""
+    server = EmbeddedServer(tune_repository(work / "tune-repository"))
+    await asyncio.get_running_loop().run_in_executor(executor, server.start)
+    try:
+        metrics = f"127.0.0.1:{server.metrics_port}"
+        viewer = Viewer(
+            ViewerOptions(urls=[server.grpc_url], model="fixed_cost", metrics_url=metrics), executor
+        )
+        viewer.window.show()
+        viewer.start()
+        viewer.window.resize(*SIZE)
+        await until(lambda: viewer.connection.state == "connected")
+        viewer.server_tools.open_tune()
+        window = viewer.server_tools.tune
+        assert window is not None
+        window.resize(*SIZE)
+        window.move(0, 0)
+        await until(lambda: window.ready)
+        window.form.instances.setText("1,2")
+        window.form.delays.setText("off,0,2000")
+        window.form.levels.setText("1,4,16")
+        window.form.requests.setValue(100)
+        window.start_button.click()
+        await until(lambda: window.tune_result is not None or bool(window.last_error), timeout=900)
+        await asyncio.sleep(0.5)
+        QApplication.processEvents()
+        window.grab().save(str(out / "screenshot-tune.png"))
+        print(f"wrote {out / 'screenshot-tune.png'}", flush=True)
+        viewer.request_close()
+        await viewer.closed.wait()
+    finally:
+        await asyncio.get_running_loop().run_in_executor(executor, server.stop)
+
+
+def main(out_dir: str, shots: list[str]) -> None:
     out = Path(out_dir)
+    shots = shots or ["window", "tune"]
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["TRITON_VIEWER_SETTINGS_DIR"] = str(Path(tmp) / "settings")
         app = QApplication.instance() or QApplication(sys.argv)
@@ -105,11 +157,14 @@ def main(out_dir: str) -> None:
         asyncio.set_event_loop(loop)
         executor = ThreadPoolExecutor(4)
         try:
-            loop.run_until_complete(shoot(out, executor, Path(tmp)))
+            if "window" in shots:
+                loop.run_until_complete(shoot(out, executor, Path(tmp)))
+            if "tune" in shots:
+                loop.run_until_complete(shoot_tune(out, executor, Path(tmp)))
         finally:
             executor.shutdown(wait=True)
             loop.close()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp")
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp", sys.argv[2:])

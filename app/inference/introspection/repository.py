@@ -28,6 +28,8 @@ from app.inference.transports.channel import ConnectionOptions, GrpcChannel
 
 TIMEOUT_S = 10.0
 LOAD_TIMEOUT_S = 300.0  # a big model (or many Python-backend instances) takes a while
+# The name control_enabled() unloads: no repository holds a model of that name.
+CONTROL_PROBE_NAME = ".triton-viewer-control-probe"
 
 
 class RepositoryErrorKind(enum.StrEnum):
@@ -132,6 +134,23 @@ class RepositoryControl:
 
     def config_text(self, name: str) -> str:
         return to_pbtxt(self.config(name))
+
+    def control_enabled(self) -> bool:
+        """Whether the server lets us load and unload (explicit model-control mode), asked
+        without changing anything: an unload of a model no repository holds succeeds in
+        explicit mode (Triton 2.51: nothing to unload) and is refused with UNAVAILABLE in
+        `none` or `poll` mode. RepositoryError when the server cannot be reached."""
+        try:
+            self._client.unload_model(
+                CONTROL_PROBE_NAME, headers=self._headers, client_timeout=self.timeout_s
+            )
+        except InferenceServerException as e:
+            error = self._error(e, "ask whether models can be loaded")
+            if error.kind is RepositoryErrorKind.CONTROL_DISABLED:
+                return False
+            if error.kind is RepositoryErrorKind.UNREACHABLE:
+                raise error from None
+        return True
 
     # -- changing -----------------------------------------------------------
     def load(self, name: str, config: Mapping[str, Any] | None = None) -> None:

@@ -5,6 +5,7 @@ network call each, never on the GUI thread)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 
@@ -32,6 +33,7 @@ class ServerSplitPoller(QObject):
         self.widget = widget
         self._session, self._executor, self._tasks = session, executor, tasks
         self.counters: ServerCounters | None = None
+        self._read_at = 0.0  # time.monotonic() of `counters`: executions per second need it
         self.split: ServerSplit | None = None  # the server's share of the last interval with requests
         self._ticks = 0
         self._reading = False
@@ -48,6 +50,7 @@ class ServerSplitPoller(QObject):
     def session_opened(self, session: TritonSession) -> None:
         """A first read now: the next one (2 s on) gives the split of whatever ran in between."""
         self.counters, self.split = None, None
+        self.widget.set_batcher(None)
         self._read(session)
 
     def poll(self) -> None:
@@ -71,6 +74,7 @@ class ServerSplitPoller(QObject):
             counters = await asyncio.get_running_loop().run_in_executor(
                 self._executor, session.read_server_counters
             )
+            read_at = time.monotonic()
         except Exception:
             counters = None  # a server without statistics: the bar shows the round trip whole
         finally:
@@ -78,7 +82,8 @@ class ServerSplitPoller(QObject):
         if session is not self._session() or counters is None:
             return
         if self.counters is not None:
-            latest = split(self.counters, counters)
+            latest = split(self.counters, counters, read_at - self._read_at)
             if latest is not None:
                 self.split = latest
-        self.counters = counters
+                self.widget.set_batcher(latest)
+        self.counters, self._read_at = counters, read_at

@@ -6,6 +6,7 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from app.inference.introspection.server_stats import ServerSplit
 from app.pipeline.time_split import Segment
 from app.ui.analysis.stats_panel import format_ms
 
@@ -19,6 +20,19 @@ COLORS = {
     "postprocess": QColor(90, 180, 120),
 }
 NO_DATA = "No successful request yet: the split appears once requests come back."
+BATCHER_TIP = (
+    "What the server's batcher did over the last interval with requests (Triton's statistics): "
+    "images per model execution (1.0: every image ran alone; 4.0: the model ran once for every "
+    "4 images, through dynamic batching, client batches or both) and model executions per "
+    "second. A model whose cost hardly depends on the batch (a GPU) gets faster as the batch "
+    "grows: Tools > Tune… tries dynamic batching on your images."
+)
+
+
+def batcher_text(split: ServerSplit) -> str:
+    """e.g. "server batch 3.2 images per execution · 48 executions/s"."""
+    rate = "" if split.executions_per_s is None else f" · {split.executions_per_s:.3g} executions/s"
+    return f"server batch {split.batch_size:.2f} images per execution{rate}"
 
 
 class _Bar(QWidget):
@@ -52,6 +66,10 @@ class TimeSplitWidget(QWidget):
         self.bar = _Bar()
         self.note = QLabel(NO_DATA)
         self.note.setWordWrap(True)
+        self.batcher = QLabel()
+        self.batcher.setWordWrap(True)
+        self.batcher.setToolTip(BATCHER_TIP)
+        self.batcher.hide()
         self._grid = QGridLayout()
         self._grid.setContentsMargins(0, 0, 0, 0)
         self._grid.setVerticalSpacing(0)
@@ -59,6 +77,7 @@ class TimeSplitWidget(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.bar)
         layout.addLayout(self._grid)
+        layout.addWidget(self.batcher)
         layout.addWidget(self.note)
         self._rows: list[tuple[QLabel, QLabel, QLabel]] = []
         self.segments: list[Segment] = []
@@ -90,6 +109,12 @@ class TimeSplitWidget(QWidget):
             share.setText(f"{100 * s.ms / total:.0f}%" if total > 0 else "")
         self.note.setText(note or ("" if segments else NO_DATA))
         self.note.setVisible(bool(self.note.text()))
+
+    def set_batcher(self, split: ServerSplit | None) -> None:
+        """The server's average batch and executions per second beside the split (hidden
+        until an interval with requests was read)."""
+        self.batcher.setText("" if split is None else batcher_text(split))
+        self.batcher.setVisible(split is not None)
 
     def row_texts(self) -> list[str]:
         """What the rows say, e.g. "server queue 2.1 ms"."""

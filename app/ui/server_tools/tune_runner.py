@@ -1,0 +1,146 @@
+"""One tune of the viewer, on a thread of its own: read the images, prepare the trials, run
+them, restore the original config (app.pipeline.tune does the work). Its reports are
+callables the window made with `GuiBridge.wrap`, so they land on the GUI thread.
+
+A thread of its own rather than the executor: a tune takes minutes and would hold one of
+the viewer's few I/O workers all that time. `cancel()` from any thread; `join(timeout)`
+bounds the wait for the restore when the viewer closes."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.inference.core.spec import SessionSpec
+from app.inference.errors import SessionError
+from app.inference.introspection.metrics_history import MetricsHistory, MetricsPoller
+from app.inference.introspection.repository import RepositoryControl, RepositoryError
+from app.inference.introspection.server_metrics import MetricsReader
+from app.inference.profiles.profile import ProfileError
+from app.pipeline.sweep import Sweep, SweepProgress, load_sweep_images
+from app.pipeline.tune import TuneError, TunePlan, TuneProgress, Tuner, TuneResult
+from app.pipeline.tune_analysis import TrialResult
+from app.pipeline.tune_settings import TrialSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TuneTarget:
+    spec: SessionSpec  # one server, the model to tune, its profile, TLS and headers
+    paths: tuple[str, ...]  # the images to send (none: the bundled sample)
+    metrics_url: str | None  # the server's Prometheus metrics, read during each trial
+
+    @property
+    def url(self) -> str:
+        return self.spec.urls[0]
+
+    @property
+    def model(self) -> str:
+        assert self.spec.model is not None
+        return self.spec.model
+
+
+@dataclass(frozen=True)
+class TuneReports:
+    """Where the thread reports (each already made safe to call from any thread)."""
+
+    planned: Callable[[list[TrialSettings], int], None]  # the trials, the total of requests
+    progress: Callable[[TuneProgress], None]
+    trial: Callable[[TrialResult], None]
+    note: Callable[[str], None]
+    # The end: the result (None when the tune could not run), or why it stopped.
+    finished: Callable[[TuneResult | None, str], None]
+
+
+class TuneRunner:
+    def __init__(self, target: TuneTarget, plan: TunePlan, reports: TuneReports) -> None:
+        self.target, self.plan, self.reports = target, plan, reports
+        self._tuner: Tuner | None = None
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()  # _tuner between the thread and cancel()
+        self._thread = threading.Thread(target=self._work, name="tune", daemon=True)
+
+    def start(self) -> TuneRunner:
+        self._thread.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        with self._lock:
+            tuner = self._tuner
+        if tuner is not None:
+            tuner.cancel()
+
+    def join(self, timeout: float) -> bool:
+        """Wait (off the GUI thread) for the end, restore included; whether it ended."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    # -- the thread ------------------------------------------------------------------------------
+    def _work(self) -> None:
+        try:
+            result, message = self._tune()
+        except Exception as e:  # whatever happens, the window hears of the end
+            log.exception("the tune failed")
+            result, message = None, f"stopped: {e}"
+        self.reports.finished(result, message)
+
+    def _tune(self) -> tuple[TuneResult | None, str]:
+        t = self.target
+        try:
+            images, _names = load_sweep_images(list(t.paths))
+        except (OSError, ValueError) as e:
+            return None, f"cannot read the images: {e}"
+        history = MetricsHistory()
+        poller = MetricsPoller(MetricsReader(t.metrics_url), history) if t.metrics_url else None
+        tuner: Tuner | None = None
+        try:
+            with (
+                RepositoryControl(t.url, t.spec.connection) as repository,
+                poller or contextlib.nullcontext(),
+            ):
+                tuner = Tuner(
+                    repository,
+                    t.model,
+                    self.plan,
+                    lambda model, on_progress: self._sweep(model, images, on_progress),
+                    on_progress=self.reports.progress,
+                    on_trial=self.reports.trial,
+                    on_note=self.reports.note,
+                    metrics=history if poller is not None else None,
+                )
+                with self._lock:
+                    self._tuner = tuner
+                if self._cancelled.is_set():
+                    return None, "cancelled before it started"
+                trials = tuner.prepare()
+                self.reports.planned(list(trials), tuner.total_requests())
+                if self._cancelled.is_set():
+                    tuner.cancel()
+                result = tuner.run()
+            latest = history.latest()
+            if poller is not None and latest is not None and not latest.reachable:
+                self.reports.note(f"server metrics {latest.state}: no server CPU figures")
+            return result, ""
+        except TuneError as e:
+            restore = f" {tuner.restore_error}" if tuner is not None and tuner.restore_error else ""
+            return None, f"stopped: {e}{restore}"
+        except (RepositoryError, SessionError, ProfileError) as e:
+            return None, f"stopped: {e}"
+
+    def _sweep(
+        self, model: str, images: Sequence[np.ndarray], on_progress: Callable[[SweepProgress], None]
+    ) -> Sweep:
+        spec = dataclasses.replace(self.target.spec, model=model)
+        return Sweep(spec, images, self.plan.sweep, on_progress=on_progress)
