@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tritonclient.grpc as grpcclient
 from PySide6.QtGui import QImage
 
 from app.resources import sample_image
@@ -51,6 +52,13 @@ def test_screenshot_after_results(triton: EmbeddedServer, tmp_path: Path) -> Non
 
 def test_sigterm_with_requests_in_flight_exits_cleanly(triton: EmbeddedServer, tmp_path: Path) -> None:
     folder = image_folder(tmp_path / "slow", 64, slow_image(1000))
+    stats = grpcclient.InferenceServerClient(triton.grpc_url)
+
+    def successes() -> int:
+        (model,) = stats.get_inference_statistics("slow_faces", as_json=True)["model_stats"]
+        return int(model["inference_stats"]["success"].get("count", 0))
+
+    before = successes()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -70,8 +78,13 @@ def test_sigterm_with_requests_in_flight_exits_cleanly(triton: EmbeddedServer, t
         text=True,
     )
     try:
-        time.sleep(4.0)  # let it connect and submit (not an assertion: only a delay)
+        # It is connected and feeding once the server has answered one of its slow requests
+        # (each takes 1 s): the others are then in flight.
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None and successes() <= before:
+            time.sleep(0.1)
         assert proc.poll() is None, proc.communicate()
+        assert successes() > before
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
