@@ -90,7 +90,12 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--in-flight", type=int, default=2)
     parser.add_argument("--models", default="face_detector,face_mesh,person_pose")
+    parser.add_argument(
+        "--smoke", action="store_true", help="2 s per model after 1 s: checks the script runs"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.seconds, args.warmup = 2.0, 1.0
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     frames = int((args.warmup + args.seconds + 5) * 30)
     with ExitStack() as stack:

@@ -34,6 +34,11 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_masks.py": (True, r"face_detector 640x480, one at a time: server compute [\d.]+ ms"),
     "bench_server.py": (True, r"face_detector 640x480 concurrency 16: \d+ frames/s"),
     "bench_pure.py": (False, r"decode\+NMS YOLOv8 .* [\d.]+ ms"),
+    # Starts servers of its own (a test repository with fixed_cost, and the bundled one).
+    "bench_tune.py": (False, r"the tune took \d+ s"),
+    "bench_pipelines_live.py": (True, r"face_detector +[\d.]+ frames/s shown"),
+    "bench_evaluate.py": (False, r"an operating point at new thresholds +[\d.]+ ms"),
+    "bench_render.py": (False, r"detections 1280x720, 10 boxes +[\d.]+ +[\d.]+"),
     "plain_infer.py": (True, r"ok=4 failed=0"),
 }
 

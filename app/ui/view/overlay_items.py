@@ -89,6 +89,11 @@ class KeypointsItem(ZoomFollowingItem):
         self.setAcceptHoverEvents(on_hover)
         self.setToolTip("" if on_hover else "\n".join(self._tips))
 
+    @property
+    def dots(self) -> bool:
+        """The points are drawn as dots (else the skeleton's edges only, points under the mouse)."""
+        return self.shape_.dots is not None
+
     def hoverEnterEvent(self, event: QGraphicsSceneHoverEvent) -> None:
         self._hovered = True
         self.update()
