@@ -165,7 +165,7 @@ class EvaluationController(QObject):
         if problem is not None:
             self._fail(f"Evaluate: {choice.iou_type}: {problem}")
             return False
-        self.panel.set_running(f"{model.name} on {choice.dataset}", 0)
+        self.panel.set_running(f"{model.name} on {Path(choice.dataset).name}", 0)
         try:
             dataset, class_map = await asyncio.get_running_loop().run_in_executor(
                 self._executor, load, choice, model
@@ -179,7 +179,10 @@ class EvaluationController(QObject):
         self.choice, self.model, self.dataset, self.class_map = choice, model, dataset, class_map
         self._forget_evaluation()
         self._index = {str(image.path): i for i, image in enumerate(dataset.images)}
-        self.panel.set_running(f"{model.name} on {dataset.path} ({dataset.format})", len(dataset.images))
+        self.panel.set_running(
+            f"{model.name} on {Path(dataset.path).name} ({dataset.format})", len(dataset.images)
+        )
+        self.panel.title.setToolTip(dataset.path)
         roots = [dataset_root(dataset)] + ([choice.images] if choice.images else [])
         self.starting.emit(roots)
         wrap = self._bridge.wrap
@@ -326,10 +329,9 @@ class EvaluationController(QObject):
         self.point = point = evaluation.operating_point(self.threshold)
         self.panel.set_classes(per_class_rows(evaluation, self.threshold))
         total = point.total()
-        where = "each class at its best F1" if self.threshold is None else f"score ≥ {self.threshold:.2f}"
         self.panel.point_line.setText(
-            f"All classes, {where}: precision {figure(total.precision)} · recall {figure(total.recall)} · "
-            f"F1 {figure(total.f1)}  (TP {total.tp} · FP {total.fp} · FN {total.fn})"
+            f"All classes: precision {figure(total.precision)} · recall {figure(total.recall)} · "
+            f"F1 {figure(total.f1)} · TP {total.tp} · FP {total.fp} · FN {total.fn}"
         )
         coco = evaluation.coco
         curves = []
@@ -347,11 +349,13 @@ class EvaluationController(QObject):
                 )
             )
         self.panel.pr_curves.set_curves(curves)
-        if sync_thresholds:
+        finite = point.thresholds[np.isfinite(point.thresholds)]
+        lowest = float(finite.min()) if finite.size else None
+        if self.threshold is None:
+            self.panel.set_slider(None, lowest)
+        if sync_thresholds and lowest is not None:
             # The picture draws the detections the operating point keeps.
-            finite = point.thresholds[np.isfinite(point.thresholds)]
-            if finite.size:
-                self.sliders.set_values(float(finite.min()), self.sliders.iou())
+            self.sliders.set_values(lowest, self.sliders.iou())
         self._draw_marks(self.state.shown_key)
         self._apply_order()
         self._confusion_timer.start()

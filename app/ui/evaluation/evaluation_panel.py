@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QListWidget,
     QProgressBar,
     QPushButton,
     QSlider,
@@ -54,6 +55,12 @@ TABLE_COLUMNS = ("class", "AP", "AP50", "objects", "score ≥", "precision", "re
 
 def figure(value: float | None, digits: int = 3) -> str:
     return NONE_TEXT if value is None else f"{value:.{digits}f}"
+
+
+def problem_text(problem: dict[str, Any]) -> str:
+    """A dataset problem of the report, as `Problem.text()` says it."""
+    where = f" ({problem['where']})" if problem.get("where") else ""
+    return f"{problem['file']}{where}: {problem['message']}"
 
 
 def metric_keys(iou_type: str) -> tuple[str, ...]:
@@ -100,16 +107,15 @@ class EvaluationPanel(QWidget):
         self.progress = QProgressBar()
         self.cancel_button = QPushButton("Cancel")
         self.evaluate_button = QPushButton("Evaluate…")
-        self.export_button = QPushButton("Export report…")
+        self.export_button = QPushButton("Export…")
         self.export_button.setToolTip(
             "report.json, per_class.csv, images.csv, PR curves and confusion matrix (PNG)"
         )
         self.export_button.setEnabled(False)
         run_row = QHBoxLayout()
+        run_row.addWidget(self.status, 1)
         run_row.addWidget(self.progress, 1)
         run_row.addWidget(self.cancel_button)
-        run_row.addWidget(self.evaluate_button)
-        run_row.addWidget(self.export_button)
 
         self.metric_labels: dict[str, QLabel] = {}
         self.metric_titles: dict[str, QLabel] = {}
@@ -120,6 +126,15 @@ class EvaluationPanel(QWidget):
         self.dataset_line.setWordWrap(True)
         self.speed_line = QLabel()
         self.speed_line.setWordWrap(True)
+        self.problems = QListWidget()
+        self.problems.setToolTip("What could not be read or used in the dataset, each with its file")
+        run = QWidget()
+        column = QVBoxLayout(run)
+        column.setContentsMargins(2, 2, 2, 2)
+        column.addWidget(self.dataset_line)
+        column.addWidget(self.speed_line)
+        column.addWidget(QLabel("Problems in the dataset:"))
+        column.addWidget(self.problems, 1)
 
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, STEPS)
@@ -162,21 +177,24 @@ class EvaluationPanel(QWidget):
         self.tabs.addTab(self.table, "Classes")
         self.tabs.addTab(self.pr_curves, "PR curves")
         self.tabs.addTab(confusion, "Confusion matrix")
-        self.sort_check = QCheckBox("Thumbnails: most errors (false positives + misses) first")
+        self.tabs.addTab(run, "Dataset and speed")
+        self.sort_check = QCheckBox("Most errors first")
+        self.sort_check.setToolTip("The thumbnails with the most false positives + misses first")
+        bottom_row = QHBoxLayout()
+        bottom_row.addWidget(self.sort_check, 1)
+        bottom_row.addWidget(self.evaluate_button)
+        bottom_row.addWidget(self.export_button)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.setSpacing(4)
         layout.addWidget(self.title)
-        layout.addWidget(self.status)
         layout.addLayout(run_row)
         layout.addLayout(self.metrics_grid)
-        layout.addWidget(self.dataset_line)
-        layout.addWidget(self.speed_line)
         layout.addLayout(point_row)
         layout.addWidget(self.point_line)
         layout.addWidget(self.tabs, 1)
-        layout.addWidget(self.sort_check)
+        layout.addLayout(bottom_row)
 
         self.slider.valueChanged.connect(self._slider_moved)
         self.best_button.clicked.connect(self.best_requested.emit)
@@ -262,6 +280,12 @@ class EvaluationPanel(QWidget):
         if d["unmatched_classes"]:
             parts.append(f"not in the model: {', '.join(d['unmatched_classes'])}")
         self.dataset_line.setText(" · ".join(parts))
+        self.problems.clear()
+        listed = [problem_text(p) for p in dropped["problems"]]
+        listed += [f"{f['source']}: {f['status']}: {f['error']}" for f in d["failed_images"]]
+        if dropped["more_problems"]:
+            listed.append(f"… and {dropped['more_problems']} more (in the exported report.json)")
+        self.problems.addItems(listed or ["none"])
         self.dataset_line.setToolTip(d["path"])
         s = report.get("speed") or {}
         speed = [f"p50 {format_ms(s.get('latency_p50_ms'))}", f"p95 {format_ms(s.get('latency_p95_ms'))}"]
@@ -271,11 +295,13 @@ class EvaluationPanel(QWidget):
             speed.append(str(s["transport"]))
         self.speed_line.setText("Speed of this run: " + " · ".join(speed))
 
-    def set_slider(self, value: float | None) -> None:
-        """Show the operating point without emitting (None: each class's best F1)."""
+    def set_slider(self, value: float | None, position: float | None = None) -> None:
+        """Show the operating point without emitting (None: each class's best F1, the slider at
+        `position`, e.g. the lowest of those thresholds)."""
         self.slider.blockSignals(True)
-        if value is not None:
-            self.slider.setValue(round(min(max(value, 0.0), 1.0) * STEPS))
+        at = value if value is not None else position
+        if at is not None:
+            self.slider.setValue(round(min(max(at, 0.0), 1.0) * STEPS))
         self.slider.blockSignals(False)
         self.slider_value.setText("best F1" if value is None else f"{self.slider.value() / STEPS:.2f}")
         self.best_button.setEnabled(value is not None and self.slider.isEnabled())

@@ -24,6 +24,7 @@ from app.ui.view.image_view import ImageView
 from app.ui.widgets.thresholds import ThresholdsWidget
 
 DOCK_WIDTH = 430
+DOCK_HEIGHT_SHARE = 0.7  # of the window's height, the rest to the docks above it
 
 
 class EvaluationUi(QObject):
@@ -65,10 +66,13 @@ class EvaluationUi(QObject):
         self.panel.evaluate_button.setEnabled(session is not None and not self.controller.active())
 
     def show_panel(self) -> None:
+        """The dock in front; docked, it gets room for its figures and the tabs under them."""
         self.dock.show()
         self.dock.raise_()
         if not self.dock.isFloating():
             self.window.resizeDocks([self.dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
+            height = round(self.window.height() * DOCK_HEIGHT_SHARE)
+            self.window.resizeDocks([self.dock], [height], Qt.Orientation.Vertical)
 
     def ask(self, choice: EvaluationChoice | None = None) -> None:
         """The dialog (window-modal, no nested event loop), filled with `choice` or the last one."""
@@ -90,7 +94,9 @@ class EvaluationUi(QObject):
             self._report("Evaluate: connect to a server first", True)
             return False
         self.show_panel()
-        return await self.controller.start(choice, session)
+        started = await self.controller.start(choice, session)
+        self.show_panel()  # again: the batch taking the view raised the Detections dock
+        return started
 
     def ask_export(self) -> None:
         folder = QFileDialog.getExistingDirectory(

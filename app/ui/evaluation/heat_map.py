@@ -35,18 +35,28 @@ def shade(share: float) -> QColor:
 
 
 def cell_meaning(labels: list[str], row: int, column: int) -> str:
-    """e.g. "face found as face", "car seen as face", "face missed", "false car"."""
+    """e.g. "face found", "car taken for face", "face missed", "false face"."""
     last = len(labels) - 1
     truth, said = labels[row], labels[column]
     if row == last and column == last:
         return "nothing"
     if row == last:
-        return f"false {said} (no object there)"
+        return f"false {said}"
     if column == last:
         return f"{truth} missed"
     if row == column:
         return f"{truth} found"
     return f"{truth} taken for {said}"
+
+
+def cell_explained(labels: list[str], row: int, column: int) -> str:
+    """The meaning with what it counts, for the tooltip."""
+    last = len(labels) - 1
+    if row == last and column != last:
+        return f"{cell_meaning(labels, row, column)}: detections where no object is labelled"
+    if column == last and row != last:
+        return f"{cell_meaning(labels, row, column)}: labelled objects nothing found"
+    return cell_meaning(labels, row, column)
 
 
 class ConfusionHeatMap(QWidget):
@@ -85,25 +95,24 @@ class ConfusionHeatMap(QWidget):
         m = self._metrics()
         return max((m.horizontalAdvance(label) for label in self.labels), default=0.0)
 
-    def _grid(self) -> tuple[QRectF, bool]:
-        """The cells' area and whether the column labels stand upright (no room across)."""
-        n = len(self.labels)
+    def _grid(self) -> QRectF:
+        """The cells' area: square cells, as large as the widget allows."""
         m = self._metrics()
         line = m.height()
-        left = self._label_width() + GAP + line + 4  # row labels and the "labelled" title
-        across = n and (self.width() - left - 4) / n >= self._label_width() + 4
-        top = line + 4 + (line if across else self._label_width()) + GAP
+        label = self._label_width()
+        left = label + GAP + line + 4  # row labels and the "labelled" title
+        top = 2 * line + 4 + GAP  # the "predicted" title and the column labels (elided to a cell)
         side = max(min(self.width() - left - 4, self.height() - top - 4), 0.0)
-        return QRectF(left, top, side, side), bool(across)
+        return QRectF(left, top, side, side)
 
     def cell_rect(self, row: int, column: int) -> QRectF:
-        grid, _ = self._grid()
+        grid = self._grid()
         size = grid.width() / max(len(self.labels), 1)
         return QRectF(grid.left() + column * size, grid.top() + row * size, size, size)
 
     def cell_at(self, pos: QPointF) -> tuple[int, int] | None:
         n = len(self.labels)
-        grid, _ = self._grid()
+        grid = self._grid()
         if not n or not grid.contains(pos):
             return None
         size = grid.width() / n
@@ -125,11 +134,13 @@ class ConfusionHeatMap(QWidget):
             return
         m = self._metrics()
         line = m.height()
-        grid, across = self._grid()
+        grid = self._grid()
         size = grid.width() / n
         painter.setPen(text)
         painter.drawText(
-            QRectF(grid.left(), 0, grid.width(), line), Qt.AlignmentFlag.AlignHCenter, "predicted →"
+            QRectF(grid.left(), 0, self.width() - grid.left(), line),
+            Qt.AlignmentFlag.AlignLeft,
+            "predicted →",
         )
         painter.save()
         painter.translate(2, grid.top() + grid.height() / 2)
@@ -159,20 +170,12 @@ class ConfusionHeatMap(QWidget):
                     painter.drawText(cell, Qt.AlignmentFlag.AlignCenter, shown)
         for j in range(n):
             painter.setPen(text)
-            if across:
-                painter.drawText(
-                    QRectF(grid.left() + j * size, grid.top() - GAP - line, size, line),
-                    Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom,
-                    self.labels[j],
-                )
-            else:
-                painter.save()
-                painter.translate(grid.left() + j * size + size / 2 - line / 2, grid.top() - GAP)
-                painter.rotate(-90)
-                painter.drawText(
-                    QRectF(0, 0, self._label_width(), line), Qt.AlignmentFlag.AlignLeft, self.labels[j]
-                )
-                painter.restore()
+            shown = m.elidedText(self.labels[j], Qt.TextElideMode.ElideRight, size - 2)
+            painter.drawText(
+                QRectF(grid.left() + j * size, grid.top() - GAP - line, size, line),
+                Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom,
+                shown,
+            )
         if self.selected is not None:
             painter.setPen(QPen(SELECTED, 3))
             painter.setBrush(Qt.BrushStyle.NoBrush)
@@ -202,7 +205,7 @@ class ConfusionHeatMap(QWidget):
                 count = int(self.matrix[row, column])
                 QToolTip.showText(
                     event.globalPos(),
-                    f"{cell_meaning(self.labels, row, column)}: {count}\n(click: only these images)",
+                    f"{cell_explained(self.labels, row, column)}: {count}\n(click: only these images)",
                     self,
                 )
             return True

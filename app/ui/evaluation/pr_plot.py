@@ -42,8 +42,9 @@ class PrCurves(QWidget):
         m = QFontMetricsF(self.font())
         left = m.horizontalAdvance("0.8") + m.height() + 10
         top, bottom = m.height() / 2 + 4, m.height() * 2 + 6
-        side = max(min(self.width() - left - 10, self.height() - top - bottom), 0.0)
-        return QRectF(left, top, side, side)
+        width = max(self.width() - left - 12, 0.0)
+        height = max(self.height() - top - bottom, 0.0)
+        return QRectF(left, top, min(width, 2 * height), height)  # never flatter than 2:1
 
     def to_widget(self, recall: float, precision: float) -> QPointF:
         plot = self.plot_rect()
