@@ -169,6 +169,14 @@ def test_the_picture_shows_the_labels_dashed_and_the_errors_marked(
     marks = show("f2.png")
     assert [m.shape_.kind for m in marks] == [MarkKind.FOUND] and marks[0].shape_.outline.dashed
     assert len(view.box_items()) == 1
+    # Every image: the picture draws the detections the operating point keeps (each class's
+    # best F1 here: a detection scoring exactly the threshold is kept, and drawn).
+    evaluation = viewer.evaluation.controller.evaluation
+    assert evaluation is not None
+    point = evaluation.operating_point()
+    for i, image in enumerate(evaluation.dataset.images):
+        show(image.name)
+        assert len(view.box_items()) == point.image_tp[i] + point.image_fp[i], image.name
     # Painted by the one renderer: the dashed outline reaches the screen.
     image = view.grab().toImage()
     assert not image.isNull()

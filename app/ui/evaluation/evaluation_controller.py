@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -43,7 +44,7 @@ from app.ui.base.bridge import GuiBridge
 from app.ui.base.colors import class_color
 from app.ui.base.tasks import TaskSet
 from app.ui.evaluation.evaluate_dialog import EvaluationChoice
-from app.ui.evaluation.evaluation_panel import EvaluationPanel, figure
+from app.ui.evaluation.evaluation_panel import STEPS, EvaluationPanel, figure
 from app.ui.evaluation.heat_map import cell_meaning
 from app.ui.evaluation.pr_plot import Curve
 from app.ui.state.viewer_state import ViewerState
@@ -354,8 +355,9 @@ class EvaluationController(QObject):
         if self.threshold is None:
             self.panel.set_slider(None, lowest)
         if sync_thresholds and lowest is not None:
-            # The picture draws the detections the operating point keeps.
-            self.sliders.set_values(lowest, self.sliders.iou())
+            # The picture draws the detections the operating point keeps: the sliders' step
+            # below the threshold, never above it (a best-F1 threshold is a detection's score).
+            self.sliders.set_values(math.floor(lowest * STEPS + 1e-9) / STEPS, self.sliders.iou())
         self._draw_marks(self.state.shown_key)
         self._apply_order()
         self._confusion_timer.start()
