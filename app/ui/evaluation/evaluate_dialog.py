@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -23,10 +22,11 @@ from PySide6.QtWidgets import (
 
 from app.evaluation.cocoeval import IOU_TYPES
 from app.evaluation.datasets import FORMATS
-from app.ui.widgets.overlays import local_paths
+from app.ui.widgets.path_drop import PathDrop
 
 AUTO = "auto"
 DATASET_FILTER = "Datasets (*.json *.yaml *.yml);;All files (*)"
+CLASS_MAP_FILTER = "Class maps (*.json *.txt *.csv *.tsv);;All files (*)"
 IOU_TEXT = {"bbox": "boxes (bbox)", "segm": "masks (segm)", "keypoints": "keypoints (OKS)"}
 
 
@@ -44,7 +44,7 @@ class EvaluateDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Evaluate against labels")
         self.setObjectName("EvaluateDialog")
-        self.setAcceptDrops(True)
+        self.drop = PathDrop(self)
         self._dir = start_dir
         self.dataset = QLineEdit()
         self.dataset.setPlaceholderText("a COCO .json, a data.yaml, or a dataset folder (or drop it here)")
@@ -84,6 +84,7 @@ class EvaluateDialog(QDialog):
         form.addRow(self.buttons)
         self.dataset.textChanged.connect(lambda text: ok.setEnabled(bool(text.strip())))
         ok.setEnabled(False)
+        self.drop.dropped.connect(self.dataset.setText)
         self.resize(620, self.sizeHint().height())
 
     @staticmethod
@@ -120,63 +121,24 @@ class EvaluateDialog(QDialog):
         return str(Path(text).parent) if text else self._dir
 
     def _pick_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(
-            self,
-            "The dataset's folder",
-            self._start(self.dataset.text()),
-            QFileDialog.Option.DontUseNativeDialog,
-        )
-        if folder:
-            self.dataset.setText(folder)
+        self._pick(self.dataset, "The dataset's folder", None)
 
     def _pick_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self,
-            "The dataset's file (COCO .json or data.yaml)",
-            self._start(self.dataset.text()),
-            DATASET_FILTER,
-            options=QFileDialog.Option.DontUseNativeDialog,
-        )
-        if path:
-            self.dataset.setText(path)
+        self._pick(self.dataset, "The dataset's file (COCO .json or data.yaml)", DATASET_FILTER)
 
     def _pick_images(self) -> None:
-        folder = QFileDialog.getExistingDirectory(
-            self,
-            "The images' folder",
-            self._start(self.dataset.text()),
-            QFileDialog.Option.DontUseNativeDialog,
-        )
-        if folder:
-            self.images.setText(folder)
+        self._pick(self.images, "The images' folder", None)
 
     def _pick_class_map(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self,
-            "A class map",
-            self._start(self.dataset.text()),
-            "Class maps (*.json *.txt *.csv *.tsv);;All files (*)",
-            options=QFileDialog.Option.DontUseNativeDialog,
-        )
-        if path:
-            self.class_map.setText(path)
+        self._pick(self.class_map, "A class map", CLASS_MAP_FILTER)
 
-    # -- drop -----------------------------------------------------------------------------------------
-    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if len(local_paths(event)) == 1:
-            event.acceptProposedAction()
+    def _pick(self, edit: QLineEdit, title: str, file_filter: str | None) -> None:
+        """A folder (no filter) or a file into `edit`; the dialog starts beside the dataset."""
+        start = self._start(self.dataset.text())
+        options = QFileDialog.Option.DontUseNativeDialog
+        if file_filter is None:
+            chosen = QFileDialog.getExistingDirectory(self, title, start, options)
         else:
-            event.ignore()
-
-    def dragMoveEvent(self, event: QDragMoveEvent) -> None:
-        mime = event.mimeData()
-        if mime is not None and len([u for u in mime.urls() if u.isLocalFile()]) == 1:
-            event.acceptProposedAction()
-
-    def dropEvent(self, event: QDropEvent) -> None:
-        paths = local_paths(event)
-        if len(paths) != 1:
-            event.ignore()
-            return
-        event.acceptProposedAction()
-        self.dataset.setText(paths[0])
+            chosen, _ = QFileDialog.getOpenFileName(self, title, start, file_filter, options=options)
+        if chosen:
+            edit.setText(chosen)

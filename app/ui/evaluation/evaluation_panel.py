@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -33,7 +32,7 @@ from app.evaluation.report import METRIC_KEYS
 from app.ui.analysis.stats_panel import NONE_TEXT, format_ms
 from app.ui.evaluation.heat_map import ConfusionHeatMap
 from app.ui.evaluation.pr_plot import PrCurves
-from app.ui.widgets.overlays import local_paths
+from app.ui.widgets.path_drop import PathDrop
 
 STEPS = 100  # the score slider's resolution: 0.01
 METRIC_NAMES = {
@@ -96,7 +95,8 @@ class EvaluationPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("EvaluationPanel")
-        self.setAcceptDrops(True)
+        self.drop = PathDrop(self)
+        self.drop.dropped.connect(self.dataset_dropped.emit)
         self.title = QLabel(
             "Evaluate the model against a labelled dataset: Analyse > Evaluate against labels…"
         )
@@ -339,18 +339,3 @@ class EvaluationPanel(QWidget):
                 cell = self.table.item(r, c)
                 return cell.text() if cell is not None else ""
         raise KeyError(class_name)
-
-    # -- a dataset dropped ----------------------------------------------------------------------------
-    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if len(local_paths(event)) == 1:
-            event.acceptProposedAction()
-        else:
-            event.ignore()
-
-    def dropEvent(self, event: QDropEvent) -> None:
-        paths = local_paths(event)
-        if len(paths) != 1:
-            event.ignore()
-            return
-        event.acceptProposedAction()
-        self.dataset_dropped.emit(paths[0])

@@ -19,6 +19,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
+from app.ui.evaluation.axes import upright_title
+
 LOW, HIGH = QColor(245, 247, 250), QColor(33, 102, 172)  # an empty cell, a whole row's share
 SELECTED = QColor(255, 140, 0)
 GAP = 8  # between the labels and the cells
@@ -142,13 +144,7 @@ class ConfusionHeatMap(QWidget):
             Qt.AlignmentFlag.AlignLeft,
             "predicted →",
         )
-        painter.save()
-        painter.translate(2, grid.top() + grid.height() / 2)
-        painter.rotate(-90)
-        painter.drawText(
-            QRectF(-grid.height() / 2, 0, grid.height(), line), Qt.AlignmentFlag.AlignHCenter, "← labelled"
-        )
-        painter.restore()
+        upright_title(painter, 2, grid.top(), grid.height(), line, "← labelled")
         totals = self.matrix.sum(axis=1)
         small = size < MIN_CELL * 1.6
         for i in range(n):

@@ -10,6 +10,8 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from app.ui.evaluation.axes import upright_title
+
 TICKS = 5
 LEGEND_LINES = 8  # classes named in the legend at most (the rest: "+ N more")
 
@@ -88,13 +90,7 @@ class PrCurves(QWidget):
             Qt.AlignmentFlag.AlignHCenter,
             "recall",
         )
-        painter.save()
-        painter.translate(0, plot.top() + plot.height() / 2)
-        painter.rotate(-90)
-        painter.drawText(
-            QRectF(-plot.height() / 2, 0, plot.height(), line), Qt.AlignmentFlag.AlignHCenter, "precision"
-        )
-        painter.restore()
+        upright_title(painter, 0, plot.top(), plot.height(), line, "precision")
         if not self.curves:
             painter.drawText(plot, Qt.AlignmentFlag.AlignCenter, "No evaluation yet")
             painter.end()
