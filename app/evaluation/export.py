@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from app.evaluation.evaluate import Evaluation, Thresholds
-from app.evaluation.operating import ClassPoint
+from app.evaluation.operating import ClassPoint, OperatingPoint
 from app.evaluation.plots import write_plots
 from app.evaluation.report import dumps, finite
 
@@ -56,8 +56,12 @@ def operating_point_record(evaluation: Evaluation, thresholds: Thresholds | None
     return cleaned
 
 
-def per_class_rows(evaluation: Evaluation, thresholds: Thresholds | None) -> list[dict[str, Any]]:
-    point = evaluation.operating_point(thresholds)
+def per_class_rows(
+    evaluation: Evaluation, thresholds: Thresholds | None, point: OperatingPoint | None = None
+) -> list[dict[str, Any]]:
+    """AP, AP50, objects and the operating point's figures of every class (`point`: the
+    operating point at `thresholds` when already computed)."""
+    point = point or evaluation.operating_point(thresholds)
     coco = evaluation.coco
     rows = []
     for k, name in enumerate(evaluation.classes.categories):

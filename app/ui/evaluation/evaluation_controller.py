@@ -54,7 +54,7 @@ from app.ui.widgets.thresholds import ThresholdsWidget
 log = logging.getLogger(__name__)
 
 WINDOW = 8  # requests in flight, as `evaluate`'s default --concurrency
-CONFUSION_DELAY_MS = 120  # slider drags: the confusion matrix once the slider rests
+SETTLE_MS = 120  # slider drags: the order and the confusion matrix once the slider rests
 JOIN_S = 2.0
 
 
@@ -141,14 +141,15 @@ class EvaluationController(QObject):
         self._cancelled = False
         self._confusion_id = 0
         self._index: dict[str, int] = {}  # batch key -> dataset image index
-        self._confusion_timer = QTimer(self)
-        self._confusion_timer.setSingleShot(True)
-        self._confusion_timer.setInterval(CONFUSION_DELAY_MS)
-        self._confusion_timer.timeout.connect(self._update_confusion)
+        self._evaluated: set[int] = set()  # the image indices the model answered
+        self._settle_timer = QTimer(self)
+        self._settle_timer.setSingleShot(True)
+        self._settle_timer.setInterval(SETTLE_MS)
+        self._settle_timer.timeout.connect(self._settle)
         panel.threshold_changed.connect(self.set_threshold)
         panel.best_requested.connect(lambda: self.set_threshold(None))
         panel.cancel_requested.connect(self.cancel)
-        panel.sort_toggled.connect(lambda _on: self._apply_order())
+        panel.sort_toggled.connect(lambda _on: self.apply_order())  # at once: a click
         panel.heat_map.cell_clicked.connect(self._cell_clicked)
         panel.show_all_requested.connect(lambda: self.select_cell(None))
         state.shown_changed.connect(self._draw_marks)
@@ -271,11 +272,6 @@ class EvaluationController(QObject):
             return
         if run_id != self._run_id:
             return
-        self.evaluation, self.report = evaluation, report
-        self.panel.show_report(report)
-        self.threshold = None
-        self.panel.set_slider(None)
-        self._apply_point(sync_thresholds=True)
         answered = len(evaluation.evaluated)
         total = len(evaluation.dataset.images)
         if cancelled:
@@ -287,6 +283,17 @@ class EvaluationController(QObject):
             status = f"done: {answered} images evaluated" + (
                 f", {failed} failed (left out)" if failed else ""
             )
+        self.show_evaluation(evaluation, report, status)
+
+    def show_evaluation(self, evaluation: Evaluation, report: dict[str, Any], status: str) -> None:
+        """Show a finished evaluation (`report`: its `model_report`) at each class's best F1."""
+        self.evaluation, self.report, self.dataset = evaluation, report, evaluation.dataset
+        self._index = {str(image.path): i for i, image in enumerate(evaluation.dataset.images)}
+        self._evaluated = set(evaluation.evaluated)
+        self.panel.show_report(report)
+        self.threshold = None
+        self.panel.set_slider(None)
+        self._apply_point(sync_thresholds=True)
         self.panel.set_finished(status, True)
         self.evaluated.emit()
 
@@ -328,7 +335,7 @@ class EvaluationController(QObject):
         evaluation = self.evaluation
         assert evaluation is not None
         self.point = point = evaluation.operating_point(self.threshold)
-        self.panel.set_classes(per_class_rows(evaluation, self.threshold))
+        self.panel.set_classes(per_class_rows(evaluation, self.threshold, point))
         total = point.total()
         self.panel.point_line.setText(
             f"All classes: precision {figure(total.precision)} · recall {figure(total.recall)} · "
@@ -359,10 +366,12 @@ class EvaluationController(QObject):
             # below the threshold, never above it (a best-F1 threshold is a detection's score).
             self.sliders.set_values(math.floor(lowest * STEPS + 1e-9) / STEPS, self.sliders.iou())
         self._draw_marks(self.state.shown_key)
-        self._apply_order()
-        self._confusion_timer.start()
+        self._settle_timer.start()
 
-    def _update_confusion(self) -> None:
+    def _settle(self) -> None:
+        """Once the slider rests: the thumbnails' order (a thousand of them is a reorder worth
+        not doing on every step) and the confusion matrix (on the executor)."""
+        self.apply_order()
         if self.evaluation is not None:
             self._confusion_id += 1
             self._tasks.spawn(self._confusion(self._confusion_id), name="confusion matrix")
@@ -409,7 +418,9 @@ class EvaluationController(QObject):
         assert self.confusion is not None and self.dataset is not None
         return {str(self.dataset.images[i].path) for i in self.confusion.images.get(cell, [])}
 
-    def _apply_order(self) -> None:
+    def apply_order(self) -> None:
+        """The thumbnails most errors first at the operating point (the panel's check), or as
+        they came."""
         point, dataset = self.point, self.dataset
         if not self.panel.sort_check.isChecked() or point is None or dataset is None:
             self.state.set_order(None)
@@ -431,7 +442,7 @@ class EvaluationController(QObject):
     def _draw_marks(self, key: str | None) -> None:
         evaluation, point = self.evaluation, self.point
         index = self._index.get(key) if key is not None else None
-        if evaluation is None or point is None or index is None or index not in set(evaluation.evaluated):
+        if evaluation is None or point is None or index is None or index not in self._evaluated:
             self.view.set_marks(())
             return
         self.view.set_marks(image_marks(evaluation, point, index))
@@ -454,5 +465,5 @@ class EvaluationController(QObject):
         return written
 
     async def shutdown(self) -> None:
-        self._confusion_timer.stop()
+        self._settle_timer.stop()
         await self.stop()

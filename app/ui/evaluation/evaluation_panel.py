@@ -157,7 +157,8 @@ class EvaluationPanel(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # Sized to the contents once per update (ResizeToContents would measure at every cell set).
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.setSortingEnabled(True)
         self.pr_curves = PrCurves()
         self.heat_map = ConfusionHeatMap()
@@ -329,6 +330,7 @@ class EvaluationPanel(QWidget):
                     text = figure(value, 2 if key == "score_threshold" else 3)
                 self.table.setItem(r, c, _Number(text, value))
         self.table.setSortingEnabled(True)
+        self.table.resizeColumnsToContents()
 
     def cell_text(self, class_name: str, column: str) -> str:
         """The text of a class's row in the per-class table (for the tests and the screenshot)."""
