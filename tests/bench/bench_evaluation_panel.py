@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -41,7 +42,7 @@ from app.ui.widgets.thresholds import ThresholdsWidget
 from tests.bench.bench_evaluate import BOXES, CLASSES, make_dataset, make_results
 
 
-def best_ms(runs: int, work) -> float:  # type: ignore[no-untyped-def]
+def best_ms(runs: int, work: Callable[[int], object]) -> float:
     times = []
     for i in range(runs):
         t0 = time.perf_counter()
