@@ -359,3 +359,28 @@ def test_the_compare_window_shows_each_side_s_map_on_the_dataset(
         assert cell50.text() == figure(report["metrics"]["map50"])
     assert expected["a"]["metrics"]["map"] != expected["b"]["metrics"]["map"]
     assert "on 5 of the 5 images" in panel.accuracy[("mAP (dataset)", "a")].toolTip()
+
+
+def test_a_bad_dataset_says_what_and_where_and_the_rest_is_evaluated(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    panel, controller = viewer.evaluation.panel, viewer.evaluation.controller
+    # No such dataset: said in the banner and the panel, nothing else changes.
+    missing = tmp_path / "nowhere"
+    assert not harness.run(viewer.evaluation.start(EvaluationChoice(str(missing))))
+    assert f"{missing}: no such file or folder" in panel.status.text()
+    assert str(missing) in viewer.window.banner.text() and controller.run is None
+    # A malformed line: named with its file and line; the rest of the dataset is evaluated.
+    dataset, _ = write_dataset("yolo", tmp_path / "yolo", face_images()[:3], ["face"])
+    label = dataset / "labels" / "f2.txt"
+    label.write_text(label.read_text() + "0 0.5 zero 0.1 0.1\n")
+    assert harness.run(viewer.evaluation.start(EvaluationChoice(str(dataset))))
+    harness.run(until(lambda: controller.report is not None, what="the evaluation"))
+    report = controller.report
+    assert report is not None and report["dataset"]["dropped"]["annotations"] == 1
+    assert report["dataset"]["evaluated_images"] == 3
+    listed = [panel.problems.item(i).text() for i in range(panel.problems.count())]
+    assert len(listed) == 1 and str(label) in listed[0] and "line 2" in listed[0]
+    assert "dropped: 1 annotation, 0 images" in panel.dataset_line.text()

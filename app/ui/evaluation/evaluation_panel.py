@@ -56,6 +56,10 @@ def figure(value: float | None, digits: int = 3) -> str:
     return NONE_TEXT if value is None else f"{value:.{digits}f}"
 
 
+def count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def problem_text(problem: dict[str, Any]) -> str:
     """A dataset problem of the report, as `Problem.text()` says it."""
     where = f" ({problem['where']})" if problem.get("where") else ""
@@ -272,12 +276,14 @@ class EvaluationPanel(QWidget):
         parts = [
             f"{d['format']}",
             f"{d['evaluated_images']} / {d['images']} images evaluated",
-            f"{d['annotations']} objects",
+            count(d["annotations"], "object"),
         ]
         if dropped["annotations"] or dropped["images"]:
-            parts.append(f"{dropped['annotations']} annotations and {dropped['images']} images dropped")
+            parts.append(
+                f"dropped: {count(dropped['annotations'], 'annotation')}, {count(dropped['images'], 'image')}"
+            )
         if d["failed_images"]:
-            parts.append(f"{len(d['failed_images'])} images failed")
+            parts.append(f"{count(len(d['failed_images']), 'image')} failed")
         if d["unmatched_classes"]:
             parts.append(f"not in the model: {', '.join(d['unmatched_classes'])}")
         self.dataset_line.setText(" · ".join(parts))
