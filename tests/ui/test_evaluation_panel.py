@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPoint, QPointF, QRect, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
@@ -25,6 +25,7 @@ from app.ui.evaluation.evaluation_panel import figure, metric_keys
 from app.ui.state.viewer_state import Mode
 from app.ui.viewer import Viewer
 from tests.evaluation_data import Img, Obj, face_images, write_dataset
+from tests.integration.test_cli_evaluate import CLASSES, FIXED
 from tests.integration.test_cli_infer import run_cli
 from tests.ui.viewer_fixtures import Harness, slow_image, until
 
@@ -384,3 +385,55 @@ def test_a_bad_dataset_says_what_and_where_and_the_rest_is_evaluated(
     listed = [panel.problems.item(i).text() for i in range(panel.problems.count())]
     assert len(listed) == 1 and str(label) in listed[0] and "line 2" in listed[0]
     assert "dropped: 1 annotation, 0 images" in panel.dataset_line.text()
+
+
+def test_the_panel_fits_a_laptop_screen(harness: Harness, triton: EmbeddedServer, faces: Path) -> None:
+    viewer = evaluated(harness, triton.grpc_url, faces)
+    window, panel = viewer.window, viewer.evaluation.panel
+    hint = window.minimumSizeHint()
+    assert hint.width() <= 1024 and hint.height() <= 640, hint
+    window.resize(1280, 720)
+    QApplication.processEvents()
+    assert (window.width(), window.height()) == (1280, 720)
+    for part in (panel.metrics_grid.parentWidget(), panel.slider, panel.tabs, panel.export_button):
+        assert part is not None
+        corner = part.mapTo(window, QPoint(0, 0))
+        assert window.rect().contains(QRect(corner, part.size())), type(part).__name__
+    assert panel.table.viewport().height() >= 3 * panel.table.verticalHeader().defaultSectionSize()
+    for tab, widget in ((1, panel.pr_curves), (2, panel.heat_map)):
+        panel.tabs.setCurrentIndex(tab)
+        QApplication.processEvents()
+        seen = widget.visibleRegion().boundingRect()
+        assert seen.width() >= 200 and seen.height() >= 150, (type(widget).__name__, seen)
+    view = window.view
+    assert view.width() >= 600 and view.height() >= 250, view.size()
+
+
+def test_confusions_between_classes_narrow_to_their_images(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    """fixed_versions on the planted dataset of the command's tests (three classes): a car the
+    model calls a face, a hand nothing finds, false faces and cars (tests/models/README.md)."""
+    dataset, _ = write_dataset("coco", tmp_path / "fixed", FIXED, CLASSES)
+    viewer = evaluated(harness, triton.grpc_url, dataset, "fixed_versions")
+    panel, strip = viewer.evaluation.panel, viewer.window.strip
+    panel.tabs.setCurrentIndex(2)
+    panel.heat_map.resize(360, 320)
+    QApplication.processEvents()
+    assert panel.heat_map.labels == ["face", "hand", "car", "background"]
+    face, hand, car, background = range(4)
+    for cell, expected in (
+        ((car, face), ["a_confused.png"]),
+        ((hand, background), ["e_shifted.png"]),
+        ((face, background), ["b_elsewhere.png"]),
+        ((background, face), ["b_elsewhere.png", "c_empty.png"]),
+        ((background, car), ["a_confused.png", "c_empty.png"]),
+        ((car, car), ["b_elsewhere.png", "d_exact.png", "e_shifted.png"]),
+    ):
+        centre = panel.heat_map.cell_rect(*cell).center()
+        point = QPoint(round(centre.x()), round(centre.y()))
+        QTest.mouseClick(panel.heat_map, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point)
+        assert names(strip.visible_keys()) == expected, cell
+    assert "car found (3 images)" in viewer.window.batch_bar.info.text()
+    panel.show_all_button.click()
+    assert len(strip.visible_keys()) == len(FIXED) and panel.heat_map.selected is None
