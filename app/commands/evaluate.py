@@ -34,7 +34,7 @@ from app.commands.progress import Progress
 from app.evaluation.classes import ClassMapError, read_class_map
 from app.evaluation.cocoeval import IOU_TYPES
 from app.evaluation.datasets import FORMATS, Dataset, DatasetError, load_dataset
-from app.evaluation.evaluate import Evaluation, evaluate_results
+from app.evaluation.evaluate import Evaluation, evaluate_results, iou_type_problem
 from app.evaluation.plots import write_plots
 from app.evaluation.report import all_problems, comparison_report, dumps, model_report
 from app.evaluation.run import DatasetRun
@@ -250,10 +250,9 @@ def _evaluate_all(
 
 
 def _check_iou_type(iou_type: str, model: str, task: str, kpt_shape: tuple[int, int] | None) -> None:
-    if iou_type == "segm" and task not in ("segment", "semantic"):
-        raise UsageError(f"--iou-type segm: model '{model}' gives no masks (its task is {task})")
-    if iou_type == "keypoints" and kpt_shape is None:
-        raise UsageError(f"--iou-type keypoints: model '{model}' gives no keypoints (its task is {task})")
+    problem = iou_type_problem(iou_type, model, task, kpt_shape)
+    if problem is not None:
+        raise UsageError(f"--iou-type {iou_type}: {problem}")
 
 
 def _run(

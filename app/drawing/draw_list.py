@@ -44,11 +44,13 @@ class Fill:
 @dataclass(frozen=True, slots=True)
 class Outline:
     """A box's outline, `width` wide, inside the box: its outer edge is the box's edge (snapped
-    to whole device pixels, so it is crisp at any zoom)."""
+    to whole device pixels, so it is crisp at any zoom). Dashed: e.g. a labelled object (ground
+    truth), told apart from the model's solid boxes."""
 
     box: Box
     color: RGB
     width: float
+    dashed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,10 @@ class Placement(enum.Enum):
     # A box's tag: over the anchor (the box's top-left corner), or just under it when the
     # picture has no room above; moved left as needed to stay within the picture's width.
     ABOVE = "above"
+    # Under the anchor (a box's bottom-left corner), or just over it when the picture has no
+    # room below; kept within the picture's width as ABOVE (e.g. a labelled object's tag, out
+    # of the way of the model's tag above the same object).
+    BELOW = "below"
     CORNER = "corner"  # the text box's top-left corner at the anchor
     BESIDE = "beside"  # no box: the first baseline starts at the anchor plus `offset`
 

@@ -125,6 +125,15 @@ def evaluate_results(
     )
 
 
+def iou_type_problem(iou_type: str, model: str, task: str, kpt_shape: tuple[int, int] | None) -> str | None:
+    """Why `model` cannot be evaluated with `iou_type` (None: it can)."""
+    if iou_type == "segm" and task not in ("segment", "semantic"):
+        return f"model '{model}' gives no masks (its task is {task})"
+    if iou_type == "keypoints" and kpt_shape is None:
+        return f"model '{model}' gives no keypoints (its task is {task})"
+    return None
+
+
 def _keypoints_of(results: Mapping[int, InferenceResult]) -> int | None:
     for result in results.values():
         for det in result.detections:

@@ -57,6 +57,19 @@ class OperatingPoint:
     kept: np.ndarray  # per detection: kept at these thresholds (and evaluated)
     missed: np.ndarray  # per object: not found at these thresholds (ignored objects: False)
 
+    def total(self) -> ClassPoint:
+        """Every class together (micro-average: the counts added up)."""
+        return ClassPoint(
+            None,
+            sum(c.tp for c in self.classes),
+            sum(c.fp for c in self.classes),
+            sum(c.fn for c in self.classes),
+        )
+
+    def errors(self) -> np.ndarray:
+        """Per image index: false positives plus misses."""
+        return self.image_fp + self.image_fn
+
     def worst_images(self, count: int = 20) -> list[int]:
         """Image indices with the most errors (FP + FN), most first; ties: more misses first."""
         errors = self.image_fp + self.image_fn

@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from app.evaluation.confusion import ConfusionMatrix
-from app.evaluation.evaluate import Evaluation
+from app.evaluation.evaluate import Evaluation, Thresholds
 
 FONT = cv2.FONT_HERSHEY_SIMPLEX
 WHITE, BLACK, GREY, LIGHT = (255, 255, 255), (30, 30, 30), (120, 120, 120), (225, 225, 225)
@@ -115,12 +115,15 @@ def confusion_image(cm: ConfusionMatrix, cell: int = 56) -> np.ndarray:
     return img
 
 
-def write_plots(evaluation: Evaluation, folder: str | Path, prefix: str = "") -> list[Path]:
-    """pr_<class>.png per class and confusion_matrix.png in `folder`; returns the files written."""
+def write_plots(
+    evaluation: Evaluation, folder: str | Path, prefix: str = "", thresholds: Thresholds | None = None
+) -> list[Path]:
+    """pr_<class>.png per class and confusion_matrix.png in `folder`, at `thresholds` (default:
+    each class's best F1); returns the files written."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    point = evaluation.operating_point()
+    point = evaluation.operating_point(thresholds)
     coco = evaluation.coco
     for k, name in enumerate(evaluation.classes.categories):
         curve = coco.pr_curve(k) if coco else None
@@ -132,7 +135,8 @@ def write_plots(evaluation: Evaluation, folder: str | Path, prefix: str = "") ->
         if any(path.name == f"{prefix}pr_{safe}.png" for path in written):
             safe = f"{safe}_{k}"  # two names alike once made safe for a file name
         written.append(_write(out / f"{prefix}pr_{safe}.png", img))
-    written.append(_write(out / f"{prefix}confusion_matrix.png", confusion_image(evaluation.confusion())))
+    matrix = evaluation.confusion(thresholds)
+    written.append(_write(out / f"{prefix}confusion_matrix.png", confusion_image(matrix)))
     return written
 
 

@@ -36,8 +36,11 @@ class DatasetRun:
         window: int = 8,
         on_result: Callable[[int, InferenceResult], None] | None = None,
         on_started: Callable[[int], None] | None = None,
+        on_thumbnail: Callable[[str, np.ndarray], None] | None = None,
         readers: int = 0,
     ) -> None:
+        """`on_thumbnail(source, image)`: an image was read (the feeding thread; the viewer
+        shows the dataset's images as its batch)."""
         self.session = session
         self.dataset = dataset
         self._on_result = on_result
@@ -58,6 +61,7 @@ class DatasetRun:
             window=window,
             videos=VideoPolicy.REFUSE,
             on_started=on_started,
+            on_thumbnail=on_thumbnail,
             readers=readers,
         )
 

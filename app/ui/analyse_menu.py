@@ -1,5 +1,6 @@
-"""The Analyse menu: "Compare with…" (the A/B compare window) and "Track objects" (track ids
-and trails in the live preview, with a Tracks dock). Built beside the main window's own
+"""The Analyse menu: "Compare with…" (the A/B compare window), "Track objects" (track ids
+and trails in the live preview, with a Tracks dock) and "Evaluate against labels…" (its action
+only: the viewer wires it to app/ui/evaluation). Built beside the main window's own
 menus so the viewer only creates it and tells it the current session."""
 
 from __future__ import annotations
@@ -44,8 +45,13 @@ class AnalysisUi:
         self.compare_action.setEnabled(False)  # once connected
         self.track_action = QAction("&Track objects (live preview)", window)
         self.track_action.setCheckable(True)
+        # The viewer starts the evaluation (it becomes the batch): app/ui/evaluation.
+        self.evaluate_action = QAction("&Evaluate against labels…", window)
+        self.evaluate_action.setToolTip("COCO mAP, precision and recall against a labelled dataset")
+        self.evaluate_action.setEnabled(False)  # once connected
         menu.addAction(self.compare_action)
         menu.addAction(self.track_action)
+        menu.addAction(self.evaluate_action)
         self.tracks_panel = TracksPanel()
         self.tracks_dock = QDockWidget("Tracks", window)
         self.tracks_dock.setObjectName("TracksDock")
@@ -61,6 +67,7 @@ class AnalysisUi:
     def set_session(self, session: TritonSession | None) -> None:
         self.session = session
         self.compare_action.setEnabled(session is not None)
+        self.evaluate_action.setEnabled(session is not None)
 
     def set_tracking(self, on: bool) -> None:
         self.tracking.set_enabled(on)

@@ -45,6 +45,7 @@ from app.ui.batch.batch_browser import BatchBrowser
 from app.ui.batch.batch_runner import PLACEHOLDER, BatchRunner
 from app.ui.batch.export_actions import Exporter
 from app.ui.batch.gallery import Gallery
+from app.ui.evaluation.evaluation_ui import EvaluationUi
 from app.ui.help import about_dialog, add_help_menu, shortcuts_dialog
 from app.ui.live.live_controller import LiveController
 from app.ui.live.live_panel import LiveUi
@@ -143,6 +144,18 @@ class Viewer(QObject):
             tabify_with=w.time_dock,
             view_before=w.view_menu_toolbar_anchor,
         )
+        self.evaluation = EvaluationUi(
+            w,
+            w.detections_dock,
+            self.state,
+            w.view,
+            w.thresholds,
+            self.analysis.compare,
+            executor,
+            self.tasks,
+            self.bridge,
+            self.report,
+        )
         self.actions = ActionStates(self.state, w, self.browser)
         # --profile/--labels apply to --model, else to the model opened first; once the user
         # chooses a profile for that model (Model menu) the choice wins.
@@ -196,7 +209,7 @@ class Viewer(QObject):
             )
         )
         c.spec_for = self.session_spec
-        c.session_in_use = self.runner.active
+        c.session_in_use = lambda: self.runner.active() or self.evaluation.controller.active()
         self.analysis.profile_for = self.profiles.profile_for
         self.settings.on_warning = lambda message: self.report(message, True)
         w.profile_action.triggered.connect(self.profiles.choose)
@@ -215,6 +228,7 @@ class Viewer(QObject):
         w.empty_state.open_camera.connect(self.live_ui.open_camera)
         w.close_requested.connect(self.request_close)
         w.batch_panel.cancel_requested.connect(lambda: self.runner.cancel())
+        self._wire_evaluation()
         w.thresholds.changed.connect(self._save_thresholds)
         w.thresholds.opacity_changed.connect(self.settings.set_mask_opacity)
         self.runner.started.connect(lambda _job, total: w.batch_panel.start(total))
@@ -247,6 +261,27 @@ class Viewer(QObject):
         self._flush_timer.setInterval(LOG_FLUSH_MS)
         self._flush_timer.timeout.connect(self._flush_log)
 
+    def _wire_evaluation(self) -> None:
+        """Analyse > Evaluate against labels…: the dataset's images become the batch, their
+        results go where a batch's go (log, statistics, thumbnails, picture)."""
+        w, ev = self.window, self.evaluation.controller
+        self.analysis.evaluate_action.triggered.connect(lambda: self.evaluation.ask())
+        w.batch_panel.cancel_requested.connect(ev.cancel)
+        ev.starting.connect(self._on_evaluation_starting)
+        ev.entry_added.connect(self._on_entry_added)
+        ev.result.connect(self._on_batch_result)
+        ev.run_started.connect(w.batch_panel.start)
+        ev.run_progress.connect(w.batch_panel.set_progress)
+        ev.run_finished.connect(self._on_batch_finished)
+
+    def _on_evaluation_starting(self, roots: list[str]) -> None:
+        self.runner.cancel()
+        self._clear()
+        self.browser.add_roots(roots)
+        self._batch_takes_view()
+        self.gallery.expect_new_job()
+        self.stats.batch_started()
+
     # -- start -----------------------------------------------------------------------
     def start(self) -> None:
         geometry, state = self.settings.window_state()
@@ -255,6 +290,7 @@ class Viewer(QObject):
         if state is None or not self.window.restore_layout(state):
             self.window.default_dock_sizes()
         self.window.open_dir = self.settings.last_dir("open")
+        self.evaluation.start_dir = self.settings.last_dir("evaluate")
         self.live_ui.record_dir = self.settings.last_dir("record")
         url_text = ", ".join(self.options.urls) if self.options.urls else LOCAL_SERVER
         self.window.server_panel.set_recent(self.settings.recent_servers(), url_text)
@@ -468,6 +504,7 @@ class Viewer(QObject):
         self.live.set_session(session)
         self.analysis.set_session(session)
         self.server_tools.set_session(session)
+        self.evaluation.set_session(session)
 
     def _on_session_closing(self, _session: TritonSession) -> None:
         self.runner.cancel()  # stop feeding the old session; its requests end as cancelled
@@ -475,6 +512,8 @@ class Viewer(QObject):
         self.live.set_session(None)  # the stream stops feeding the old session
         self.analysis.set_session(None)
         self.server_tools.set_session(None)
+        self.evaluation.set_session(None)
+        self.evaluation.controller.cancel()  # the images answered so far are evaluated
 
     def _in_flight(self) -> int:
         session = self.connection.session
@@ -604,6 +643,11 @@ class Viewer(QObject):
     async def _shutdown(self) -> None:
         try:
             self.settings.set_last_dir("record", self.live_ui.record_dir)
+            if self.evaluation.controller.choice is not None:
+                # Where the next dataset is looked for: beside this one.
+                self.settings.set_last_dir(
+                    "evaluate", str(Path(self.evaluation.controller.choice.dataset).parent)
+                )
             self.settings.sync()
             self.stats.stop()
             self.server_split.stop()
@@ -615,6 +659,7 @@ class Viewer(QObject):
             await self.live.shutdown()  # stop the stream, release the capture on its thread
             if self.load_test is not None:
                 await self.load_test.shutdown()  # a sweep in progress stops, its thread ends
+            await self.evaluation.shutdown()  # an evaluation's run stops, its thread ends
             await self.analysis.shutdown()  # the compare window's runs and sessions
             await self.server_tools.shutdown()  # a tune restores the original config first
             self.runner.cancel()  # stop submitting

@@ -39,6 +39,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_pipelines_live.py": (True, r"face_detector +[\d.]+ frames/s shown"),
     "bench_evaluate.py": (False, r"an operating point at new thresholds +[\d.]+ ms"),
     "bench_render.py": (False, r"detections 1280x720, 10 boxes +[\d.]+ +[\d.]+"),
+    "bench_evaluation_panel.py": (False, r"a slider step \(GUI thread\) +[\d.]+ ms"),
     "plain_infer.py": (True, r"ok=4 failed=0"),
 }
 

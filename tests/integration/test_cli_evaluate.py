@@ -30,6 +30,7 @@ from tests.evaluation_data import (
     Img,
     Obj,
     assert_close,
+    face_images,
     reference,
     reference_class_ap,
     reference_metrics,
@@ -38,7 +39,6 @@ from tests.evaluation_data import (
     write_labelme,
 )
 from tests.integration.test_cli_infer import ROOT, run_cli
-from tests.media import face_box, head_image
 
 FORMATS = ("coco", "yolo", "voc", "labelme")
 CLASSES = ["face", "hand", "car"]  # fixed_versions' labels
@@ -159,35 +159,10 @@ def test_per_class_operating_point_confusion_and_worst_images(fixed_reports: dic
 
 
 # -- the face detector on photographs: real scores, imprecise boxes ---------------------------------------
-def _face_images() -> list[Img]:
-    """640x480 images with the astronaut's head pasted at a few sizes; the face boxes as a
-    labeller would draw them (approximately: IoU with the detector's from ~0.5 to ~0.9)."""
-    layouts = {
-        "f1.png": [((40, 60), 1.0), ((380, 200), 0.7)],
-        "f2.png": [((250, 100), 1.3)],
-        "f3.png": [((60, 250), 0.75), ((300, 40), 0.8), ((470, 260), 0.9)],
-        "f4.png": [],  # a labelled face the detector cannot find (no head there): a miss
-        "f5.png": [((200, 150), 0.9)],  # a head nobody labelled: a false positive
-    }
-    images = []
-    for name, heads in layouts.items():
-        canvas = np.full((480, 640, 3), (210, 200, 190), np.uint8)
-        objects = []
-        for (x, y), scale in heads:
-            head = cv2.cvtColor(head_image(scale), cv2.COLOR_RGB2BGR)
-            canvas[y : y + head.shape[0], x : x + head.shape[1]] = head
-            if name != "f5.png":
-                objects.append(Obj("face", tuple(float(v) for v in face_box((x, y), scale))))
-        if name == "f4.png":
-            objects.append(Obj("face", (300.0, 200.0, 360.0, 270.0)))
-        images.append(Img(name, 640, 480, objects, canvas))
-    return images
-
-
 @pytest.fixture(scope="module")
 def face_run(triton: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Img], list[Any]]:
     """The face images and the detector's records of them (from a first evaluate run)."""
-    images = _face_images()
+    images = face_images()
     root = tmp_path_factory.mktemp("faces")
     dataset, _ = write_dataset("voc", root / "data", images, ["face"])
     out, records = root / "report.json", root / "records.jsonl"

@@ -3,10 +3,12 @@
     xvfb-run -a -s "-screen 0 1280x720x24" .venv/bin/python -m tests.ui.readme_screenshots resources/ [SHOT]
 
 Writes screenshot.png (a batch: the picture, its boxes listed, the thumbnails and the batch's
-statistics), screenshot-live.png (live video being recorded), screenshot-start.png (the
-first screen) and screenshot-tune.png (Tools > Tune… after a tune of the test model
-fixed_cost, served with the bundled models). SHOT: `window` or `tune` (default both).
-Settings go to a temporary folder: the user's own are never touched.
+statistics), screenshot-evaluation.png (Evaluate against labels: the worst image first, its
+labels dashed beside the model's boxes, the confusion matrix), screenshot-live.png (live video
+being recorded), screenshot-start.png (the first screen) and screenshot-tune.png (Tools >
+Tune… after a tune of the test model fixed_cost, served with the bundled models). SHOT:
+`window` or `tune` (default both). Settings go to a temporary folder: the user's own are never
+touched.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import cv2
+import numpy as np
 import qasync
 from PySide6.QtWidgets import QApplication
 from skimage import data
@@ -26,9 +29,11 @@ from skimage import data
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from app.ui.analysis.scoped_stats import Scope
+from app.ui.evaluation.evaluate_dialog import EvaluationChoice
 from app.ui.main_window import Mode
 from app.ui.viewer import Viewer, ViewerOptions
-from tests.media import make_face_video
+from tests.evaluation_data import Img, Obj, face_images, write_dataset
+from tests.media import face_box, head_image, make_face_video
 
 TEST_MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -61,6 +66,26 @@ def sample_folder(root: Path) -> Path:
     return root
 
 
+def labelled_faces(root: Path) -> Path:
+    """A Pascal VOC dataset of the astronaut's head pasted at several sizes, and a group picture
+    with a face too small for the detector (a miss) and one nobody labelled (a false positive)."""
+    canvas = np.full((480, 640, 3), (210, 200, 190), np.uint8)
+    objects = []
+    for (x, y), scale, labelled in (
+        ((30, 40), 0.9, True),
+        ((400, 60), 0.6, True),
+        ((250, 330), 0.22, True),
+        ((430, 280), 0.75, False),
+    ):
+        head = cv2.cvtColor(head_image(scale), cv2.COLOR_RGB2BGR)
+        canvas[y : y + head.shape[0], x : x + head.shape[1]] = head
+        if labelled:
+            objects.append(Obj("face", tuple(float(v) for v in face_box((x, y), scale))))
+    images = [*face_images(), Img("group.png", 640, 480, objects, canvas)]
+    dataset, _ = write_dataset("voc", root, images, ["face"])
+    return dataset
+
+
 def grab(viewer: Viewer, path: Path) -> None:
     QApplication.processEvents()
     viewer.window.grab().save(str(path))
@@ -87,6 +112,16 @@ async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     viewer.stats.poll()
     await asyncio.sleep(1.0)
     grab(viewer, out / "screenshot.png")
+
+    await viewer.evaluation.start(EvaluationChoice(str(labelled_faces(work / "faces"))))
+    evaluation = viewer.evaluation.controller
+    await until(lambda: evaluation.report is not None and evaluation.confusion is not None)
+    viewer.evaluation.panel.sort_check.setChecked(True)  # the worst image first
+    viewer.browser.first()
+    viewer.evaluation.panel.tabs.setCurrentIndex(2)  # the confusion matrix
+    await until(lambda: len(window.view.mark_items()) == 4)  # the group picture's marks
+    await asyncio.sleep(1.0)
+    grab(viewer, out / "screenshot-evaluation.png")
 
     video = work / "walk.mp4"
     make_face_video(video, frames=600, fps=30, size=(640, 480))

@@ -70,6 +70,7 @@ class BatchBrowser(QObject):
         bar.next_button.clicked.connect(lambda: self.step(1))
         bar.search.textChanged.connect(lambda _t: self.apply_filter())
         bar.filter.currentIndexChanged.connect(lambda _i: self.apply_filter())
+        gallery.state.browsing_changed.connect(lambda _none: self._on_browsing())
         gallery.shown.connect(lambda _key: self.update_info())
         self.strip.selected.connect(lambda _key: self.update_info())
         thresholds.changed.connect(lambda *_a: self._recount.start())
@@ -126,11 +127,18 @@ class BatchBrowser(QObject):
             self.select(visible[0])
         self.update_info()
 
+    def _on_browsing(self) -> None:
+        """The state's subset or order changed (e.g. a confusion matrix cell was chosen)."""
+        self.strip.reorder(self.gallery.state.ordered_keys())
+        self.apply_filter()
+
     def _apply_one(self, key: str) -> None:
         text, choice = self.bar.search.text().strip(), self.bar.filter_value()
         result = self.gallery.results.get(key)
         labels = self._labels.get(key, set())
-        self.strip.set_hidden(key, not matches(self.name_of(key), result, labels, text, choice))
+        only = self.gallery.state.only
+        shown = (only is None or key in only) and matches(self.name_of(key), result, labels, text, choice)
+        self.strip.set_hidden(key, not shown)
 
     # -- navigation -----------------------------------------------------------------------------
     def visible(self) -> list[str]:
@@ -191,6 +199,9 @@ class BatchBrowser(QObject):
         result = self.gallery.results.get(current)
         shown = len(self.gallery.visible_detections(result)) if result is not None else 0
         text = info_text(position, len(keys), self.name_of(current), result, shown)
+        reason = self.gallery.state.only_reason
+        if reason:
+            text += f" · only {reason}"
         self.bar.info.setText(text)
         self.bar.info.setToolTip(f"{current}\n{text}")
 

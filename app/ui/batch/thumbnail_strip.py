@@ -96,6 +96,22 @@ class ThumbnailStrip(QListWidget):
         if item is not None and item.isHidden() != hidden:
             item.setHidden(hidden)
 
+    def reorder(self, keys: list[str]) -> None:
+        """Put the thumbnails in the order of `keys` (those not named follow, as they were);
+        the current one stays current, without a `selected` signal (nothing else changed)."""
+        rank = {key: i for i, key in enumerate(keys)}
+        current = self.currentItem()
+        self.blockSignals(True)
+        try:
+            items = [self.takeItem(0) for _ in range(self.count())]
+            items.sort(key=lambda item: rank.get(str(item.data(KeyRole)), len(rank)))
+            for item in items:
+                self.addItem(item)
+            if current is not None:
+                self.setCurrentItem(current)
+        finally:
+            self.blockSignals(False)
+
     def item_for(self, key: str) -> QListWidgetItem | None:
         return self._items.get(key)
 

@@ -49,6 +49,7 @@ FIGURES_INTERVAL_MS = 500
 class CompareController(QObject):
     pair_shown = Signal(int, float)  # live: frame index, capture-to-display latency (ms)
     ready = Signal()  # both sessions are open
+    batch_done = Signal()  # a batch compare ended: every input's pair is in `pairs`
 
     def __init__(
         self,
@@ -288,6 +289,7 @@ class CompareController(QObject):
             f"done: {s['total']} input(s), agreement {s['agreement']:.3f} "
             f"({s['matched']} matched, {s['only_a']} only A, {s['only_b']} only B)"
         )
+        self.batch_done.emit()
 
     def _open_requested(self, source: str | None, frame: int | None) -> None:
         key = (source, frame)

@@ -23,6 +23,7 @@ from app.ui.analysis.stats_panel import NONE_TEXT, format_ms
 from app.ui.compare.compare_view import SIDE_COLORS
 
 ROWS = ("model", "p50", "p95", "throughput", "detections / image", "ok / failed", "dropped (live)")
+ACCURACY_ROWS = ("mAP (dataset)", "mAP50 (dataset)")
 COLUMNS = ("input", "frame", "only A", "only B", "matched", "agreement")
 COL_ONLY_A, COL_ONLY_B, COL_AGREEMENT = 2, 3, 5
 
@@ -59,6 +60,22 @@ class ComparePanel(QWidget):
                 cell.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
                 self.cells[(name, side)] = cell
                 grid.addWidget(cell, r, column)
+        # Each model's accuracy on the labelled dataset open in the viewer (Evaluate against
+        # labels…), once the compare ran on its images; hidden without a dataset.
+        self.accuracy_rows: list[QLabel] = []
+        self.accuracy: dict[tuple[str, Side], QLabel] = {}
+        for r, name in enumerate(ACCURACY_ROWS, start=len(ROWS) + 1):
+            title = QLabel(name)
+            self.accuracy_rows.append(title)
+            grid.addWidget(title, r, 0)
+            for side, column in ((Side.A, 1), (Side.B, 2)):
+                cell = QLabel(NONE_TEXT)
+                cell.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+                cell.setStyleSheet("font-weight: bold")
+                self.accuracy[(name, side)] = cell
+                self.accuracy_rows.append(cell)
+                grid.addWidget(cell, r, column)
+        self.set_accuracy(None)
         self.agreement = QLabel("agreement")
         self.agreement.setStyleSheet("font-weight: bold")
         self.table = QTableWidget(0, len(COLUMNS))
@@ -100,6 +117,15 @@ class ComparePanel(QWidget):
             f"agreement {summary['agreement']:.3f} · {summary['matched']} matched, "
             f"{summary['only_a']} only in A, {summary['only_b']} only in B · {summary['total']} input(s)"
         )
+
+    def set_accuracy(self, values: dict[Side, dict[str, str]] | None, note: str = "") -> None:
+        """Each side's figures on the labelled dataset ({side: {row: text}}); None: no dataset
+        open (the rows are hidden). `note`: e.g. on how many of the dataset's images."""
+        for widget in self.accuracy_rows:
+            widget.setVisible(values is not None)
+            widget.setToolTip(note)
+        for (name, side), cell in self.accuracy.items():
+            cell.setText((values or {}).get(side, {}).get(name, NONE_TEXT))
 
     def add_row(self, row: Disagreement) -> None:
         key = (row.source, row.frame)

@@ -40,6 +40,12 @@ class ViewerState:
         self.entries: dict[str, FileIdentity | None] = {}
         self.results: dict[str, InferenceResult] = {}
         self.stale: set[str] = set()
+        # How the batch is looked through: only some of its entries (e.g. the images of a
+        # confusion matrix's cell; None: all) and in which order (e.g. most errors first;
+        # None: as they came). The search and filter of the batch bar apply on top.
+        self.only: frozenset[str] | None = None
+        self.only_reason = ""
+        self.order: tuple[str, ...] | None = None
         self.current_key: str | None = None  # the entry selected
         self.shown_key: str | None = None  # ... whose picture is drawn (None: not yet, or none)
         self.live = LiveState.IDLE
@@ -47,6 +53,7 @@ class ViewerState:
         self.mode_changed: Event[Mode] = Event()
         self.batch_changed: Event[str | None] = Event()  # the entry or result's key (None: all)
         self.selection_changed: Event[str | None] = Event()
+        self.browsing_changed: Event[None] = Event()  # `only` or `order`
         self.shown_changed: Event[str | None] = Event()
         self.live_changed: Event[LiveState] = Event()
         self.scope_changed: Event[Scope] = Event()
@@ -82,6 +89,8 @@ class ViewerState:
         self.results.clear()
         self.stale.clear()
         self.select(None)
+        self.narrow(None)
+        self.set_order(None)
         self.batch_changed.emit(None)
 
     def has_entries(self) -> bool:
@@ -89,6 +98,29 @@ class ViewerState:
 
     def current_result(self) -> InferenceResult | None:
         return None if self.current_key is None else self.results.get(self.current_key)
+
+    def narrow(self, keys: frozenset[str] | set[str] | None, reason: str = "") -> None:
+        """Show only the entries `keys` (None: all), and say why (e.g. "face seen as car")."""
+        only = None if keys is None else frozenset(keys)
+        if only == self.only and reason == self.only_reason:
+            return
+        self.only, self.only_reason = only, reason if only is not None else ""
+        self.browsing_changed.emit(None)
+
+    def set_order(self, keys: list[str] | tuple[str, ...] | None) -> None:
+        """Look through the entries in this order (entries not named follow as they came);
+        None: as they came."""
+        order = None if keys is None else tuple(keys)
+        if order != self.order:
+            self.order = order
+            self.browsing_changed.emit(None)
+
+    def ordered_keys(self) -> list[str]:
+        """Every entry, in the order the batch is looked through."""
+        if self.order is None:
+            return list(self.entries)
+        rank = {key: i for i, key in enumerate(self.order)}
+        return sorted(self.entries, key=lambda key: rank.get(key, len(rank)))  # stable
 
     # -- selection -------------------------------------------------------------------------------
     def select(self, key: str | None) -> None:

@@ -14,11 +14,13 @@ from PySide6.QtGui import QColor, QImage, QPainter, QPixmap, QResizeEvent, QShow
 from PySide6.QtWidgets import QFrame, QGraphicsPixmapItem, QGraphicsScene, QGraphicsView, QWidget
 
 from app.drawing.draw_list import classes_text, semantic_fill
+from app.drawing.marks import MarkShape
 from app.drawing.style import AnnotationStyle
 from app.inference.result import ClassScore, Detection, SemanticMask
 from app.ui.base.qimage import rgb_to_qpixmap
 from app.ui.view.classes_item import ClassesItem
 from app.ui.view.detection_items import DetectionItem
+from app.ui.view.mark_items import MarkItem
 from app.ui.view.overlay_items import KeypointsItem, MaskItem, ZoomFollowingItem
 
 ZOOM_STEP = 1.25  # per wheel notch (120 eighths of a degree)
@@ -46,6 +48,7 @@ class ImageView(QGraphicsView):
         self._pixmap_item.setZValue(0)
         self._scene.addItem(self._pixmap_item)
         self._boxes: list[DetectionItem] = []
+        self._marks: list[MarkItem] = []  # labelled objects and false positives (an evaluation)
         self._detections: list[Detection] = []
         self._semantic: list[MaskItem] = []
         self._classes_item: ClassesItem | None = None
@@ -178,9 +181,27 @@ class ImageView(QGraphicsView):
             if isinstance(item, DetectionItem | ZoomFollowingItem) and item.parentItem() is None:
                 item.set_view_scale(scale)
 
+    def set_marks(self, marks: Sequence[MarkShape]) -> None:
+        """Replace the evaluation's marks over the picture: labelled objects (dashed) and false
+        positives; the image and the model's boxes stay."""
+        for item in self._marks:
+            self._scene.removeItem(item)
+        self._marks = []
+        scale = self.zoom_factor()
+        for shape in marks:
+            item = MarkItem(shape, self._image_size)
+            item.setZValue(1.5)  # over the model's boxes: a false positive's mark covers its outline
+            item.set_view_scale(scale)
+            self._scene.addItem(item)
+            self._marks.append(item)
+
+    def mark_items(self) -> list[MarkItem]:
+        return list(self._marks)
+
     def clear(self) -> None:
         """Remove the image, every box and every overlay."""
         self.set_detections(())
+        self.set_marks(())
         self.set_overlays(None, None)
         self._pixmap_item.setPixmap(QPixmap())
         self._image_size = None

@@ -100,9 +100,13 @@ def text_origin(
         return QPointF(x + round(text.offset[0] * scale), y + round(text.offset[1] * scale))
     if text.placement is Placement.CORNER:
         return QPointF(x, y)
-    if bounds is None:  # no picture to stay within: above
-        return QPointF(x, y - layout.height)
-    top = y - layout.height if y - layout.height >= bounds.top() else y
+    below = text.placement is Placement.BELOW
+    if bounds is None:  # no picture to stay within
+        return QPointF(x, y if below else y - layout.height)
+    if below:
+        top = y if y + layout.height <= bounds.y() + bounds.height() else y - layout.height
+    else:
+        top = y - layout.height if y - layout.height >= bounds.top() else y
     right = bounds.x() + bounds.width()
     left = min(max(x, bounds.x()), max(right - layout.width, bounds.x()))
     return QPointF(left, top)
@@ -205,7 +209,10 @@ class DevicePainter:
 
     def box(self, outline: Outline) -> None:
         self.outline(
-            device_box(self.to_device, outline.box), qcolor(outline.color), outline.width * self.scale
+            device_box(self.to_device, outline.box),
+            qcolor(outline.color),
+            outline.width * self.scale,
+            outline.dashed,
         )
 
     def polyline(self, line: Polyline) -> None:
