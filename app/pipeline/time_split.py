@@ -46,3 +46,58 @@ def time_segments(client: TimingMeans | None, server: ServerSplit | None) -> lis
     post = "decode, NMS, boxes to original pixels"
     out.append(Segment("postprocess", "client post", client.postprocess_ms, post))
     return out
+
+
+@dataclass(frozen=True)
+class StageRow:
+    """One line of a pipeline's own split: a stage, the time outside its stages, or the whole."""
+
+    key: str  # "stage", "outside" or "total"
+    title: str
+    queue_ms: float | None  # None: no queue of its own ("outside")
+    compute_ms: float
+    calls: float | None  # the stage's requests per request of the pipeline
+    explanation: str
+
+
+def stage_rows(model: str, server: ServerSplit | None) -> list[StageRow]:
+    """A pipeline's stages per request of the pipeline (each stage's queue and compute over the
+    interval divided by the pipeline's requests), what its compute spent outside them, and its
+    own queue and compute; [] for a single model. The compute of a BLS model includes its
+    stages (it waits for them), as an ensemble's is the sum of its steps'."""
+    if server is None or not server.stages:
+        return []
+    rows = [
+        StageRow(
+            "stage",
+            s.model,
+            s.queue_ms,
+            s.compute_ms,
+            s.count / server.requests,
+            f"{s.count} requests to {s.model} for {server.requests} to {model}",
+        )
+        for s in server.stages
+    ]
+    inside = sum(s.queue_ms + s.compute_ms for s in server.stages)
+    outside = max(0.0, server.compute_ms - inside)
+    rows.append(
+        StageRow(
+            "outside",
+            "outside the stages",
+            None,
+            outside,
+            None,
+            f"{model}'s compute minus its stages' queue and compute: its own code and the calls",
+        )
+    )
+    rows.append(
+        StageRow(
+            "total",
+            f"{model} in all",
+            server.queue_ms,
+            server.compute_ms,
+            None,
+            f"{model}'s own queue and compute, its stages included",
+        )
+    )
+    return rows
