@@ -5,16 +5,25 @@ protocol the channel speaks gives them too."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any, Protocol
 
 from app.inference.introspection.pipeline import Pipeline
 from app.inference.introspection.server_stats import ServerCounters, add_counters, parse_counters
-from app.inference.transports.channel import Channel, Headers
+from app.inference.transports.channel import Headers
 
 StageCounters = tuple[tuple[str, ServerCounters], ...]
 
 
+class StatisticsSource(Protocol):
+    """The one call of a Channel that this needs."""
+
+    def inference_statistics(
+        self, model: str, *, headers: Headers, timeout_s: float, version: str = ""
+    ) -> dict[str, Any]: ...
+
+
 def stage_counters(
-    channels: Iterable[Channel], pipeline: Pipeline | None, *, headers: Headers, timeout_s: float
+    channels: Iterable[StatisticsSource], pipeline: Pipeline | None, *, headers: Headers, timeout_s: float
 ) -> StageCounters:
     """Each stage's cumulative counters, summed over the servers (one channel each), in the
     pipeline's order; () for a single model. Blocking: one statistics call per stage and server."""
