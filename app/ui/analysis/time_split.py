@@ -60,6 +60,7 @@ class TimeSplitWidget(QWidget):
         layout.addWidget(self.batcher)
         layout.addWidget(self.stages)
         layout.addWidget(self.note)
+        layout.addStretch(1)  # spare height below the figures, not between them
         self._rows: list[tuple[QLabel, QLabel, QLabel]] = []
         self.segments: list[Segment] = []
 
