@@ -62,9 +62,13 @@ class StageRow:
 
 def stage_rows(model: str, server: ServerSplit | None) -> list[StageRow]:
     """A pipeline's stages per request of the pipeline (each stage's queue and compute over the
-    interval divided by the pipeline's requests), what its compute spent outside them, and its
-    own queue and compute; [] for a single model. The compute of a BLS model includes its
-    stages (it waits for them), as an ensemble's is the sum of its steps'."""
+    interval divided by the pipeline's requests), the rest of the pipeline's time on the
+    server, and its own queue and compute as Triton reports them; [] for a single model.
+
+    A BLS model's compute includes the time it waits for its stages. An ensemble's compute is
+    its steps' compute added up, and its queue only its own: its steps' queues are in its
+    total. So the rest is measured from the total: the pipeline's own code and calls, the
+    scheduling between steps, the server's overhead."""
     if server is None or not server.stages:
         return []
     rows = [
@@ -79,15 +83,15 @@ def stage_rows(model: str, server: ServerSplit | None) -> list[StageRow]:
         for s in server.stages
     ]
     inside = sum(s.queue_ms + s.compute_ms for s in server.stages)
-    outside = max(0.0, server.compute_ms - inside)
     rows.append(
         StageRow(
             "outside",
             "outside the stages",
             None,
-            outside,
+            max(0.0, server.total_ms - server.queue_ms - inside),
             None,
-            f"{model}'s compute minus its stages' queue and compute: its own code and the calls",
+            f"the rest of {model}'s time on the server: its own code and calls (a BLS model), "
+            "the scheduling between steps (an ensemble), the server's overhead",
         )
     )
     rows.append(
@@ -97,7 +101,8 @@ def stage_rows(model: str, server: ServerSplit | None) -> list[StageRow]:
             server.queue_ms,
             server.compute_ms,
             None,
-            f"{model}'s own queue and compute, its stages included",
+            f"{model}'s queue and compute as Triton reports them: a BLS model's compute includes "
+            "its stages; an ensemble's is its steps' compute, their queues left out",
         )
     )
     return rows

@@ -7,11 +7,14 @@ stage are read before and after the same requests (nothing else uses the server 
 each figure is that interval's nanoseconds divided by the pipeline's requests, i.e. a mean
 per request of the pipeline. A BLS model's compute includes the time it waits for its stages,
 and each stage's queue + compute lies inside its own request, so the stages' queue + compute
-add up to no more than the pipeline's own queue + compute."""
+add up to no more than the pipeline's own queue + compute. Triton counts an ensemble
+otherwise: its compute is its steps' compute, its queue only its own, so its steps' queue +
+compute add up to no more than its total (success) time."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import cv2
@@ -20,6 +23,7 @@ import skimage.data
 
 from app.inference.core.session import TritonSession
 from app.inference.introspection.server_stats import split
+from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from tests.integration.test_cli_infer import bgr, parse, run_cli
 
@@ -27,6 +31,28 @@ pytestmark = pytest.mark.slow
 
 STAGES = {"face_mesh": ["face_detector", "face_landmark"], "person_pose": ["pose_detector", "pose_landmark"]}
 NOTE = "count every request those models served in the interval"
+# An ensemble of one step: face_detector's boxes as they are.
+ENSEMBLE = """
+name: "faces_ensemble"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "image", data_type: TYPE_UINT8, dims: [ -1, -1, 3 ] } ]
+output [
+  { name: "num_dets", data_type: TYPE_INT32, dims: [ 1 ] },
+  { name: "det_boxes", data_type: TYPE_FP32, dims: [ 100, 4 ] },
+  { name: "det_scores", data_type: TYPE_FP32, dims: [ 100 ] },
+  { name: "det_classes", data_type: TYPE_INT32, dims: [ 100 ] }
+]
+ensemble_scheduling { step [ {
+  model_name: "face_detector"
+  model_version: -1
+  input_map { key: "image" value: "image" }
+  output_map { key: "num_dets" value: "num_dets" }
+  output_map { key: "det_boxes" value: "det_boxes" }
+  output_map { key: "det_scores" value: "det_scores" }
+  output_map { key: "det_classes" value: "det_classes" }
+} ] }
+"""
 
 
 @pytest.fixture(scope="module")
@@ -120,3 +146,34 @@ def test_tune_reports_the_stages_per_level(triton: EmbeddedServer, photos: Path,
     assert all(m["count"] == 3 for m in level["models"].values())
     assert any(NOTE in note for note in record["notes"])
     assert "stages per request: face_detector queue" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def ensemble_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+    """A server with face_detector and faces_ensemble (its one step)."""
+    repo = tmp_path_factory.mktemp("ensemble")
+    (repo / "face_detector").symlink_to(model_repository() / "face_detector", target_is_directory=True)
+    (repo / "faces_ensemble" / "1").mkdir(parents=True)
+    (repo / "faces_ensemble" / "config.pbtxt").write_text(ENSEMBLE)
+    with EmbeddedServer(repo, startup_timeout=180) as server:
+        yield server
+
+
+def test_an_ensembles_steps_are_its_stages(ensemble_server: EmbeddedServer, photos: Path) -> None:
+    photo = bgr(skimage.data.astronaut())
+    with TritonSession(ensemble_server.grpc_url, "faces_ensemble") as session:
+        before = session.read_server_counters()
+        for _ in range(6):
+            result = session.infer(photo)
+            assert result.ok and len(result.detections) == 1, result.error
+        after = session.read_server_counters()
+    server = split(before, after)
+    assert server is not None and server.requests == 6
+    (step,) = server.stages
+    assert (step.model, step.count) == ("face_detector", 6) and step.compute_ms > 0
+    assert step.queue_ms + step.compute_ms <= server.total_ms, server
+
+    done = run_cli("infer", "--url", ensemble_server.grpc_url, "--model", "faces_ensemble", str(photos))
+    assert done.returncode == 0, done.stderr
+    _, summary = parse(done.stdout)
+    assert summary["timing"]["models"]["face_detector"]["count"] == 2

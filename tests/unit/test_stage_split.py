@@ -90,6 +90,25 @@ def test_the_viewers_rows_add_up_to_the_pipelines_compute() -> None:
     assert stage_rows("mesh", None) == []
 
 
+def test_an_ensembles_rest_is_measured_from_its_total() -> None:
+    # As Triton 2.51 reports an ensemble (measured): its compute is its steps' compute, its
+    # queue only its own; its total (success time) holds the steps' queues too.
+    step = counters(10, 67_000_000, 773_000_000)
+    ensemble = ServerCounters(
+        10, 10, 10, 841_000_000, (30_000, 2_000_000, 765_000_000, 6_000_000), (("det", step),)
+    )
+    zero = counters(0, 0, 0, (("det", counters(0, 0, 0)),))
+    server = split(zero, ensemble)
+    assert server is not None
+    det, outside, total = stage_rows("ens", server)
+    assert (det.queue_ms, det.compute_ms) == (6.7, 77.3)
+    assert det.queue_ms + det.compute_ms > server.queue_ms + server.compute_ms, (
+        "the steps' queues are outside"
+    )
+    assert outside.compute_ms == pytest.approx(84.1 - 0.003 - 84.0)
+    assert (total.queue_ms, total.compute_ms) == (0.003, 77.3)
+
+
 def test_bench_and_tune_levels_carry_the_stages_only_for_a_pipeline() -> None:
     models = {"det": {"count": 4, "queue_ms": 0.1, "compute_ms": 8.0}}
     level = LevelResult(1, "grpc", 1, 10.0, 9.0, 12.0, 13.0, 0, 0.5, 20.0, models=models)
