@@ -25,8 +25,9 @@ TIP = (
     "Triton's statistics of each composing model over the last interval with requests, "
     "divided by the pipeline's requests: what each stage adds to one request of the pipeline. "
     "calls: the stage's requests per request of the pipeline (a BLS model may call a stage "
-    "once per face, or send several crops in one call). The pipeline's compute includes its "
-    "stages: a BLS model waits for them."
+    "once per face, or send several crops in one call). A BLS model's compute includes its "
+    "stages (it waits for them); an ensemble's compute is its steps' compute, their queues "
+    "left out. Outside the stages: the rest of the pipeline's time on the server."
 )
 
 
