@@ -102,12 +102,6 @@ class LevelResult:
         return record
 
 
-def stage_notes(results: Sequence[LevelResult]) -> list[str]:
-    """One note naming a pipeline's stages when the levels have their figures, else none."""
-    names = list(dict.fromkeys(name for r in results for name in (r.models or {})))
-    return [stages_note(names)] if names else []
-
-
 def find_knee(results: Sequence[LevelResult]) -> LevelResult | None:
     """In one series (ascending concurrency): the first level after which throughput grows
     less than 5% while p95 keeps rising. None when throughput still grows at the last level."""
@@ -296,3 +290,9 @@ class Sweep:
             done = self._done_before + job.group.counts.ended
             progress = SweepProgress(done, self.plan.total_requests(), now - self._t0, step)
         self.on_progress(progress)
+
+
+def stage_notes(results: Sequence[LevelResult]) -> list[str]:
+    """One note naming a pipeline's stages when the levels have their figures, else none."""
+    names = list(dict.fromkeys(name for r in results for name in (r.models or {})))
+    return [stages_note(names)] if names else []
