@@ -253,6 +253,15 @@ def progress_printer() -> Any:
     return show
 
 
+def stages_text(models: dict[str, dict[str, Any]]) -> str:
+    """e.g. "stages per request: face_detector queue 0.05 + compute 8.10 ms (200 calls), ..."."""
+    parts = [
+        f"{name} queue {m['queue_ms']:.2f} + compute {m['compute_ms']:.2f} ms ({m['count']} calls)"
+        for name, m in models.items()
+    ]
+    return "stages per request: " + ", ".join(parts)
+
+
 def format_table(report: dict[str, Any]) -> str:
     rows = [
         f"model {report.get('model')} at {report['url']}, {len(report['images'])} image(s), "
@@ -386,12 +395,3 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_json(path: str, report: dict[str, Any]) -> None:
     Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-
-
-def stages_text(models: dict[str, dict[str, Any]]) -> str:
-    """e.g. "stages per request: face_detector queue 0.05 + compute 8.10 ms (200 calls), ..."."""
-    parts = [
-        f"{name} queue {m['queue_ms']:.2f} + compute {m['compute_ms']:.2f} ms ({m['count']} calls)"
-        for name, m in models.items()
-    ]
-    return "stages per request: " + ", ".join(parts)
