@@ -173,6 +173,9 @@ def test_an_ensembles_steps_are_its_stages(ensemble_server: EmbeddedServer, phot
     assert (step.model, step.count) == ("face_detector", 6) and step.compute_ms > 0
     assert step.queue_ms + step.compute_ms <= server.total_ms, server
 
+    listing = run_cli("models", "--url", ensemble_server.grpc_url, "--model", "faces_ensemble")
+    assert "  pipeline (ensemble): 1 stage\n    1. face_detector: READY" in listing.stdout, listing.stdout
+
     done = run_cli("infer", "--url", ensemble_server.grpc_url, "--model", "faces_ensemble", str(photos))
     assert done.returncode == 0, done.stderr
     _, summary = parse(done.stdout)
