@@ -27,7 +27,9 @@ TIP = (
     "calls: the stage's requests per request of the pipeline (a BLS model may call a stage "
     "once per face, or send several crops in one call). A BLS model's compute includes its "
     "stages (it waits for them); an ensemble's compute is its steps' compute, their queues "
-    "left out. Outside the stages: the rest of the pipeline's time on the server."
+    "left out. Outside the stages: the rest of the pipeline's time on the server. A request "
+    "in flight at a read counts for its stages in one interval and for the pipeline in the "
+    "next: over a short burst the figures of one interval can be off by that request."
 )
 
 
