@@ -51,6 +51,7 @@ from app.pipeline.sweep import (
     load_sweep_images,
     recommend,
     series,
+    stage_notes,
 )
 
 CSV_COLUMNS = (
@@ -252,6 +253,15 @@ def progress_printer() -> Any:
     return show
 
 
+def stages_text(models: dict[str, dict[str, Any]]) -> str:
+    """e.g. "stages per request: face_detector queue 0.05 + compute 8.10 ms (200 calls), ..."."""
+    parts = [
+        f"{name} queue {m['queue_ms']:.2f} + compute {m['compute_ms']:.2f} ms ({m['count']} calls)"
+        for name, m in models.items()
+    ]
+    return "stages per request: " + ", ".join(parts)
+
+
 def format_table(report: dict[str, Any]) -> str:
     rows = [
         f"model {report.get('model')} at {report['url']}, {len(report['images'])} image(s), "
@@ -276,6 +286,8 @@ def format_table(report: dict[str, Any]) -> str:
             f"{ms(e['server_compute_ms']):>9} {ms(e['server_avg_batch']):>9} "
             f"{_rate(e['server_executions_per_s']):>8} {e['failed']:>6}{mark}{ratio}"
         )
+        if e.get("models"):
+            rows.append(f"{'':>9} {stages_text(e['models'])}")
     rows += ["", f"recommendation: {report['recommendation']}"]
     return "\n".join(rows) + "\n"
 
@@ -305,7 +317,7 @@ def build_report(sweep: Sweep, url: str, names: list[str], plan: SweepPlan) -> d
         "knees": knees,
         "recommendation": sentence,
         "recommended": None if best is None else best.to_record(),
-        "notes": sweep.notes,
+        "notes": sweep.notes + stage_notes(sweep.results),
     }
 
 

@@ -40,7 +40,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.stats import TimingTotals
 from app.inference.core.tally import StatusCounts
 from app.inference.errors import SessionError
-from app.inference.introspection.server_stats import ServerCounters, split
+from app.inference.introspection.server_stats import ServerCounters, split, stages_note
 from app.inference.profiles.profile import ProfileError
 from app.inference.result import InferenceResult, Status, naming_input, record_line
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
@@ -303,6 +303,8 @@ def _timing(
     server = split(before, after, seconds) if before is not None and after is not None else None
     if server is not None:
         timing.update(server.to_record())
+        if server.stages:
+            eprint(f"note: {stages_note(s.model for s in server.stages)}")
     return timing
 
 

@@ -140,7 +140,8 @@ def _describe_stages(config: dict[str, Any], states: dict[str, str]) -> list[str
     if pipeline is None:
         return []
     kind = "ensemble" if pipeline.kind == "ensemble" else "BLS, its composing_models"
-    lines = [f"  pipeline ({kind}): {len(pipeline.stages)} stages"]
+    count = len(pipeline.stages)
+    lines = [f"  pipeline ({kind}): {count} stage{'s' * (count != 1)}"]
     for i, stage in enumerate(pipeline.stages, 1):
         version = f" version {stage.version}" if stage.version else ""
         lines.append(f"    {i}. {stage.model}{version}: {states.get(stage.model, 'not on this server')}")

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from app.commands.bench import load_images, parse_batches, parse_levels, parse_transports
+from app.commands.bench import load_images, parse_batches, parse_levels, parse_transports, stages_text
 from app.commands.common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -281,6 +281,8 @@ def format_report(result: TuneResult, images: int, requests: int) -> str:
                 f"{ms(lv.p95_ms):>8} {ms(lv.p99_ms):>8} {ms(lv.server_queue_ms):>9} "
                 f"{ms(lv.server_compute_ms):>8} {ms(lv.server_avg_batch):>9} {lv.failed:>6}{marks}"
             )
+            if lv.models:
+                rows.append(f"{'':>5} {stages_text(lv.models)}")
         rows += _server_line(trial.server_metrics)
     rows += ["", "* the original config; P on the Pareto front (throughput against p95)"]
     if rec is None:

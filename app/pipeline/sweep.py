@@ -22,7 +22,7 @@ import numpy as np
 from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import SessionSpec
-from app.inference.introspection.server_stats import split
+from app.inference.introspection.server_stats import split, stages_note
 from app.inference.transports.transport import TransportKind
 from app.pipeline.load import LoadFigures, LoadJob
 from app.resources import sample_image
@@ -90,11 +90,15 @@ class LevelResult:
     server_avg_batch: float | None = None
     server_executions_per_s: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the plain loop's figures
+    # A pipeline's stages over the level: {"STAGE": {"count", "queue_ms", "compute_ms"}}.
+    models: dict[str, dict[str, float | int]] | None = None
 
     def to_record(self) -> dict[str, Any]:
         record = asdict(self)
         extra = record.pop("extra")
         record.update(extra)
+        if record["models"] is None:  # a single model: no key, as in infer's summary
+            del record["models"]
         return record
 
 
@@ -260,6 +264,7 @@ class Sweep:
             if server is None or server.executions_per_s is None
             else round(server.executions_per_s, 2),
             extra=extra,
+            models=None if server is None else server.models_record(),
         )
         self.results.append(result)
         if self.on_level is not None:
@@ -285,3 +290,9 @@ class Sweep:
             done = self._done_before + job.group.counts.ended
             progress = SweepProgress(done, self.plan.total_requests(), now - self._t0, step)
         self.on_progress(progress)
+
+
+def stage_notes(results: Sequence[LevelResult]) -> list[str]:
+    """One note naming a pipeline's stages when the levels have their figures, else none."""
+    names = list(dict.fromkeys(name for r in results for name in (r.models or {})))
+    return [stages_note(names)] if names else []

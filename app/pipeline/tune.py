@@ -22,7 +22,7 @@ from app.inference.introspection.metrics_history import MetricsHistory, summary_
 from app.inference.introspection.model_config import ModelConfigDict
 from app.inference.introspection.repository import RepositoryControl, RepositoryError, RepositoryErrorKind
 from app.inference.profiles.profile import ProfileError
-from app.pipeline.sweep import LevelResult, Sweep, SweepPlan, SweepProgress
+from app.pipeline.sweep import LevelResult, Sweep, SweepPlan, SweepProgress, stage_notes
 from app.pipeline.tune_analysis import Point, Recommendation, TrialResult, pareto_front, recommend
 from app.pipeline.tune_settings import (
     TrialSettings,
@@ -72,7 +72,7 @@ class TuneProgress:
 
 
 def level_record(level: LevelResult) -> dict[str, Any]:
-    return {
+    record: dict[str, Any] = {
         "concurrency": level.concurrency,
         "transport": level.transport,
         "client_batch": level.client_batch,
@@ -87,6 +87,9 @@ def level_record(level: LevelResult) -> dict[str, Any]:
         "failed": level.failed,
         "first_error": level.first_error,
     }
+    if level.models is not None:  # a pipeline's stages, as bench's levels have them
+        record["models"] = level.models
+    return record
 
 
 def _point_record(settings: TrialSettings, level: LevelResult) -> dict[str, Any]:
@@ -349,7 +352,7 @@ class Tuner:
             self._done_before += self.plan.sweep.total_requests()
         if self.metrics is not None:
             trial.server_metrics = summary_of(self.metrics.between(started, time.time()))
-        for note in sweep.notes:
+        for note in sweep.notes + stage_notes(trial.levels):
             if note not in self.notes:
                 self._note(note)
         return trial

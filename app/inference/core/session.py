@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import enum
 import functools
 import itertools
@@ -45,7 +46,9 @@ from app.inference.core.window import Window
 from app.inference.decoding.letterbox import BoxTransform, FromReducedSource
 from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify_failure, redact
 from app.inference.introspection.discovery import ModelEntry, ModelInfo
-from app.inference.introspection.server_stats import ServerCounters, parse_counters
+from app.inference.introspection.pipeline import pipeline_stages
+from app.inference.introspection.server_stats import ServerCounters, add_counters, parse_counters
+from app.inference.introspection.stage_stats import stage_counters
 from app.inference.profiles.profile import DecodedOutputs, ModelProfile, decode_outputs, preprocess
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
 from app.inference.transports.channel import (
@@ -330,9 +333,13 @@ class TritonSession:
                 self.info.name, headers=self._headers, timeout_s=self.timeout_s, version=self.model_version
             )
             counters = parse_counters(raw, self.info.name)
-            total = counters if total is None else _add(total, counters)
+            total = counters if total is None else add_counters(total, counters)
         assert total is not None
-        return total
+        # A pipeline's stages right after: their figures cover (nearly) the same interval.
+        channels = [self._pool.first_channel(url) for url in self._pool.urls]
+        pipeline = pipeline_stages(self.info.config)
+        stages = stage_counters(channels, pipeline, headers=self._headers, timeout_s=self.timeout_s)
+        return dataclasses.replace(total, stages=stages)
 
     @property
     def profile(self) -> ModelProfile:
@@ -803,14 +810,3 @@ class TritonSession:
         self._window.release()
         if req.group is not None:
             req.group.window.release()
-
-
-def _add(a: ServerCounters, b: ServerCounters) -> ServerCounters:
-    phases = tuple(x + y for x, y in zip(a.phase_ns, b.phase_ns, strict=True))
-    return ServerCounters(
-        a.requests + b.requests,
-        a.executions + b.executions,
-        a.inferences + b.inferences,
-        a.success_ns + b.success_ns,
-        phases,  # type: ignore[arg-type]
-    )

@@ -51,6 +51,7 @@ class ServerSplitPoller(QObject):
         """A first read now: the next one (2 s on) gives the split of whatever ran in between."""
         self.counters, self.split = None, None
         self.widget.set_batcher(None)
+        self.widget.set_stages("", None)
         self._read(session)
 
     def poll(self) -> None:
@@ -86,4 +87,5 @@ class ServerSplitPoller(QObject):
             if latest is not None:
                 self.split = latest
                 self.widget.set_batcher(latest)
+                self.widget.set_stages(session.info.name if session.info else "", latest)
         self.counters, self._read_at = counters, read_at

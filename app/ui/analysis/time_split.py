@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
-from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from app.inference.introspection.server_stats import ServerSplit
-from app.pipeline.time_split import Segment
+from app.pipeline.time_split import Segment, stage_rows
+from app.ui.analysis.stacked_bar import StackedBar
+from app.ui.analysis.stage_split import StageSplitWidget
 from app.ui.analysis.stats_panel import format_ms
 
 COLORS = {
@@ -35,41 +37,19 @@ def batcher_text(split: ServerSplit) -> str:
     return f"server batch {split.batch_size:.2f} images per execution{rate}"
 
 
-class _Bar(QWidget):
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.segments: list[Segment] = []
-        self.setMinimumHeight(18)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-
-    def sizeHint(self) -> QSize:
-        return QSize(240, 20)
-
-    def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.fillRect(self.rect(), self.palette().color(QPalette.ColorRole.Base))
-        total = sum(s.ms for s in self.segments)
-        if total > 0:
-            x = 0.0
-            for segment in self.segments:
-                w = self.width() * segment.ms / total
-                painter.fillRect(QRectF(x, 0, w, self.height()), COLORS.get(segment.key, QColor("gray")))
-                x += w
-        painter.end()
-
-
 class TimeSplitWidget(QWidget):
     """`set_segments(segments)`: the bar and one row per segment (colour, name, mean ms, %)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.bar = _Bar()
+        self.bar = StackedBar()
         self.note = QLabel(NO_DATA)
         self.note.setWordWrap(True)
         self.batcher = QLabel()
         self.batcher.setWordWrap(True)
         self.batcher.setToolTip(BATCHER_TIP)
         self.batcher.hide()
+        self.stages = StageSplitWidget()  # a pipeline's stages; hidden for a single model
         self._grid = QGridLayout()
         self._grid.setContentsMargins(0, 0, 0, 0)
         self._grid.setVerticalSpacing(0)
@@ -78,14 +58,15 @@ class TimeSplitWidget(QWidget):
         layout.addWidget(self.bar)
         layout.addLayout(self._grid)
         layout.addWidget(self.batcher)
+        layout.addWidget(self.stages)
         layout.addWidget(self.note)
+        layout.addStretch(1)  # spare height below the figures, not between them
         self._rows: list[tuple[QLabel, QLabel, QLabel]] = []
         self.segments: list[Segment] = []
 
     def set_segments(self, segments: list[Segment], note: str = "") -> None:
         self.segments = list(segments)
-        self.bar.segments = self.segments
-        self.bar.update()
+        self.bar.set_parts([(s.ms, COLORS.get(s.key, QColor("gray"))) for s in self.segments])
         while len(self._rows) < len(segments):
             row = len(self._rows)
             labels = (QLabel(), QLabel(), QLabel())
@@ -115,6 +96,11 @@ class TimeSplitWidget(QWidget):
         until an interval with requests was read)."""
         self.batcher.setText("" if split is None else batcher_text(split))
         self.batcher.setVisible(split is not None)
+
+    def set_stages(self, model: str, split: ServerSplit | None) -> None:
+        """A pipeline's stages over the same interval as the batcher's figures (hidden for a
+        single model, or until an interval with requests was read)."""
+        self.stages.set_rows(model, stage_rows(model, split))
 
     def row_texts(self) -> list[str]:
         """What the rows say, e.g. "server queue 2.1 ms"."""
