@@ -111,6 +111,10 @@ class Channel(Protocol):
     def inference_statistics(
         self, model: str, *, headers: Headers, timeout_s: float, version: str = ""
     ) -> dict[str, Any]: ...
+    def load_model(
+        self, name: str, *, headers: Headers, timeout_s: float, config: str | None = None
+    ) -> None: ...
+    def unload_model(self, name: str, *, headers: Headers, timeout_s: float) -> None: ...
     def close(self) -> None: ...
 
 
@@ -139,9 +143,6 @@ class GrpcChannel:
 
     def is_live(self, *, headers: Headers, timeout_s: float) -> bool:
         return bool(self.client.is_server_live(headers=dict(headers), client_timeout=timeout_s))
-
-    def is_ready(self, *, headers: Headers, timeout_s: float) -> bool:
-        return bool(self.client.is_server_ready(headers=dict(headers), client_timeout=timeout_s))
 
     def is_model_ready(self, name: str, *, headers: Headers, timeout_s: float, version: str = "") -> bool:
         return bool(

@@ -205,9 +205,6 @@ class HttpChannel:
     def is_live(self, *, headers: Headers, timeout_s: float) -> bool:
         return bool(self._run(lambda: self.client.is_server_live(headers=http_headers(headers)), timeout_s))
 
-    def is_ready(self, *, headers: Headers, timeout_s: float) -> bool:
-        return bool(self._run(lambda: self.client.is_server_ready(headers=http_headers(headers)), timeout_s))
-
     def is_model_ready(self, name: str, *, headers: Headers, timeout_s: float, version: str = "") -> bool:
         return bool(
             self._run(
