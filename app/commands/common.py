@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
+from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profiles.profile import ProfileError, load_profile_file
@@ -44,6 +45,25 @@ def eprint(*parts: object) -> None:
     # A closed terminal (SIGHUP) makes stderr fail with EIO: a message is not worth dying for.
     with contextlib.suppress(OSError, ValueError):
         print(*parts, file=sys.stderr, flush=True)
+
+
+_SAID: set[str] = set()  # notes already said by this process (each plain sentence once)
+
+
+def say_once(note: str) -> None:
+    """`note: ...` on stderr, unless this process has said it already (a server's missing
+    extensions are named once, however many sessions meet them)."""
+    if note and note not in _SAID:
+        _SAID.add(note)
+        eprint(f"note: {note}")
+
+
+def tell_session(session: TritonSession) -> None:
+    """How requests travel and what the server lacks of Triton's extensions (once each)."""
+    eprint(f"transport: {session.describe_transport()}")
+    say_once(session.transport_note)
+    for note in session.notes:
+        say_once(note)
 
 
 def write_summary(out: TextIO, summary: dict[str, Any], broken: str | None) -> str | None:
