@@ -1,4 +1,4 @@
-"""`python -m app models [--url HOST:PORT]`: what a server serves, and how the app would read it."""
+"""`python -m app models [--url URL]`: what a server serves, and how the app would read it."""
 
 from __future__ import annotations
 
