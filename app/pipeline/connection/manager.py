@@ -53,6 +53,7 @@ from app.pipeline.connection.state import (
     LocalServerUnavailable,
     ModelsListed,
     ProfileIgnored,
+    ProtocolOffered,
     SessionClosing,
     SessionOpened,
     StateChanged,
@@ -273,6 +274,8 @@ class ConnectionManager:
             log.error("connecting to %s failed", spec.urls, exc_info=error)
         if isinstance(error, SessionError) and error.models:
             self._emit_if_current(token, ModelsListed(tuple(error.models)))
+        if isinstance(error, SessionError) and error.offer:
+            self._emit_if_current(token, ProtocolOffered(error.offer, str(error)))
         if decision is AfterFailedConnect.KEEP_PROBING:
             # Back but not ready yet (models still loading), or gone again: keep probing.
             with self._lock:
