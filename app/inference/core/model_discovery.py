@@ -113,7 +113,8 @@ def _live_servers(pool: ConnectionPool, headers: Headers, timeout_s: float) -> l
             errors.append(e)
             pool.mark_unreachable(url, str(e))
     if not live:
-        raise SessionError("; ".join(map(str, errors)), errors[0].kind)
+        offer = next((e.offer for e in errors if e.offer), None) if len(errors) == 1 else None
+        raise SessionError("; ".join(map(str, errors)), errors[0].kind, offer=offer)
     for error in errors:
         log.warning("%s (using the other servers)", error)
     return live

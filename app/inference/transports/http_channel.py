@@ -23,6 +23,7 @@ import base64
 import concurrent.futures
 import contextlib
 import errno
+import io
 import json
 import ssl
 import threading
@@ -38,6 +39,7 @@ from app.inference.transports.channel import Call, ConnectionOptions, Headers, R
 
 T = TypeVar("T")
 CLOSE_TIMEOUT_S = 5.0
+LARGE_BODY_BYTES = 1 << 20  # aiohttp's own threshold for "large"
 # Beyond the call's own deadline: how long a blocking call waits for the loop to answer.
 LOOP_GRACE_S = 5.0
 
@@ -114,7 +116,16 @@ def ssl_context(options: ConnectionOptions) -> ssl.SSLContext:
 
 class _KServeClient(aioclient.InferenceServerClient):
     """tritonclient's asyncio HTTP client, with a repository-index request that carries a JSON
-    body: Triton accepts an empty one, MLServer (FastAPI) answers 422 to it."""
+    body (Triton accepts an empty one, MLServer (FastAPI) answers 422 to it), and large bodies
+    sent from a BytesIO: aiohttp writes those in chunks, letting the loop serve the channel's
+    other requests in between (raw bytes are written whole, and aiohttp warns about it)."""
+
+    async def _post(self, request_uri: str, request_body: Any, headers: Any, query_params: Any) -> Any:
+        if isinstance(request_body, str):
+            request_body = request_body.encode("utf-8")
+        if isinstance(request_body, bytes) and len(request_body) > LARGE_BODY_BYTES:
+            request_body = io.BytesIO(request_body)
+        return await super()._post(request_uri, request_body, headers, query_params)
 
     async def get_model_repository_index(self, headers: Any = None, query_params: Any = None) -> Any:
         response = await self._post(
