@@ -364,9 +364,13 @@ class Viewer(QObject):
     def _on_protocol_offered(self, url: str, message: str) -> None:
         """A connect reached a port of the other protocol: offer to connect over that one."""
 
-        def accept() -> None:
+        target = self.connection.target
+        model = target.model if target is not None else None
+
+        def accept() -> None:  # the same server and model, over the other protocol
             self.window.server_panel.set_recent(self.settings.recent_servers(), url)
-            self._on_connect_requested([url])
+            self.settings.remember_server(url)
+            self.connection.connect_to([url], model or self._model)
 
         if self.protocol_offer is not None:
             self.protocol_offer.close()

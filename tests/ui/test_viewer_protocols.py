@@ -57,6 +57,7 @@ def test_triton_s_http_port_asked_over_grpc_is_offered_over_http(
     session = viewer.connection.session
     assert session is not None and session.protocol is ServerProtocol.HTTP
     assert session.urls == [f"http://{triton.http_url}"]
+    assert session.info is not None and session.info.name == "fixed_efficientnms"  # the model asked for
     assert viewer.window.server_panel.url_combo.currentText() == f"http://{triton.http_url}"
     image = write_png(tmp_path / "a.png", np.full((300, 400, 3), 60, np.uint8))
     viewer.open_paths([str(image)])
