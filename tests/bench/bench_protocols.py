@@ -44,18 +44,9 @@ WAYS = [
 
 def measure(title: str, count: int, urls: dict[str, str], args: list[str], rounds: int, warmup: bool) -> None:
     """One input, the four ways: throughput and the client's CPU per way (medians)."""
+    infer = [sys.executable, "-m", "app", "infer"]
     commands = {
-        (scheme, transport): [
-            sys.executable,
-            "-m",
-            "app",
-            "infer",
-            "--url",
-            urls[scheme],
-            "--transport",
-            transport,
-        ]
-        + args
+        (scheme, transport): [*infer, "--url", urls[scheme], "--transport", transport, *args]
         for _label, scheme, _what, transport in WAYS
     }
     if warmup:  # the server's instances, the page cache
