@@ -25,8 +25,6 @@ from typing import Any
 
 import numpy as np
 import tritonclient.grpc as grpcclient
-import tritonclient.http as httpclient
-import tritonclient.http.aio as httpaio
 
 from app.commands.common import (
     EXIT_FAILED,
@@ -238,6 +236,8 @@ class PlainHttpLoop:
         profile: Any,
         binary: bool,
     ) -> None:
+        import tritonclient.http as httpclient  # on first use: it brings gevent
+
         endpoint = parse_url(url)
         self.address, self.tls = endpoint.address, endpoint.tls or options.ssl
         self.options = options
@@ -262,6 +262,8 @@ class PlainHttpLoop:
         return asyncio.run(self._run(level, requests, timeout_s))
 
     async def _run(self, level: int, requests: int, timeout_s: float) -> LoadFigures:
+        import tritonclient.http.aio as httpaio
+
         context = ssl.create_default_context(cafile=self.options.root_certificates) if self.tls else False
         client = httpaio.InferenceServerClient(
             self.address, conn_limit=level, conn_timeout=timeout_s, ssl=self.tls, ssl_context=context

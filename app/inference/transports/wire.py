@@ -10,9 +10,15 @@ from typing import Any
 
 import numpy as np
 import tritonclient.grpc as grpcclient
-import tritonclient.http as httpclient
 
 from app.inference.protocol import ServerProtocol
+
+
+def _http() -> Any:
+    """tritonclient.http, imported on first use (it brings gevent: gRPC users never pay)."""
+    import tritonclient.http
+
+    return tritonclient.http
 
 
 @dataclass(frozen=True)
@@ -33,13 +39,13 @@ class Wire:
             inp = grpcclient.InferInput(name, list(tensor.shape), datatype)
             inp.set_data_from_numpy(tensor)
             return inp
-        inp = httpclient.InferInput(name, list(tensor.shape), datatype)
+        inp = _http().InferInput(name, list(tensor.shape), datatype)
         inp.set_data_from_numpy(tensor, binary_data=self.binary)
         return inp
 
     def shm_input(self, name: str, shape: list[int], datatype: str, region: str, byte_size: int) -> Any:
         """An input read by the server from a registered shared-memory region."""
-        module = grpcclient if self.protocol is ServerProtocol.GRPC else httpclient
+        module = grpcclient if self.protocol is ServerProtocol.GRPC else _http()
         inp = module.InferInput(name, shape, datatype)
         inp.set_shared_memory(region, byte_size)
         return inp
@@ -47,7 +53,7 @@ class Wire:
     def output(self, name: str) -> Any:
         if self.protocol is ServerProtocol.GRPC:
             return grpcclient.InferRequestedOutput(name)
-        return httpclient.InferRequestedOutput(name, binary_data=self.binary)
+        return _http().InferRequestedOutput(name, binary_data=self.binary)
 
     def shm_output(self, name: str, region: str, byte_size: int, offset: int) -> Any:
         requested = self.output(name)
