@@ -27,7 +27,7 @@ import io
 import json
 import ssl
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import aiohttp
@@ -198,15 +198,22 @@ class HttpChannel:
             raise
 
     # -- blocking calls ------------------------------------------------------------------
-    def _run(self, make: Callable[[], Awaitable[T]], timeout_s: float) -> T:
-        if self._closed:
-            raise HttpChannelError("Channel closed!", "CANCELLED")
+    def _schedule(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run `coroutine` on the channel's loop. Under the lock that close() takes: a
+        coroutine scheduled here is always seen (and cancelled) by close's shutdown, never
+        left behind on a stopped loop with its request never ending."""
+        with self._lock:
+            if self._closed:
+                coroutine.close()
+                raise HttpChannelError("Channel closed!", "CANCELLED")
+            return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
+    def _run(self, make: Callable[[], Awaitable[T]], timeout_s: float) -> T:
         async def bounded() -> T:
             async with asyncio.timeout(timeout_s):
                 return await make()
 
-        future = asyncio.run_coroutine_threadsafe(bounded(), self._loop)
+        future = self._schedule(bounded())
         try:
             return future.result(timeout_s + LOOP_GRACE_S)
         except BaseException as e:
@@ -300,8 +307,6 @@ class HttpChannel:
         on_done: ReplyCallback,
         model_version: str = "",
     ) -> Call:
-        if self._closed:
-            raise HttpChannelError("Channel closed!", "CANCELLED")
         call = _HttpCall(on_done)
 
         async def infer() -> None:
@@ -323,7 +328,7 @@ class HttpChannel:
                 return
             call.finish(result=result)
 
-        call.attach(asyncio.run_coroutine_threadsafe(infer(), self._loop))
+        call.attach(self._schedule(infer()))
         return call
 
     # -- lifetime ------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from tritonclient.utils import triton_to_np_dtype
 
+from app.inference.protocol import ServerProtocol
 from app.inference.transports.channel import Reply
 from app.inference.transports.shm import ShmRegion
 from app.inference.transports.transport import GrpcTransport, Lease, TransportKind
@@ -92,7 +93,8 @@ class ShmTransport:
         self._all: list[_Slot] = []
         self._closed = False
         where = "inputs and outputs" if self.outputs_in_shm else "inputs"
-        self.description = f"shared memory ({where})"
+        over = "" if self.wire.protocol is ServerProtocol.GRPC else f" over {self.wire.protocol.label}"
+        self.description = f"shared memory ({where}){over}"
 
     # -- the pool ---------------------------------------------------------------------------
     def _output_bytes(self, batch: int) -> int:
