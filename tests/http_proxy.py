@@ -91,23 +91,21 @@ def _handler(upstream: tuple[str, int], rules: ProxyRules) -> type[BaseHTTPReque
                 return
             self._answer(reply.status, data, kept)
 
-        def _answer(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+        def _head(self, status: int, data: bytes, headers: dict[str, str]) -> None:
             self.send_response(status)
             for key, value in headers.items():
                 if key.lower() != "content-length":
                     self.send_header(key, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
+
+        def _answer(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            self._head(status, data, headers)
             self.wfile.write(data)
 
         def _cut_short(self, status: int, data: bytes, headers: dict[str, str]) -> None:
             """The status line, the headers and half the body, then a TCP reset."""
-            self.send_response(status)
-            for key, value in headers.items():
-                if key.lower() != "content-length":
-                    self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
+            self._head(status, data, headers)
             self.wfile.write(data[: len(data) // 2])
             self.wfile.flush()
             # SO_LINGER 0: close() sends RST instead of FIN ("connection reset by peer").
