@@ -175,9 +175,16 @@ def test_bench_and_compare_against_mlserver(mlserver: MLServer, images: Path, tm
         ),
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    for level in json.loads(out.read_text())["levels"]:
+    report = json.loads(out.read_text())
+    for level in report["levels"]:
         assert level["failed"] == 0 and level["plain_failed"] == 0 and level["throughput"] > 0
         assert level["server_compute_ms"] is None  # no statistics: not made up
+    assert MISSING[Extension.STATISTICS] in report["notes"]
+    assert MISSING[Extension.SHARED_MEMORY] in report["notes"]
+    assert (
+        done.stderr.count(MISSING[Extension.STATISTICS]) + done.stdout.count(MISSING[Extension.STATISTICS])
+        == 1
+    )
 
     done = run_cli(
         *("compare", "--url", mlserver.http_url, "--model", "boxes_nms", "--model", "boxes_yolo"),
