@@ -24,6 +24,7 @@ class ProxyRules:
 
     statistics_404: bool = False
     config_404: bool = False
+    index_404: bool = False  # no repository index (a server without Triton's repository extension)
     resets_left: int = 0  # inference replies still to cut short (-1: every one)
     lock: threading.Lock = field(default_factory=threading.Lock)
     headers: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (path, headers)
@@ -68,8 +69,10 @@ def _handler(upstream: tuple[str, int], rules: ProxyRules) -> type[BaseHTTPReque
             body = self.rfile.read(length) if length else b""
             with rules.lock:
                 rules.headers.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
-            if (rules.statistics_404 and self.path.endswith("/stats")) or (
-                rules.config_404 and self.path.endswith("/config")
+            if (
+                (rules.statistics_404 and self.path.endswith("/stats"))
+                or (rules.config_404 and self.path.endswith("/config"))
+                or (rules.index_404 and self.path.endswith("/repository/index"))
             ):
                 self._answer(404, b'{"error":"Not Found"}', {"Content-Type": "application/json"})
                 return

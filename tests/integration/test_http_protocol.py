@@ -145,6 +145,25 @@ def test_a_server_that_answers_404_to_statistics_and_config(triton: EmbeddedServ
     assert [d.label for d in result.detections] == ["person", "car"]
 
 
+def test_without_a_model_list_the_model_named_is_checked_with_model_ready(triton: EmbeddedServer) -> None:
+    with http_proxy(triton.http_port) as proxy:
+        proxy.rules.index_404 = True
+        with pytest.raises(SessionError) as unnamed:
+            TritonSession(proxy.url).open()
+        with pytest.raises(SessionError) as not_ready:
+            TritonSession(proxy.url, "broken_at_load").open()
+        with TritonSession(proxy.url, MODEL, transport=TransportKind.GRPC) as session:
+            result = session.infer(skimage.data.astronaut())
+            notes, models = session.notes, [m.name for m in session.models]
+        asked_ready = [path for path, _ in proxy.rules.headers if path.endswith("/ready")]
+    assert unnamed.value.kind is ErrorKind.NOT_FOUND and "--model" in str(unnamed.value)
+    assert "gives no model list" in str(unnamed.value)
+    assert not_ready.value.kind is ErrorKind.NOT_FOUND and "ModelReady" in str(not_ready.value)
+    assert f"/v2/models/{MODEL}/ready" in asked_ready
+    assert result.ok and len(result.detections) == 2, result.error
+    assert MISSING[Extension.REPOSITORY] in notes and models == [MODEL]
+
+
 def test_headers_reach_every_http_call_and_never_a_message(triton: EmbeddedServer) -> None:
     secret = "Bearer http-s3cret"
     options = ConnectionOptions(headers={"authorization": secret, "x-trace-bin": b"\x00\x01\xfe\xff"})
