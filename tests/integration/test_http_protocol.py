@@ -60,7 +60,11 @@ def test_http_gives_the_boxes_grpc_gives(triton: EmbeddedServer, transport: Tran
 
 def test_client_batching_over_http(triton: EmbeddedServer) -> None:
     images = [np.full((240, 320, 3), 40 * i, np.uint8) for i in range(8)]
-    with TritonSession(http_url(triton), MODEL, transport=TransportKind.GRPC, client_batch=4) as session:
+    url = http_url(triton)
+    # A generous batch delay: batches form however slowly a loaded machine prepares the images.
+    with TritonSession(
+        url, MODEL, transport=TransportKind.GRPC, client_batch=4, batch_delay_ms=500
+    ) as session:
         assert session.batching == 4
         futures = [session.submit_future(image) for image in images]
         results = [f.result(timeout=60) for f in futures]

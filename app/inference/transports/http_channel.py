@@ -125,7 +125,16 @@ class _KServeClient(aioclient.InferenceServerClient):
             request_body = request_body.encode("utf-8")
         if isinstance(request_body, bytes) and len(request_body) > LARGE_BODY_BYTES:
             request_body = io.BytesIO(request_body)
-        return await super()._post(request_uri, request_body, headers, query_params)
+        response = await super()._post(request_uri, request_body, headers, query_params)
+        await response.read()  # see _get
+        return response
+
+    async def _get(self, request_uri: str, headers: Any, query_params: Any) -> Any:
+        response = await super()._get(request_uri, headers, query_params)
+        # Read whole now (kept by the response): the readiness calls look at the status only,
+        # and a body left unread keeps its connection out of the pool until garbage collection.
+        await response.read()
+        return response
 
     async def get_model_repository_index(self, headers: Any = None, query_params: Any = None) -> Any:
         response = await self._post(
