@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
 
-.PHONY: run test lint check bench package clean reference
+.PHONY: run test lint check bench package clean reference mlserver
 
 $(STAMP): pyproject.toml packaging/system-deps.sh
 	bash packaging/system-deps.sh
@@ -34,8 +34,19 @@ $(REF_STAMP): tests/reference/requirements.txt tests/reference/setup_mediapipe.s
 
 reference: $(REF_STAMP)
 
-test: lint reference
-	MEDIAPIPE_PYTHON=$${MEDIAPIPE_PYTHON:-$(REF_VENV)/bin/python} $(BIN)/python -m pytest
+# MLServer in a venv of its own: the KServe v2 server that is not Triton, which the protocol
+# tests start on loopback (tests/integration/test_mlserver.py, tests/mlserver/).
+MLS_VENV  := .venv-mlserver
+MLS_STAMP := $(MLS_VENV)/.installed
+$(MLS_STAMP): tests/mlserver/requirements.txt tests/mlserver/setup_mlserver.sh
+	PYTHON=$(PYTHON) bash tests/mlserver/setup_mlserver.sh $(MLS_VENV)
+	touch $(MLS_STAMP)
+
+mlserver: $(MLS_STAMP)
+
+test: lint reference mlserver
+	MEDIAPIPE_PYTHON=$${MEDIAPIPE_PYTHON:-$(REF_VENV)/bin/python} \
+	MLSERVER_PYTHON=$${MLSERVER_PYTHON:-$(MLS_VENV)/bin/python} $(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(BIN)/python -m app bench $(ARGS)

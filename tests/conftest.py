@@ -11,6 +11,7 @@ import pytest
 
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
+from tests.mlserver.server import MLServer, running_mlserver
 
 TESTS = Path(__file__).resolve().parent
 SETTINGS_DIR_ENV = "TRITON_VIEWER_SETTINGS_DIR"  # app.ui.base.settings reads it (no Qt import here)
@@ -72,3 +73,11 @@ def triton(combined_repository: Path) -> Iterator[EmbeddedServer]:
 def test_server(triton: EmbeddedServer) -> EmbeddedServer:
     """Alias used by the profile integration tests."""
     return triton
+
+
+@pytest.fixture(scope="session")
+def mlserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MLServer]:
+    """MLServer (a KServe v2 server that is not Triton) on loopback, from its own venv
+    (tests/mlserver/, `make mlserver`), serving boxes_nms and boxes_yolo."""
+    with running_mlserver(tmp_path_factory.mktemp("mlserver")) as server:
+        yield server

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from tritonclient.utils import InferenceServerException
 
+from app.inference.protocol import ServerProtocol
 from app.inference.transports.channel import ConnectionOptions, ReplyCallback
 
 MODEL = "fake_faces"
@@ -137,6 +138,8 @@ class FakeServer:
 
 
 class FakeChannel:
+    protocol = ServerProtocol.GRPC
+
     def __init__(self, url: str, server: FakeServer) -> None:
         self.url = url
         self.in_flight = 0
@@ -148,6 +151,14 @@ class FakeChannel:
         if not self.server.live:
             raise unavailable()
         return True
+
+    def server_metadata(self, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]:
+        return {"name": "fake", "version": "0", "extensions": []}
+
+    def is_model_ready(
+        self, name: str, *, headers: Mapping[str, str], timeout_s: float, version: str = ""
+    ) -> bool:
+        return name == MODEL
 
     def repository_index(self, *, headers: Mapping[str, str], timeout_s: float) -> list[dict[str, Any]]:
         return [{"name": MODEL, "version": "1", "state": "READY"}]
@@ -197,6 +208,18 @@ class FakeChannel:
         self, model: str, *, headers: Mapping[str, str], timeout_s: float, version: str = ""
     ) -> dict[str, Any]:
         return {"model_stats": []}
+
+    def load_model(
+        self, name: str, *, headers: Mapping[str, str], timeout_s: float, config: str | None = None
+    ) -> None:
+        raise InferenceServerException(
+            msg="the fake server has no repository", status="StatusCode.UNIMPLEMENTED"
+        )
+
+    def unload_model(self, name: str, *, headers: Mapping[str, str], timeout_s: float) -> None:
+        raise InferenceServerException(
+            msg="the fake server has no repository", status="StatusCode.UNIMPLEMENTED"
+        )
 
     def close(self) -> None:
         self.closed = True

@@ -11,9 +11,12 @@ app/plain throughput ratio.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
 import csv
 import functools
 import json
+import ssl
 import threading
 import time
 from collections.abc import Sequence
@@ -39,6 +42,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
 from app.inference.profiles.profile import ProfileError, preprocess
+from app.inference.protocol import ServerProtocol, parse_url
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 from app.pipeline.load import LoadFigures, figures_of
@@ -163,7 +167,7 @@ class PlainLoop:
         self, url: str, options: ConnectionOptions, model: str, tensors: list[np.ndarray], profile: Any
     ):
         self.client = grpcclient.InferenceServerClient(
-            url, ssl=options.ssl, root_certificates=options.root_certificates
+            parse_url(url).address, ssl=options.ssl, root_certificates=options.root_certificates
         )
         self.model = model
         self.headers = dict(options.headers) or None
@@ -219,19 +223,97 @@ class PlainLoop:
         return figures_of(latencies, requests, len(errors), seconds, errors[0] if errors else None)
 
 
+class PlainHttpLoop:
+    """The baseline over HTTP: one tritonclient asyncio HTTP client, `level` requests in flight
+    (a semaphore), the same pre-processed tensors sent in turn (binary where the server has
+    Triton's binary tensor extension). It must not use the app's pipeline."""
+
+    def __init__(
+        self,
+        url: str,
+        options: ConnectionOptions,
+        model: str,
+        tensors: list[np.ndarray],
+        profile: Any,
+        binary: bool,
+    ) -> None:
+        import tritonclient.http as httpclient  # on first use: it brings gevent
+
+        endpoint = parse_url(url)
+        self.address, self.tls = endpoint.address, endpoint.tls or options.ssl
+        self.options = options
+        self.model = model
+        self.headers = {
+            k: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
+            for k, v in options.headers.items()
+        }
+        self.headers["Content-Type"] = "application/json"
+        self.inputs = []
+        for tensor in tensors:
+            inp = httpclient.InferInput(profile.input_name, list(tensor.shape), profile.input_dtype)
+            inp.set_data_from_numpy(tensor, binary_data=binary)
+            self.inputs.append([inp])
+        self.output_names = list(profile.output_names)
+        self.outputs = [httpclient.InferRequestedOutput(n, binary_data=binary) for n in self.output_names]
+
+    def close(self) -> None:
+        pass  # each run has its own client, on its own event loop
+
+    def run(self, level: int, requests: int, timeout_s: float) -> LoadFigures:
+        return asyncio.run(self._run(level, requests, timeout_s))
+
+    async def _run(self, level: int, requests: int, timeout_s: float) -> LoadFigures:
+        import tritonclient.http.aio as httpaio
+
+        context = ssl.create_default_context(cafile=self.options.root_certificates) if self.tls else False
+        client = httpaio.InferenceServerClient(
+            self.address, conn_limit=level, conn_timeout=timeout_s, ssl=self.tls, ssl_context=context
+        )
+        slots = asyncio.Semaphore(level)
+        latencies: list[float] = []
+        errors: list[str] = []
+
+        async def one(i: int) -> None:
+            async with slots:
+                started = time.perf_counter()
+                try:
+                    result = await client.infer(
+                        self.model,
+                        self.inputs[i % len(self.inputs)],
+                        outputs=self.outputs,
+                        headers=dict(self.headers),
+                    )
+                    for name in self.output_names:  # what any client does with a reply
+                        result.as_numpy(name)
+                    latencies.append((time.perf_counter() - started) * 1000)
+                except Exception as e:
+                    errors.append(str(e) or type(e).__name__)
+
+        t0 = time.perf_counter()
+        try:
+            await asyncio.gather(*(one(i) for i in range(requests)))
+        finally:
+            await client.close()
+        seconds = time.perf_counter() - t0
+        return figures_of(latencies, requests, len(errors), seconds, errors[0] if errors else None)
+
+
 def plain_comparison(
     url: str, options: ConnectionOptions, images: list[np.ndarray], plan: SweepPlan, timeout_s: float
 ) -> Any:
     """`extra_for_level` for the sweep: the plain loop at the same level, and the ratio."""
-    loops: dict[str, PlainLoop] = {}
+    loops: dict[str, PlainLoop | PlainHttpLoop] = {}
 
     def at_level(session: TritonSession, level: int) -> dict[str, Any]:
         assert session.info is not None
         loop = loops.get(session.info.name)
         if loop is None:
             tensors = [preprocess(image, session.info.profile)[0] for image in images]
-            loop = loops[session.info.name] = PlainLoop(
-                url, options, session.info.name, tensors, session.info.profile
+            name, profile = session.info.name, session.info.profile
+            loop = loops[name] = (
+                PlainHttpLoop(url, options, name, tensors, profile, session.wire.binary)
+                if session.protocol is ServerProtocol.HTTP
+                else PlainLoop(url, options, name, tensors, profile)
             )
         loop.run(level, plan.warmup_for(level), timeout_s)
         plain = loop.run(level, plan.requests, timeout_s)

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
+from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profiles.profile import ProfileError, load_profile_file
+from app.inference.protocol import UrlError, parse_url
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 
@@ -44,6 +46,25 @@ def eprint(*parts: object) -> None:
     # A closed terminal (SIGHUP) makes stderr fail with EIO: a message is not worth dying for.
     with contextlib.suppress(OSError, ValueError):
         print(*parts, file=sys.stderr, flush=True)
+
+
+_SAID: set[str] = set()  # notes already said by this process (each plain sentence once)
+
+
+def say_once(note: str) -> None:
+    """`note: ...` on stderr, unless this process has said it already (a server's missing
+    extensions are named once, however many sessions meet them)."""
+    if note and note not in _SAID:
+        _SAID.add(note)
+        eprint(f"note: {note}")
+
+
+def tell_session(session: TritonSession) -> None:
+    """How requests travel and what the server lacks of Triton's extensions (once each)."""
+    eprint(f"transport: {session.describe_transport()}")
+    say_once(session.transport_note)
+    for note in session.notes:
+        say_once(note)
 
 
 def write_summary(out: TextIO, summary: dict[str, Any], broken: str | None) -> str | None:
@@ -90,16 +111,20 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool
             "--url",
             action="append",
             default=[],
-            metavar="HOST:PORT",
-            help="Triton gRPC address (repeatable: requests go to the least-loaded server). "
-            "Default: start the embedded server with the bundled face detector",
+            metavar="URL",
+            help="server address: HOST:PORT or grpc://HOST:PORT (gRPC), http://HOST:PORT or "
+            "https://HOST:PORT (HTTP/REST); Triton or any KServe v2 server (repeatable: requests "
+            "go to the least-loaded server). Default: start the embedded server with the bundled "
+            "face detector",
         )
     else:
         p.add_argument(
             "--url",
             default=None,
-            metavar="HOST:PORT",
-            help="Triton gRPC address. Default: start the embedded server with the bundled face detector",
+            metavar="URL",
+            help="server address: HOST:PORT or grpc://HOST:PORT (gRPC), http://HOST:PORT or "
+            "https://HOST:PORT (HTTP/REST). Default: start the embedded server with the bundled "
+            "face detector",
         )
     p.add_argument(
         "--timeout", type=timeout_argument, default=10.0, metavar="SECONDS", help="per-request timeout"
@@ -116,14 +141,15 @@ def add_security_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="gRPC metadata sent with every call (repeatable; values are never printed; a key "
-        f"ending in -bin takes a base64 value). Also read from --header-file and {HEADERS_ENV}",
+        help="gRPC metadata or HTTP header sent with every call (repeatable; values are never "
+        "printed; a key ending in -bin takes a base64 value, sent as bytes over gRPC and as that "
+        f"base64 text over HTTP). Also read from --header-file and {HEADERS_ENV}",
     )
     p.add_argument(
         "--header-file",
         default=None,
         metavar="FILE",
-        help="KEY=VALUE lines of gRPC metadata (tokens kept out of the process list)",
+        help="KEY=VALUE lines of gRPC metadata / HTTP headers (tokens kept out of the process list)",
     )
 
 
@@ -134,9 +160,10 @@ def add_speed_arguments(p: argparse.ArgumentParser, *, remembered: bool = False)
         "--transport",
         choices=[k.value for k in TransportKind],
         default=None if remembered else TransportKind.AUTO.value,
-        help="auto (default): Triton system shared memory when the server is on this machine, "
-        "else gRPC; grpc: tensors inside the messages; shm: shared memory (falls back to gRPC "
-        "with a message when the server cannot use it)",
+        help="auto (default): Triton system shared memory when the server is on this machine "
+        "and has it, else the tensors inside the messages; grpc: tensors inside the messages "
+        "(gRPC or HTTP, as --url says); shm: shared memory (falls back to the messages with a "
+        "note when the server cannot use it)",
     )
     p.add_argument(
         "--client-batch",
@@ -196,10 +223,19 @@ def add_model_arguments(p: argparse.ArgumentParser, *, profile: bool = True) -> 
 
 
 def urls_of(args: argparse.Namespace) -> list[str]:
+    """--url as given (UsageError for one that cannot be a server's address, or for servers of
+    both protocols at once)."""
     value = getattr(args, "url", None)
     if not value:
         return []
-    return [value] if isinstance(value, str) else list(value)
+    urls = [value] if isinstance(value, str) else list(value)
+    try:
+        protocols = {parse_url(url).protocol for url in urls}
+    except UrlError as e:
+        raise UsageError(f"--url {e}") from None
+    if len(protocols) > 1:
+        raise UsageError("--url: give servers of one protocol (all gRPC or all HTTP), not both")
+    return urls
 
 
 def connection_options(args: argparse.Namespace) -> ConnectionOptions:

@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--url-b",
         action="append",
         default=[],
-        metavar="HOST:PORT",
+        metavar="URL",
         help="B's server(s) (repeatable); default: the same as A's",
     )
     p.add_argument(

@@ -29,6 +29,7 @@ from app.commands.common import (
     eprint,
     serving,
     session_spec,
+    tell_session,
 )
 from app.commands.progress import Progress
 from app.evaluation.classes import ClassMapError, read_class_map
@@ -269,9 +270,7 @@ def _run(
     def started(total: int) -> None:
         progress.total = total
         eprint(f"{total} image(s) -> model '{name}' at {', '.join(session.urls)}")
-        eprint(f"transport: {session.describe_transport()}")
-        if session.transport_note:
-            eprint(f"note: {session.transport_note}")
+        tell_session(session)
 
     def on_result(_index: int, result: InferenceResult) -> None:
         records.write(name, result)

@@ -20,8 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--url",
         action="append",
         default=[],
-        metavar="HOST:PORT",
-        help="Triton gRPC address (repeatable); default: start the bundled local server",
+        metavar="URL",
+        help="server address: HOST:PORT (gRPC) or http://HOST:PORT (HTTP/REST), Triton or any "
+        "KServe v2 server (repeatable); default: start the bundled local server",
     )
     parser.add_argument("--model", default=None, help="model to use (default: face_detector or the only one)")
     parser.add_argument(

@@ -30,8 +30,10 @@ from app.commands.common import (
     concurrency_argument,
     delivery_of,
     eprint,
+    say_once,
     serving,
     session_spec,
+    tell_session,
     write_summary,
 )
 from app.commands.progress import Progress
@@ -39,7 +41,7 @@ from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
 from app.inference.core.stats import TimingTotals
 from app.inference.core.tally import StatusCounts
-from app.inference.errors import SessionError
+from app.inference.errors import ExtensionMissingError, SessionError
 from app.inference.introspection.server_stats import ServerCounters, split, stages_note
 from app.inference.profiles.profile import ProfileError
 from app.inference.result import InferenceResult, Status, naming_input, record_line
@@ -228,9 +230,7 @@ def _process(
     def started(total: int) -> None:
         progress.total = total
         eprint(f"{total} input(s) -> model '{model}' at {', '.join(session.urls)}")
-        eprint(f"transport: {session.describe_transport()}")
-        if session.transport_note:
-            eprint(f"note: {session.transport_note}")
+        tell_session(session)
 
     job = BatchJob(
         session,
@@ -265,6 +265,7 @@ def _process(
     summary = _summary(writer, counts, seconds, interrupted)
     summary["timing"] = _timing(writer.timing, session, counters_before, t0)
     summary["transport"] = session.transport.kind.value if session.transport else None
+    summary["protocol"] = session.protocol.value
     if trackers is not None:  # per video: how many tracks, how many flickered (< 3 frames)
         summary["tracks"] = {
             source: tracker.book.flicker(ended_only=False).to_record()
@@ -283,6 +284,9 @@ def _server_counters(session: TritonSession) -> ServerCounters | None:
     """Triton's cumulative statistics now (None when the server does not give them)."""
     try:
         return session.read_server_counters()
+    except ExtensionMissingError as e:  # not Triton: said once, in its own words
+        say_once(str(e))
+        return None
     except Exception as e:  # statistics are a bonus: never fail a run for them
         eprint(f"note: no server statistics ({str(e).splitlines()[0][:200]})")
         return None

@@ -1,4 +1,4 @@
-"""`python -m app models [--url HOST:PORT]`: what a server serves, and how the app would read it."""
+"""`python -m app models [--url URL]`: what a server serves, and how the app would read it."""
 
 from __future__ import annotations
 
@@ -18,13 +18,22 @@ from app.commands.common import (
     session_spec,
 )
 from app.inference.errors import SessionError, classify_failure, first_paragraph
-from app.inference.introspection.discovery import ModelEntry, check_live, list_models
+from app.inference.introspection.discovery import (
+    ModelEntry,
+    check_live,
+    model_config_if_any,
+    model_ready,
+    models_if_listed,
+    server_features,
+)
+from app.inference.introspection.extensions import ServerFeatures
 from app.inference.introspection.pipeline import pipeline_stages
 from app.inference.profile_kinds import BoxesIn, Task
 from app.inference.profiles.profile import ModelProfile, ProfileError, detect_profile
 from app.inference.profiles.task_summary import task_summary
 from app.inference.result import ErrorKind
-from app.inference.transports.channel import ConnectionOptions, GrpcChannel
+from app.inference.transports.channel import Channel, ConnectionOptions
+from app.inference.transports.open_channel import open_channel
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,10 +68,21 @@ def describe_server(
 ) -> str:
     """The human-readable report; SessionError when the server cannot be asked."""
     headers = dict(options.headers)
-    channel = GrpcChannel(url, options)
+    channel = open_channel(url, options)
     try:
         check_live(channel, headers, min(timeout_s, 5.0))
-        entries = list_models(channel, headers, timeout_s)
+        features = server_features(channel, headers, timeout_s)
+        listed = models_if_listed(channel, headers, timeout_s, features)
+        if listed is None:  # no repository index: only the model named, if ModelReady says so
+            if only is None:
+                raise SessionError(
+                    f"the server at {url} gives no model list (Triton's repository extension): "
+                    "name the model (--model NAME)",
+                    ErrorKind.NOT_FOUND,
+                )
+            ready = model_ready(channel, only, "", headers, timeout_s)
+            listed = [ModelEntry(only, "", "READY" if ready else "NOT READY", "")]
+        entries = listed
         states = _states(entries)
         if only is not None:
             names = sorted({m.name for m in entries})
@@ -73,22 +93,25 @@ def describe_server(
                     ErrorKind.NOT_FOUND,
                     names,
                 )
-        lines = [f"Triton at {url}: {len(entries)} model(s)", ""]
+        server = features.describe() or "server"
+        lines = [f"{server} at {url} over {channel.protocol.label}: {len(entries)} model(s)", ""]
         for entry in sorted(entries, key=lambda m: (m.name, m.version)):
-            lines += _describe_model(channel, headers, timeout_s, entry, overrides, states)
+            lines += _describe_model(channel, headers, timeout_s, entry, overrides, states, features)
             lines.append("")
-        return "\n".join(lines)
+        lines += [f"note: {note}" for note in features.notes()]
+        return "\n".join(lines) + ("\n" if features.notes() else "")
     finally:
         channel.close()
 
 
 def _describe_model(
-    channel: GrpcChannel,
+    channel: Channel,
     headers: dict[str, str | bytes],
     timeout_s: float,
     entry: ModelEntry,
     overrides: dict[str, Any] | None,
     states: dict[str, str],
+    features: ServerFeatures,
 ) -> list[str]:
     version = f" (version {entry.version})" if entry.version else ""
     state = entry.state or "NOT LOADED"
@@ -99,11 +122,15 @@ def _describe_model(
         return lines
     try:
         metadata = channel.model_metadata(entry.name, headers=headers, timeout_s=timeout_s)
-        config = channel.model_config(entry.name, headers=headers, timeout_s=timeout_s)
+        known = model_config_if_any(channel, entry.name, headers, timeout_s, features=features)
     except InferenceServerException as e:
         failure = classify_failure(e, channel.url, headers.values())
         lines.append(f"  cannot read its metadata/config: {failure.message}")
         return lines
+    except SessionError as e:
+        lines.append(f"  cannot read its config: {e}")
+        return lines
+    config = known or {}
     backend = config.get("backend") or config.get("platform") or metadata.get("platform", "")
     if backend:
         lines.append(f"  backend: {backend}")
@@ -112,9 +139,12 @@ def _describe_model(
         for t in metadata.get(kind, []):
             shape = ", ".join(str(d) for d in t.get("shape", []))
             lines.append(f"    {t.get('name')}  {t.get('datatype')}  [{shape}]")
-    lines.append(f"  max_batch_size: {int(config.get('max_batch_size', 0) or 0)}")
-    lines.append(f"  dynamic batching: {_dynamic_batching(config.get('dynamic_batching'))}")
-    lines.append(f"  instance groups: {_instance_groups(config.get('instance_group') or [])}")
+    if known is not None:
+        lines.append(f"  max_batch_size: {int(config.get('max_batch_size', 0) or 0)}")
+        lines.append(f"  dynamic batching: {_dynamic_batching(config.get('dynamic_batching'))}")
+        lines.append(f"  instance groups: {_instance_groups(config.get('instance_group') or [])}")
+    else:
+        lines.append("  config: not available from this server (profile from the metadata alone)")
     lines += _describe_stages(config, states)
     try:
         profile = detect_profile(metadata, config, overrides)

@@ -1,4 +1,4 @@
-"""`python -m app repository [--url HOST:PORT] list | load NAME [--config FILE] | unload NAME |
+"""`python -m app repository [--url URL] list | load NAME [--config FILE] | unload NAME |
 config NAME`: Triton's model repository extension from the command line (a thin adapter over
 app.inference.introspection.repository)."""
 

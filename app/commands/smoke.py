@@ -113,6 +113,15 @@ def _tritonclient() -> None:
     importlib.import_module("tritonclient.grpc")
 
 
+def _tritonclient_http() -> None:
+    # The same misleading "installation does not include http support" for any missing module
+    # (gevent, geventhttpclient, aiohttp, rapidjson): import them first to name the real one.
+    for name in ("aiohttp", "rapidjson", "geventhttpclient", "tritonclient.http._client"):
+        importlib.import_module(name)
+    importlib.import_module("tritonclient.http.aio")
+    importlib.import_module("app.inference.transports.http_channel")
+
+
 def _read_sample(image: str | None) -> tuple[Path, Any]:
     from app.resources import sample_image
     from app.sources.images import read_image
@@ -161,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
             _step("import numpy", lambda: importlib.import_module("numpy"))
             _step("import cv2", lambda: importlib.import_module("cv2").__version__)
             _step("import tritonclient.grpc", _tritonclient)
+            _step("import tritonclient.http (the HTTP/REST protocol)", _tritonclient_http)
             _step("qasync event loop", lambda: _qasync(app))
             _step("import the app's widgets (app.ui.*)", lambda: _import_all("app.ui"))
             _step("import app.commands.gui", lambda: importlib.import_module("app.commands.gui"))

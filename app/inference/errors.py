@@ -1,7 +1,9 @@
-"""Turn tritonclient / gRPC failures into statuses, kinds and messages a user can act on.
+"""Turn tritonclient failures (gRPC or HTTP) into statuses, kinds and messages a user can act on.
 
-The only place that reads gRPC's text: everything above decides on `ErrorKind`.
-Messages lead with what happened and what to do; the raw detail comes last.
+The only place that reads an error's status or text: everything above decides on `ErrorKind`
+and the `Failure` flags. Status codes of both protocols are read as one vocabulary (gRPC's
+names: an HTTP 404 is NOT_FOUND, a 503 UNAVAILABLE). Messages lead with what happened and
+what to do; the raw detail comes last.
 """
 
 from __future__ import annotations
@@ -10,17 +12,35 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from app.inference.protocol import ServerProtocol, UrlError, parse_url, protocol_of, same_server_over
 from app.inference.result import ErrorKind, Status
 
 
 class SessionError(RuntimeError):
     """The session cannot be used: server unreachable, model missing or not ready, not
-    understood, bad settings. `models`: what the server has, when it was read."""
+    understood, bad settings. `models`: what the server has, when it was read. `offer`: a URL
+    that would work instead, offered to the user (the same server over the other protocol,
+    e.g. "that is Triton's HTTP port: connect over HTTP?")."""
 
-    def __init__(self, message: str, kind: ErrorKind = ErrorKind.SERVER, models: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        message: str,
+        kind: ErrorKind = ErrorKind.SERVER,
+        models: Sequence[str] = (),
+        offer: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.models = tuple(models)
+        self.offer = offer
+
+
+class ExtensionMissingError(SessionError):
+    """The server lacks one of Triton's extensions (statistics, configuration, repository...):
+    the message is the one plain sentence that says so."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, ErrorKind.UNSUPPORTED)
 
 
 class SessionClosedError(SessionError):
@@ -45,13 +65,58 @@ class Failure:
     closed_by_peer: bool = False
     # The server does not know the name the call gave (a shared-memory region, a model).
     name_unknown: bool = False
+    # The server does not implement the call (gRPC UNIMPLEMENTED, HTTP 404/405/501): an
+    # extension (Triton's config, statistics, shared memory...) it does not have.
+    unimplemented: bool = False
+
+
+# HTTP statuses as gRPC's codes (how Triton maps one to the other, plus what proxies answer).
+_HTTP_CODES = {
+    "400": "INVALID_ARGUMENT",
+    "401": "UNAUTHENTICATED",
+    "403": "PERMISSION_DENIED",
+    "404": "NOT_FOUND",
+    "405": "UNIMPLEMENTED",
+    "408": "DEADLINE_EXCEEDED",
+    "409": "ALREADY_EXISTS",
+    "413": "RESOURCE_EXHAUSTED",
+    "422": "INVALID_ARGUMENT",
+    "429": "UNAVAILABLE",  # too many requests: worth another try after a back-off
+    "499": "CANCELLED",
+    "500": "INTERNAL",
+    "501": "UNIMPLEMENTED",
+    "502": "UNAVAILABLE",  # a proxy that cannot reach the server
+    "503": "UNAVAILABLE",
+    "504": "DEADLINE_EXCEEDED",
+}
+# HTTP statuses that mean "this server has no such call" when the call's arguments are known
+# to be good (the model exists): FastAPI-style servers answer 404 for a route they lack.
+_HTTP_MISSING = frozenset({"400", "404", "405", "501"})
 
 
 def grpc_status(error: BaseException) -> str:
-    """'StatusCode.UNAVAILABLE' etc., or '' when the error carries none."""
+    """The error's status as it carries it ('StatusCode.UNAVAILABLE', '404', 'UNAVAILABLE'),
+    or '' when it carries none."""
     status = getattr(error, "status", None)
     value = status() if callable(status) else status
     return str(value or "")
+
+
+def status_code(error: BaseException) -> str:
+    """The error's status as a gRPC code name ('UNAVAILABLE', 'NOT_FOUND'; HTTP statuses
+    mapped), '' when it carries none."""
+    raw = grpc_status(error)
+    return _HTTP_CODES.get(
+        raw, "INTERNAL" if raw.isdigit() and raw >= "500" else raw.removeprefix("StatusCode.")
+    )
+
+
+def extension_missing(error: BaseException) -> bool:
+    """The server answered that it does not have the call (gRPC UNIMPLEMENTED; HTTP 404, 405,
+    501, or 400 from servers that reject an unknown route): decided by the status code only,
+    for a call whose arguments are known to be good."""
+    raw = grpc_status(error)
+    return raw in _HTTP_MISSING or raw.removeprefix("StatusCode.") == "UNIMPLEMENTED"
 
 
 def error_text(error: BaseException) -> str:
@@ -66,11 +131,19 @@ def classify_failure(error: BaseException, url: str, secrets: Iterable[str | byt
     text = redact(error_text(error), secrets)
     lowered = text.lower()
     name_unknown = "not found" in lowered or "unable to find" in lowered
-    failure = _classify(grpc_status(error), text, lowered, url, name_unknown)
-    return dataclasses.replace(failure, closed_by_peer=closed_by_peer(text), name_unknown=name_unknown)
+    # An HTTP channel's own failures say what happened as attributes, not as text.
+    peer_closed = bool(getattr(error, "closed_by_peer", False)) or closed_by_peer(text)
+    tls = bool(getattr(error, "tls", False))
+    failure = _classify(status_code(error), text, lowered, url, name_unknown, tls)
+    return dataclasses.replace(
+        failure,
+        closed_by_peer=peer_closed,
+        name_unknown=name_unknown,
+        unimplemented=extension_missing(error),
+    )
 
 
-def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool) -> Failure:
+def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool, tls: bool = False) -> Failure:
     if "DEADLINE_EXCEEDED" in code or "deadline exceeded" in lowered:
         return Failure(
             Status.TIMEOUT, ErrorKind.TIMEOUT, f"timed out waiting for {url} (deadline exceeded)", False
@@ -81,16 +154,20 @@ def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool) 
         return Failure(
             Status.FAILED,
             ErrorKind.TOO_LARGE,
-            f"message too large for {url}: the image or the model's output exceeds the gRPC "
-            f"message limit; send smaller images ({text})",
+            f"message too large for {url}: the image or the model's output exceeds the "
+            f"server's (or a proxy's) message limit; send smaller images ({text})",
             False,
         )
-    if _looks_like_tls_mismatch(lowered):
+    if tls or _looks_like_tls_mismatch(lowered):
+        how = (
+            "use https:// for a TLS server, http:// for a plain one"
+            if protocol_of(url) is ServerProtocol.HTTP
+            else "use --ssl for a TLS server, leave it off for a plain one"
+        )
         return Failure(
             Status.FAILED,
             ErrorKind.TLS,
-            f"TLS mismatch with {url}: use --ssl for a TLS server, leave it off for a plain one; "
-            f"check --root-certificates ({text})",
+            f"TLS mismatch with {url}: {how}; check --root-certificates ({text})",
             False,
         )
     if "shared memory region" in lowered and name_unknown:
@@ -110,8 +187,10 @@ def _looks_like_tls_mismatch(lowered: str) -> bool:
 
 
 def unreachable_message(url: str, detail: str, listener: str | None = None) -> str:
-    """`listener`: what app.inference.transports.port_probe found on a port that closed the connection
-    ("tls", "http" or None when not probed / unknown)."""
+    """`listener`: what app.inference.transports.port_probe found on a port that closed the
+    connection ("tls", "http", "grpc" or None when not probed / unknown)."""
+    if protocol_of(url) is ServerProtocol.HTTP:
+        return f"{_http_unreachable_lead(url, detail, listener)} ({detail})"
     lowered = detail.lower()
     closed = closed_by_peer(detail)
     if listener == "tls":
@@ -121,14 +200,15 @@ def unreachable_message(url: str, detail: str, listener: str | None = None) -> s
         )
     elif listener == "http" or "http1" in lowered or (not closed and _port(url) in ("8000", "80")):
         lead = (
-            f"cannot reach Triton at {url}: something answers there but does not speak gRPC. "
-            "Is this Triton's HTTP port? The viewer speaks gRPC, usually port 8001"
+            f"cannot reach Triton at {url} over gRPC: that is Triton's HTTP port: connect over "
+            f"HTTP? (--url {same_server_over(url, ServerProtocol.HTTP)}; Triton's gRPC port is usually 8001)"
         )
     elif closed:
         # A plain gRPC client gets this from a TLS server and from Triton's HTTP port alike.
         tls_first = _port(url) in ("443", "8443")
         tls = "if the server uses TLS, add --ssl"
-        http = "if it is Triton's HTTP port, use the gRPC port (usually 8001)"
+        over_http = same_server_over(url, ServerProtocol.HTTP)
+        http = f"if it is Triton's HTTP port, connect over HTTP (--url {over_http})"
         lead = (
             f"cannot reach Triton at {url}: the server closed the connection, so it does not speak "
             f"plain gRPC: {tls if tls_first else http}; {http if tls_first else tls}"
@@ -148,8 +228,36 @@ def unreachable_message(url: str, detail: str, listener: str | None = None) -> s
     return f"{lead} ({detail})"
 
 
+def _http_unreachable_lead(url: str, detail: str, listener: str | None) -> str:
+    lowered = detail.lower()
+    if listener == "tls":
+        return (
+            f"cannot reach the server at {url}: it speaks TLS. Use https:// "
+            "(and --root-certificates FILE for a private certificate authority)"
+        )
+    if listener == "grpc":
+        return (
+            f"cannot reach the server at {url} over HTTP: that is a gRPC port: connect over gRPC? "
+            f"(--url {same_server_over(url, ServerProtocol.GRPC)}; Triton's HTTP port is usually 8000)"
+        )
+    if closed_by_peer(detail):
+        return (
+            f"cannot reach the server at {url}: it closed the connection, so it does not speak plain "
+            "HTTP: if it uses TLS, use https://; if it is a gRPC port, drop http:// (gRPC)"
+        )
+    if "connection refused" in lowered:
+        return (
+            f"cannot reach the server at {url}: nothing is listening there. Is the server running, "
+            f"and is {url} its HTTP port (Triton's is usually 8000)?"
+        )
+    return f"cannot reach the server at {url}"
+
+
 def _port(url: str) -> str:
-    return url.rsplit(":", 1)[-1]
+    try:
+        return parse_url(url).port
+    except UrlError:
+        return url.rsplit(":", 1)[-1]
 
 
 def closed_by_peer(text: str) -> bool:

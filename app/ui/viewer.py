@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer
-from PySide6.QtWidgets import QDialog, QInputDialog
+from PySide6.QtWidgets import QDialog, QInputDialog, QMessageBox
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, SessionSpec
@@ -53,6 +53,7 @@ from app.ui.main_window import MainWindow
 from app.ui.profile_choice import ProfileChoice
 from app.ui.screenshot import Screenshot
 from app.ui.server.connection import ConnectionController
+from app.ui.server.protocol_offer import offer_protocol
 from app.ui.server.server_dialog import ask_for_server
 from app.ui.server.server_panel import LOCAL_SERVER, parse_urls
 from app.ui.server_tools.server_tools_ui import ServerToolsUi
@@ -193,6 +194,7 @@ class Viewer(QObject):
         self._connection_lost = False  # failed or disconnected since the last connect
         self._models_listed: list[str] = []
         self.server_dialog: QInputDialog | None = None
+        self.protocol_offer: QMessageBox | None = None  # "that is Triton's HTTP port: connect over HTTP?"
         self._wire()
 
     def _wire(self) -> None:
@@ -203,6 +205,7 @@ class Viewer(QObject):
         c.session_closing.connect(self._on_session_closing)
         c.local_server_unavailable.connect(self._on_local_server_unavailable)
         c.models_listed.connect(self._on_models_listed)
+        c.protocol_offered.connect(self._on_protocol_offered)
         c.profile_ignored.connect(
             lambda model, path, why: self.settings.warn_ignored(
                 f"profiles/{model}", path, f"cannot be used: {why}"
@@ -414,6 +417,21 @@ class Viewer(QObject):
                 self._failure = detail
             self.window.banner.show_error(detail, Context.CONNECTION)
 
+    def _on_protocol_offered(self, url: str, message: str) -> None:
+        """A connect reached a port of the other protocol: offer to connect over that one."""
+
+        target = self.connection.target
+        model = target.model if target is not None else None
+
+        def accept() -> None:  # the same server and model, over the other protocol
+            self.window.server_panel.set_recent(self.settings.recent_servers(), url)
+            self.settings.remember_server(url)
+            self.connection.connect_to([url], model or self._model)
+
+        if self.protocol_offer is not None:
+            self.protocol_offer.close()
+        self.protocol_offer = offer_protocol(self.window, url, message, accept)
+
     def _on_models_listed(self, names: list[str]) -> None:
         """A connect failed but the server answered: offer its models to choose from."""
         self._models_listed = list(names)
@@ -487,7 +505,9 @@ class Viewer(QObject):
         panel = self.window.server_panel
         panel.set_models(session.models, info.name)
         panel.set_info(info)
-        panel.set_transport_in_use(session.describe_transport(), session.transport_note)
+        # What the server lacks of Triton's extensions, said once, with the transport.
+        notes = [n for n in (session.transport_note, *session.notes) if n]
+        panel.set_transport_in_use(f"{session.describe_transport()}", "<br>".join(notes))
         self.server_split.session_opened(session)
         self.window.view.set_keypoint_style(
             info.profile.skeleton,

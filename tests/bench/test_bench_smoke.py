@@ -23,6 +23,7 @@ RUNNING = 3  # smoke runs at a time: most of each is start-up and waiting, so th
 # script: (takes --url of the tests' server, a line of figures it must print); the longest first
 SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_speed.py": (True, r"1\. 1080p video, 10 frames, 4 in flight, auto: app +[\d.]+/s"),
+    "bench_protocols.py": (True, r"^  HTTP shared memory +[\d.]+/s"),
     "soak.py": (True, r"^ +1 +\d+ +\d+ +\d+ +\d+ +[\d.]+"),  # the first "minute"'s row
     "bench_compare_live.py": (True, r"round 1: single: A displayed +[\d.]+ fps"),
     "bench_live.py": (True, r"annotated display rate +[\d.]+ fps"),
@@ -44,10 +45,15 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
 }
 
 
-def smoke_run(script: str, url: str) -> subprocess.CompletedProcess[str]:
+WANTS_HTTP = {"bench_protocols.py"}  # also given the server's HTTP port (--http-url)
+
+
+def smoke_run(script: str, server: EmbeddedServer) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, str(BENCH / script), "--smoke"]
     if SCRIPTS[script][0]:
-        command += ["--url", url]
+        command += ["--url", server.grpc_url]
+    if script in WANTS_HTTP:
+        command += ["--http-url", server.http_url]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
 
 
@@ -55,7 +61,7 @@ def smoke_run(script: str, url: str) -> subprocess.CompletedProcess[str]:
 def smoke_runs(triton: EmbeddedServer) -> Iterator[dict[str, Future[subprocess.CompletedProcess[str]]]]:
     """Every script's smoke run, all started when the first test of this module needs one."""
     with ThreadPoolExecutor(RUNNING, thread_name_prefix="bench-smoke") as pool:
-        yield {script: pool.submit(smoke_run, script, triton.grpc_url) for script in SCRIPTS}
+        yield {script: pool.submit(smoke_run, script, triton) for script in SCRIPTS}
 
 
 def test_every_script_has_a_smoke_run_here() -> None:

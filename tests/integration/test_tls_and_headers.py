@@ -50,7 +50,8 @@ def test_a_plain_client_on_the_http_port_is_told_it_is_the_http_port(triton: Emb
     with pytest.raises(SessionError) as caught:
         TritonSession(triton.http_url, timeout_s=3).open()
     message = str(caught.value)
-    assert "Is this Triton's HTTP port?" in message and "8001" in message
+    assert "that is Triton's HTTP port: connect over HTTP?" in message and "8001" in message
+    assert caught.value.offer == f"http://{triton.http_url}"
     assert "--ssl" not in message
 
 

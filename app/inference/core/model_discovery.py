@@ -1,7 +1,12 @@
-"""What `TritonSession.open()` finds out before the first request: which servers answer, the
-models they serve, the model to use (asked for, else the bundled detector, else the only one
-ready) in the version asked for, its metadata, config and profile, and that every server
-that answers has it. Blocking network calls; each failure a SessionError with its kind."""
+"""What `TritonSession.open()` finds out before the first request: which servers answer, what
+they have of Triton's extensions, the models they serve, the model to use (asked for, else
+the bundled detector, else the only one ready) in the version asked for, its metadata,
+config and profile, and that every server that answers has it. Blocking network calls; each
+failure a SessionError with its kind.
+
+The protocol first: a server without Triton's repository index (a model list) still serves
+a model named by the user, checked with ModelReady; one that lists a model in a state of its
+own wording (MLServer's "State.READY") is asked ModelReady before it is refused."""
 
 from __future__ import annotations
 
@@ -18,10 +23,14 @@ from app.inference.introspection.discovery import (
     check_live,
     check_version,
     choose_model,
-    list_models,
     model_info,
+    model_ready,
+    models_if_listed,
+    server_features,
 )
-from app.inference.transports.channel import Headers
+from app.inference.introspection.extensions import ServerFeatures
+from app.inference.result import ErrorKind
+from app.inference.transports.channel import Channel, Headers
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +40,9 @@ LIVENESS_TIMEOUT_S = 5.0  # at most this long per server to say whether it is th
 @dataclass(frozen=True)
 class Discovery:
     live: list[str]  # the servers that answered (the others are marked unreachable in the pool)
-    models: list[ModelEntry]  # what the first of them serves
+    models: list[ModelEntry]  # what the first of them serves ([] without a repository index)
     info: ModelInfo  # the model chosen, with its profile
+    features: ServerFeatures  # what the first of them has of Triton's extensions
 
 
 def discover(
@@ -45,19 +55,50 @@ def discover(
 ) -> Discovery:
     live = _live_servers(pool, headers, min(timeout_s, LIVENESS_TIMEOUT_S))
     first = pool.first_channel(live[0])
-    models = list_models(first, headers, timeout_s)
-    name = choose_model(models, model, first.url)
-    check_version(models, name, version, first.url)
+    features = server_features(first, headers, timeout_s)
+    models, name = _choose(first, model, version, headers, timeout_s, features)
     try:
-        info = model_info(first, name, headers, dict(overrides or {}) or None, timeout_s, version)
+        info = model_info(first, name, headers, dict(overrides or {}) or None, timeout_s, version, features)
     except SessionError as e:
         # The models there, so that the user can choose another one.
         raise SessionError(str(e), e.kind, e.models or sorted({m.name for m in models})) from None
     for url in live[1:]:
-        others = list_models(pool.first_channel(url), headers, timeout_s)
-        choose_model(others, name, url)
-        check_version(others, name, version, url)
-    return Discovery(live, models, info)
+        _choose(pool.first_channel(url), name, version, headers, timeout_s, ServerFeatures())
+    return Discovery(live, models, info, features)
+
+
+def _choose(
+    channel: Channel,
+    model: str | None,
+    version: str,
+    headers: Headers,
+    timeout_s: float,
+    features: ServerFeatures,
+) -> tuple[list[ModelEntry], str]:
+    """(the models listed, the model to use) on one server."""
+    url = channel.url
+    models = models_if_listed(channel, headers, timeout_s, features)
+    if models is None:  # no repository index: the model must be named, and ModelReady says
+        if not model:
+            raise SessionError(
+                f"the server at {url} gives no model list (Triton's repository extension): "
+                "name the model (--model NAME)",
+                ErrorKind.NOT_FOUND,
+            )
+        if not model_ready(channel, model, version, headers, timeout_s):
+            which = f"model '{model}'" + (f" version {version}" if version else "")
+            raise SessionError(f"{which} is not ready on {url} (ModelReady)", ErrorKind.NOT_FOUND)
+        return [ModelEntry(model, version, "READY", "")], model
+    try:
+        name = choose_model(models, model, url)
+        check_version(models, name, version, url)
+    except SessionError:
+        # Listed in a state of the server's own wording: the protocol's ModelReady decides.
+        listed = model is not None and any(m.name == model for m in models)
+        if not (listed and model is not None and model_ready(channel, model, version, headers, timeout_s)):
+            raise
+        name = model
+    return models, name
 
 
 def _live_servers(pool: ConnectionPool, headers: Headers, timeout_s: float) -> list[str]:
@@ -72,7 +113,8 @@ def _live_servers(pool: ConnectionPool, headers: Headers, timeout_s: float) -> l
             errors.append(e)
             pool.mark_unreachable(url, str(e))
     if not live:
-        raise SessionError("; ".join(map(str, errors)), errors[0].kind)
+        offer = next((e.offer for e in errors if e.offer), None) if len(errors) == 1 else None
+        raise SessionError("; ".join(map(str, errors)), errors[0].kind, offer=offer)
     for error in errors:
         log.warning("%s (using the other servers)", error)
     return live

@@ -6,7 +6,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from app.inference.transports.channel import Channel, ChannelFactory, ConnectionOptions, GrpcChannel
+from app.inference.transports.channel import Channel, ChannelFactory, ConnectionOptions
+from app.inference.transports.open_channel import open_channel
 
 
 class ServerHealth:
@@ -35,7 +36,7 @@ class ConnectionPool:
     """`channels_per_server` channels to each URL; `acquire` picks the least-loaded usable one."""
 
     def __init__(
-        self, urls: Sequence[str], options: ConnectionOptions, factory: ChannelFactory = GrpcChannel
+        self, urls: Sequence[str], options: ConnectionOptions, factory: ChannelFactory = open_channel
     ) -> None:
         if not urls:
             raise ValueError("at least one server URL is needed")

@@ -44,22 +44,27 @@ from app.inference.core.stats import RequestStats
 from app.inference.core.transport_choice import choose_transport
 from app.inference.core.window import Window
 from app.inference.decoding.letterbox import BoxTransform, FromReducedSource
-from app.inference.errors import SessionClosedError, SessionError, WindowFullError, classify_failure, redact
+from app.inference.errors import (
+    ExtensionMissingError,
+    SessionClosedError,
+    SessionError,
+    WindowFullError,
+    classify_failure,
+    extension_missing,
+    redact,
+)
 from app.inference.introspection.discovery import ModelEntry, ModelInfo
+from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.introspection.pipeline import pipeline_stages
 from app.inference.introspection.server_stats import ServerCounters, add_counters, parse_counters
 from app.inference.introspection.stage_stats import stage_counters
 from app.inference.profiles.profile import DecodedOutputs, ModelProfile, decode_outputs, preprocess
+from app.inference.protocol import ServerProtocol, protocol_of
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
-from app.inference.transports.channel import (
-    Call,
-    Channel,
-    ChannelFactory,
-    ConnectionOptions,
-    GrpcChannel,
-    Reply,
-)
+from app.inference.transports.channel import Call, Channel, ChannelFactory, ConnectionOptions, Reply
+from app.inference.transports.open_channel import open_channel
 from app.inference.transports.transport import Lease, Transport, TransportKind
+from app.inference.transports.wire import Wire
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +141,7 @@ class TritonSession:
         max_in_flight: int = 64,
         decode_workers: int = 2,
         send_in_caller: bool = False,
-        channel_factory: ChannelFactory = GrpcChannel,
+        channel_factory: ChannelFactory = open_channel,
         transport: TransportKind = TransportKind.AUTO,
         client_batch: int = 1,
         batch_delay_ms: float = 2.0,
@@ -145,6 +150,13 @@ class TritonSession:
         self.urls = [urls] if isinstance(urls, str) else list(urls)
         if not self.urls:
             raise ValueError("at least one server URL is needed")
+        protocols = {protocol_of(url) for url in self.urls}
+        if len(protocols) > 1:
+            raise ValueError(
+                f"the servers of one session speak one protocol (gRPC or HTTP), not both: {self.urls}"
+            )
+        # gRPC or HTTP/REST, by the URLs' scheme (http://, https://; grpc:// or none: gRPC).
+        self.protocol = protocols.pop()
         if not (math.isfinite(timeout_s) and timeout_s > 0):
             raise ValueError(f"the timeout must be a positive number of seconds, not {timeout_s}")
         self.requested_model = model
@@ -187,6 +199,8 @@ class TritonSession:
         self.stats = RequestStats()
         self.info: ModelInfo | None = None
         self.models: list[ModelEntry] = []
+        # What the server has of Triton's extensions; what it lacks is said once (`notes`).
+        self.features = ServerFeatures()
         self._state = SessionState.UNOPENED
         self._headers = dict(self.options.headers)
         self._secrets = list(self._headers.values())
@@ -220,7 +234,7 @@ class TritonSession:
             max_in_flight=spec.limits.max_in_flight,
             decode_workers=spec.limits.decode_workers,
             send_in_caller=spec.limits.send_in_caller,
-            channel_factory=spec.channel_factory or GrpcChannel,
+            channel_factory=spec.channel_factory or open_channel,
             transport=spec.delivery.transport,
             client_batch=spec.delivery.client_batch,
             batch_delay_ms=spec.delivery.batch_delay_ms,
@@ -272,12 +286,12 @@ class TritonSession:
                 self.profile_overrides,
                 self.timeout_s,
             )
-            self.models, self.info = found.models, found.info
+            self.models, self.info, self.features = found.models, found.info, found.features
             live = found.live
             batch = self._batch_size()
             channels = {url: pool.first_channel(url) for url in live}
             self.transport, self.transport_note = choose_transport(
-                self.requested_transport, channels, self.info, self._headers, batch
+                self.requested_transport, channels, self.info, self._headers, batch, self.wire, self.features
             )
             with self._lock:
                 if self._state is not SessionState.OPENING:
@@ -303,12 +317,35 @@ class TritonSession:
             raise
         return self
 
+    @property
+    def wire(self) -> Wire:
+        """How tensors are written: by protocol, and over HTTP binary only where the server
+        declares Triton's binary tensor extension (JSON otherwise)."""
+        if self.protocol is ServerProtocol.GRPC:
+            return Wire()
+        return Wire(ServerProtocol.HTTP, binary=self.features.binary_tensors)
+
+    @property
+    def notes(self) -> list[str]:
+        """One plain sentence per Triton extension this server turned out not to have (said
+        once each: callers show the ones they have not shown yet). Shared memory's is the
+        `transport_note`, said with the transport."""
+        notes = [n for n in self.features.notes() if n != self.transport_note]
+        if (
+            self.protocol is ServerProtocol.HTTP
+            and not self.features.binary_tensors
+            and self.info is not None
+        ):
+            notes.append(MISSING[Extension.BINARY_DATA])
+        return notes
+
     def _batch_size(self) -> int:
         """Requests per call: 1 unless client batching is on and the model batches."""
         assert self.info is not None
-        if self.client_batch <= 1 or self.info.max_batch_size <= 0 or not self.info.profile.has_batch_dim:
+        limit = self.info.client_batch_limit
+        if self.client_batch <= 1 or limit <= 0 or not self.info.profile.has_batch_dim:
             return 1
-        return min(self.client_batch, self.info.max_batch_size)
+        return min(self.client_batch, limit)
 
     @property
     def batching(self) -> int:
@@ -323,15 +360,28 @@ class TritonSession:
         return text
 
     def read_server_counters(self) -> ServerCounters:
-        """Triton's cumulative statistics of the model, summed over the servers (blocking)."""
+        """Triton's cumulative statistics of the model, summed over the servers (blocking).
+        ExtensionMissingError ("server statistics not available from this server") when the
+        server has no statistics extension."""
         if self._pool is None or self.info is None:
             raise SessionError("the session is not open")
+        if self.features.lacks(Extension.STATISTICS):
+            raise ExtensionMissingError(MISSING[Extension.STATISTICS])
         total: ServerCounters | None = None
         for url in self._pool.urls:
             channel = self._pool.first_channel(url)
-            raw = channel.inference_statistics(
-                self.info.name, headers=self._headers, timeout_s=self.timeout_s, version=self.model_version
-            )
+            try:
+                raw = channel.inference_statistics(
+                    self.info.name,
+                    headers=self._headers,
+                    timeout_s=self.timeout_s,
+                    version=self.model_version,
+                )
+            except Exception as e:
+                if extension_missing(e):
+                    self.features.mark_missing(Extension.STATISTICS)
+                    raise ExtensionMissingError(MISSING[Extension.STATISTICS]) from None
+                raise
             counters = parse_counters(raw, self.info.name)
             total = counters if total is None else add_counters(total, counters)
         assert total is not None

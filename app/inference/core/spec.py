@@ -7,8 +7,9 @@ opened from one by `open_session` (app.inference.core.open_session). A variant i
 `dataclasses.replace(spec, model=...)`: the A/B compare, the load sweep and a reconnect
 after an outage change one part and keep the rest (transport, batching, TLS, headers).
 
-Adding a setting (e.g. the protocol chosen from the URL's scheme, or a metrics URL) is one
-field here with a default, read by `open_session`/`TritonSession`: no caller changes.
+Adding a setting is one field here with a default, read by `open_session`/`TritonSession`:
+no caller changes. The protocol is the URLs' own: `http://` / `https://` is HTTP/REST,
+`grpc://` or a bare HOST:PORT gRPC (`protocol`); the channels follow it (`open_channel`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.inference.profiles.profile import load_profile_file
+from app.inference.protocol import ServerProtocol, protocol_of
 from app.inference.transports.channel import ChannelFactory, ConnectionOptions
 from app.inference.transports.transport import TransportKind
 
@@ -94,7 +96,8 @@ class SessionSpec:
     timeouts: Timeouts = field(default_factory=Timeouts)
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)  # TLS, headers, channels
     limits: Limits = field(default_factory=Limits)
-    # None: the channel for the URL (gRPC). The seam tests use to drive rare orderings.
+    # None: the channel for the URL (gRPC or HTTP by its scheme). The seam tests use to drive
+    # rare orderings.
     channel_factory: ChannelFactory | None = None
     # Triton's Prometheus metrics (HOST:PORT or a URL); None: not known (for a server given
     # by --url, its gRPC host on port 8002 is the usual guess: default_metrics_url).
@@ -110,3 +113,9 @@ class SessionSpec:
     def embedded(self) -> bool:
         """No server given: the embedded one is meant."""
         return not self.urls
+
+    @property
+    def protocol(self) -> ServerProtocol:
+        """gRPC or HTTP, by the first URL's scheme (the embedded server: gRPC). A session
+        refuses servers of both protocols at once."""
+        return protocol_of(self.urls[0]) if self.urls else ServerProtocol.GRPC

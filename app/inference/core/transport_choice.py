@@ -1,5 +1,6 @@
 """Which transport a session uses: shared memory when the server is on this machine and
-accepts a region, gRPC otherwise (or when asked), with a sentence saying why."""
+accepts a region, the tensors inside the messages (gRPC or HTTP) otherwise (or when asked),
+with a sentence saying why."""
 
 from __future__ import annotations
 
@@ -7,21 +8,25 @@ import ipaddress
 import logging
 from collections.abc import Mapping
 
-from app.inference.errors import classify_failure, error_text
+from app.inference.errors import classify_failure, error_text, extension_missing
 from app.inference.introspection.discovery import ModelInfo
+from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
+from app.inference.protocol import UrlError, parse_url
 from app.inference.transports.channel import Channel, Headers
 from app.inference.transports.shm import ShmRegion, remove_dead_owners_regions
 from app.inference.transports.shm_transport import OutputSpec, ShmTransport
 from app.inference.transports.transport import GrpcTransport, Transport, TransportKind
+from app.inference.transports.wire import Wire
 
 log = logging.getLogger(__name__)
 
 
 def host_of(url: str) -> str:
-    """ "127.0.0.1:8001" -> "127.0.0.1", "[::1]:8001" -> "::1", "localhost" -> "localhost"."""
-    if url.startswith("["):
-        return url[1 : url.index("]")] if "]" in url else url[1:]
-    return url.rsplit(":", 1)[0] if url.count(":") == 1 else url
+    """ "127.0.0.1:8001" -> "127.0.0.1", "[::1]:8001" -> "::1", "http://localhost:8000" -> "localhost"."""
+    try:
+        return parse_url(url).host
+    except UrlError:
+        return url
 
 
 def is_loopback(url: str) -> bool:
@@ -52,20 +57,27 @@ def choose_transport(
     info: ModelInfo,
     headers: Headers,
     max_batch: int,
+    wire: Wire | None = None,
+    features: ServerFeatures | None = None,
 ) -> tuple[Transport, str]:
-    """(the transport, a note for the user when the choice differs from what was asked)."""
+    """(the transport, a note for the user when the choice differs from what was asked).
+    `wire`: how tensors go inside the messages (gRPC, or HTTP binary or JSON); `features`:
+    what the server has of Triton's extensions (shared memory is one of them)."""
     profile = info.profile
-    grpc = GrpcTransport(profile.input_name, profile.input_dtype, profile.output_names)
+    wire = wire or Wire()
+    grpc = GrpcTransport(profile.input_name, profile.input_dtype, profile.output_names, wire)
     if kind is TransportKind.GRPC:
         return grpc, ""
     remote = [url for url in channels if not is_loopback(url)]
     if remote:
         note = (
-            f"shared memory needs the server on this machine ({remote[0]} is not); using gRPC"
+            f"shared memory needs the server on this machine ({remote[0]} is not); using {wire.description}"
             if kind is TransportKind.SHM
             else ""
         )
         return grpc, note
+    if features is not None and features.lacks(Extension.SHARED_MEMORY):
+        return grpc, MISSING[Extension.SHARED_MEMORY]
     remove_dead_owners_regions()  # regions left by a client that was killed
 
     def register(region: ShmRegion) -> None:
@@ -81,14 +93,18 @@ def choose_transport(
                     raise  # e.g. still in use: the caller tries again later
 
     shm = ShmTransport(
-        profile.input_name, profile.input_dtype, output_specs(info), max_batch, register, unregister
+        profile.input_name, profile.input_dtype, output_specs(info), max_batch, register, unregister, wire
     )
     try:
         shm.warm()  # a probe: the server must map a region of ours
     except Exception as e:
         shm.close()
+        if extension_missing(e):  # decided by the status code (UNIMPLEMENTED, HTTP 404...)
+            if features is not None:
+                features.mark_missing(Extension.SHARED_MEMORY)
+            return grpc, MISSING[Extension.SHARED_MEMORY]
         reason = error_text(e) if isinstance(e, Exception) else str(e)
-        note = f"shared memory not usable with {', '.join(channels)} ({reason}); using gRPC"
+        note = f"shared memory not usable with {', '.join(channels)} ({reason}); using {wire.description}"
         log.warning(note)
         return grpc, note
     return shm, ""

@@ -1,4 +1,10 @@
-"""What a server has: its models, their state, inputs/outputs, batching; clear errors when not usable."""
+"""What a server has: its models, their state, inputs/outputs, batching; clear errors when not usable.
+
+The protocol first: health from ServerLive and ModelReady, inputs and outputs from the model's
+metadata. Triton's repository index and model configuration are used when the server has
+them; a server that answers it lacks one (status code) gets it recorded in its
+`ServerFeatures`, said once, and skipped.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +17,23 @@ from app.inference.errors import (
     SessionError,
     classify_failure,
     error_text,
+    extension_missing,
     first_paragraph,
     redact,
     unreachable_message,
 )
+from app.inference.introspection.extensions import Extension, ServerFeatures
 from app.inference.profiles.profile import ModelProfile, ProfileError, detect_profile
+from app.inference.protocol import ServerProtocol, same_server_over
 from app.inference.result import ErrorKind
 from app.inference.transports.channel import Channel, Headers
 from app.inference.transports.port_probe import what_listens
 
 PREFERRED_MODEL = "face_detector"
 PROBE_TIMEOUT_S = 1.0  # looking at what listens on a port that closed the connection
+# A model whose server gives no config but whose input's first axis is variable: client
+# batches of up to this many images (the session's own client-batch setting is the usual bound).
+UNKNOWN_BATCH_LIMIT = 64
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,20 @@ class ModelInfo:
     instance_groups: list[dict[str, Any]]
     profile: ModelProfile
     config: dict[str, Any] = field(repr=False, default_factory=dict)
+    # The server gave no model configuration (not Triton): batching known from metadata only.
+    config_known: bool = True
+
+    @property
+    def client_batch_limit(self) -> int:
+        """How many images one request may carry: the config's max_batch_size; without a
+        config, any number when the input's first axis is variable (-1) in the metadata."""
+        if self.config_known:
+            return self.max_batch_size
+        shape = next(
+            (t.get("shape") or [] for t in self.inputs if t.get("name") == self.profile.input_name), []
+        )
+        variable = bool(shape) and str(shape[0]) == "-1"
+        return UNKNOWN_BATCH_LIMIT if variable and self.profile.has_batch_dim else 0
 
 
 def _call(url: str, secrets: list[str | bytes], fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -57,29 +83,92 @@ def _call(url: str, secrets: list[str | bytes], fn: Any, *args: Any, **kwargs: A
 def check_live(channel: Channel, headers: Headers, timeout_s: float) -> None:
     url = channel.url
     secrets = list(headers.values())
+    http = channel.protocol is ServerProtocol.HTTP
     try:
         live = channel.is_live(headers=headers, timeout_s=timeout_s)
     except InferenceServerException as e:
         failure = classify_failure(e, url, secrets)
         if failure.kind is ErrorKind.UNREACHABLE and failure.closed_by_peer:
-            # TLS server or HTTP port: the text cannot tell which; one look at the port can.
-            listener = what_listens(url, min(timeout_s, PROBE_TIMEOUT_S))
+            # TLS server, or a port of the other protocol: the text cannot tell which; one
+            # look at the port can.
+            listener = what_listens(url, min(timeout_s, PROBE_TIMEOUT_S), grpc=http)
             if listener is not None:
                 detail = redact(error_text(e), secrets)
                 kind = ErrorKind.TLS if listener == "tls" else ErrorKind.UNREACHABLE
-                raise SessionError(unreachable_message(url, detail, listener), kind) from None
+                offer = _offer(url, listener, http)
+                raise SessionError(unreachable_message(url, detail, listener), kind, offer=offer) from None
         raise SessionError(failure.message, failure.kind) from None
     if not live:
-        raise SessionError(f"Triton at {url} answers but is not live", ErrorKind.UNREACHABLE)
+        raise SessionError(f"the server at {url} answers but is not live", ErrorKind.UNREACHABLE)
+
+
+def _offer(url: str, listener: str, http: bool) -> str | None:
+    """The same server over the protocol that answers on this port, if it is the other one."""
+    if listener == "http" and not http:
+        return same_server_over(url, ServerProtocol.HTTP)
+    if listener == "grpc" and http:
+        return same_server_over(url, ServerProtocol.GRPC)
+    return None
+
+
+def server_features(channel: Channel, headers: Headers, timeout_s: float) -> ServerFeatures:
+    """The server's name, version and declared extensions (never raises: a server whose
+    metadata cannot be read is taken to declare none)."""
+    try:
+        return ServerFeatures.from_metadata(channel.server_metadata(headers=headers, timeout_s=timeout_s))
+    except Exception:
+        return ServerFeatures()
+
+
+def normal_state(state: Any) -> str:
+    """A repository index's state as Triton writes it: MLServer's "State.READY" is "READY"."""
+    return str(state or "").rsplit(".", 1)[-1].upper()
+
+
+def model_ready(channel: Channel, name: str, version: str, headers: Headers, timeout_s: float) -> bool:
+    """The protocol's own ModelReady (False when the server does not know the model)."""
+    try:
+        return channel.is_model_ready(name, headers=headers, timeout_s=timeout_s, version=version)
+    except InferenceServerException as e:
+        failure = classify_failure(e, channel.url, list(headers.values()))
+        if failure.kind in (ErrorKind.UNREACHABLE, ErrorKind.TIMEOUT, ErrorKind.TLS):
+            raise SessionError(failure.message, failure.kind) from None
+        return False
 
 
 def list_models(channel: Channel, headers: Headers, timeout_s: float = 10.0) -> list[ModelEntry]:
-    index = _call(
-        channel.url, list(headers.values()), channel.repository_index, headers=headers, timeout_s=timeout_s
+    """The repository index (Triton's extension): SessionError when it cannot be read."""
+    entries: list[ModelEntry] = _call(
+        channel.url, list(headers.values()), list_models_raw, channel, headers, timeout_s
     )
+    return entries
+
+
+def models_if_listed(
+    channel: Channel, headers: Headers, timeout_s: float, features: ServerFeatures
+) -> list[ModelEntry] | None:
+    """The repository index, or None when the server has no such extension (recorded in
+    `features`, to be said once)."""
+    try:
+        return list_models_raw(channel, headers, timeout_s)
+    except InferenceServerException as e:
+        if extension_missing(e):
+            features.mark_missing(Extension.REPOSITORY)
+            return None
+        failure = classify_failure(e, channel.url, list(headers.values()))
+        raise SessionError(failure.message, failure.kind) from None
+
+
+def list_models_raw(channel: Channel, headers: Headers, timeout_s: float) -> list[ModelEntry]:
+    """As list_models, raising tritonclient's error as it is (its status code decides)."""
     return [
-        ModelEntry(m.get("name", ""), str(m.get("version", "")), m.get("state", ""), m.get("reason", ""))
-        for m in index
+        ModelEntry(
+            str(m.get("name", "")),
+            str(m.get("version", "") or ""),
+            normal_state(m.get("state")),
+            m.get("reason", ""),
+        )
+        for m in channel.repository_index(headers=headers, timeout_s=timeout_s)
     ]
 
 
@@ -143,23 +232,25 @@ def model_info(
     overrides: dict[str, Any] | None = None,
     timeout_s: float = 10.0,
     version: str = "",
+    features: ServerFeatures | None = None,
 ) -> ModelInfo:
-    """The model's metadata, config and detected profile (`version` "": the server's choice)."""
+    """The model's metadata, config (when the server has Triton's configuration extension;
+    else recorded in `features`) and detected profile (`version` "": the server's choice)."""
     url, secrets = channel.url, list(headers.values())
     metadata = _call(
         url, secrets, channel.model_metadata, name, headers=headers, timeout_s=timeout_s, version=version
     )
-    config = _call(
-        url, secrets, channel.model_config, name, headers=headers, timeout_s=timeout_s, version=version
-    )
+    config = model_config_if_any(channel, name, headers, timeout_s, version, features)
     try:
-        profile = detect_profile(metadata, config, overrides)
+        profile = detect_profile(metadata, config or {}, overrides)
     except ProfileError as e:
         raise SessionError(
             f"model '{name}' on {url} is not understood: {e}. Describe it with a profile file "
             "(--profile, or Model > Profile… in the viewer)",
             ErrorKind.UNSUPPORTED,
         ) from None
+    known = config is not None
+    config = config or {}
     return ModelInfo(
         name=name,
         version=str((metadata.get("versions") or [""])[-1]),
@@ -171,4 +262,28 @@ def model_info(
         instance_groups=list(config.get("instance_group", [])),
         profile=profile,
         config=config,
+        config_known=known,
     )
+
+
+def model_config_if_any(
+    channel: Channel,
+    name: str,
+    headers: Headers,
+    timeout_s: float,
+    version: str = "",
+    features: ServerFeatures | None = None,
+) -> dict[str, Any] | None:
+    """The model's config, or None when the server has no configuration extension (the model
+    is known to exist: its metadata was read)."""
+    if features is not None and features.lacks(Extension.CONFIG):
+        return None
+    try:
+        return channel.model_config(name, headers=headers, timeout_s=timeout_s, version=version)
+    except InferenceServerException as e:
+        if extension_missing(e):
+            if features is not None:
+                features.mark_missing(Extension.CONFIG)
+            return None
+        failure = classify_failure(e, channel.url, list(headers.values()))
+        raise SessionError(failure.message, failure.kind) from None

@@ -6,21 +6,25 @@ import contextlib
 import threading
 
 from app.inference.errors import redact
-from app.inference.transports.channel import Channel, ChannelFactory, ConnectionOptions, GrpcChannel
+from app.inference.transports.channel import Channel, ChannelFactory, ConnectionOptions
+from app.inference.transports.open_channel import open_channel
 
 PROBE_TIMEOUT_S = 1.0
 
 
 class LivenessProbe:
-    """One small gRPC client per URL, separate from the session's channels so a probe
-    never queues behind inference traffic. `check()` blocks up to ~1 s per server.
+    """One small client per URL (gRPC or HTTP, as the URL says), separate from the session's
+    channels so a probe never queues behind inference traffic. `check()` blocks up to ~1 s per server.
 
     A failed check drops that URL's client: the next check connects afresh instead of
     waiting out gRPC's reconnect back-off, so a server that is back is seen at the first
     check after it is ready (then the viewer rebuilds its session's channels too)."""
 
     def __init__(
-        self, urls: list[str], options: ConnectionOptions | None = None, factory: ChannelFactory = GrpcChannel
+        self,
+        urls: list[str],
+        options: ConnectionOptions | None = None,
+        factory: ChannelFactory = open_channel,
     ) -> None:
         self.urls = list(urls)
         self._options = options or ConnectionOptions()

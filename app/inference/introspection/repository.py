@@ -10,6 +10,10 @@ from "the server is down", never by the message's wording.
 A load without an override does not reload a model that is already loaded when its files
 are unchanged (Triton 2.51, measured): to go back from an override to the repository's
 files, unload then load (`reload_from_files`).
+
+Over gRPC or HTTP (the URL's scheme). A server without these extensions (MLServer has the
+index, load and unload but no model configuration) answers UNIMPLEMENTED (HTTP 404): the
+error says which extension is missing (`RepositoryErrorKind.NOT_SUPPORTED`).
 """
 
 from __future__ import annotations
@@ -22,9 +26,18 @@ from typing import Any
 
 from tritonclient.utils import InferenceServerException
 
-from app.inference.errors import classify_failure, error_text, first_paragraph, grpc_status, redact
+from app.inference.errors import (
+    classify_failure,
+    error_text,
+    extension_missing,
+    first_paragraph,
+    redact,
+    status_code,
+)
+from app.inference.introspection.discovery import normal_state
 from app.inference.introspection.model_config import ModelConfigDict, normalise, to_json, to_pbtxt
-from app.inference.transports.channel import ConnectionOptions, GrpcChannel
+from app.inference.transports.channel import Channel, ConnectionOptions
+from app.inference.transports.open_channel import open_channel
 
 TIMEOUT_S = 10.0
 LOAD_TIMEOUT_S = 300.0  # a big model (or many Python-backend instances) takes a while
@@ -36,6 +49,7 @@ class RepositoryErrorKind(enum.StrEnum):
     CONTROL_DISABLED = "control_disabled"  # the server's model-control mode is none or poll
     NOT_FOUND = "not_found"  # no such model in the repository, or not loaded
     LOAD_FAILED = "load_failed"  # the server tried and refused: its reason in the message
+    NOT_SUPPORTED = "not_supported"  # the server lacks the extension (not Triton)
     UNREACHABLE = "unreachable"
     OTHER = "other"
 
@@ -57,6 +71,14 @@ class RepositoryEntry:
         return {"name": self.name, "version": self.version, "state": self.state, "reason": self.reason}
 
 
+def extension_needed_message(url: str, extension: str) -> str:
+    """`extension`: "repository" or "model-configuration"."""
+    return (
+        f"the server at {url} does not have Triton's {extension} extension: the repository "
+        "commands and tune need a Triton server"
+    )
+
+
 def control_disabled_message(url: str) -> str:
     return (
         f"the server at {url} does not allow loading or unloading models: its model control mode "
@@ -66,7 +88,7 @@ def control_disabled_message(url: str) -> str:
 
 
 class RepositoryControl:
-    """One gRPC client to one server. Use it from one thread at a time (the CLI's main thread,
+    """One client (gRPC or HTTP) to one server. Use it from one thread at a time (the CLI's main thread,
     or the viewer's worker); `close()` is idempotent."""
 
     def __init__(
@@ -82,7 +104,7 @@ class RepositoryControl:
         self._headers = dict(self._options.headers)
         self.timeout_s = timeout_s
         self.load_timeout_s = load_timeout_s
-        self._channel: GrpcChannel | None = GrpcChannel(url, self._options)
+        self._channel: Channel | None = open_channel(url, self._options)
 
     def __enter__(self) -> RepositoryControl:
         return self
@@ -97,40 +119,36 @@ class RepositoryControl:
                 channel.close()
 
     @property
-    def _client(self) -> Any:
+    def _client(self) -> Channel:
         if self._channel is None:
             raise RepositoryError("the repository client is closed", RepositoryErrorKind.OTHER)
-        return self._channel.client
+        return self._channel
 
     # -- reading ------------------------------------------------------------
     def index(self) -> list[RepositoryEntry]:
         """Every model of the repository (loaded or not), sorted by name and version."""
         try:
-            raw = self._client.get_model_repository_index(
-                headers=self._headers, as_json=True, client_timeout=self.timeout_s
-            )
+            raw = self._client.repository_index(headers=self._headers, timeout_s=self.timeout_s)
         except InferenceServerException as e:
             raise self._error(e, "read the repository index") from None
         entries = [
             RepositoryEntry(
                 str(m.get("name", "")),
-                str(m.get("version", "")),
-                str(m.get("state", "")),
-                first_paragraph(str(m.get("reason", ""))),
+                str(m.get("version", "") or ""),
+                normal_state(m.get("state")),
+                first_paragraph(str(m.get("reason", "") or "")),
             )
-            for m in raw.get("models", [])
+            for m in raw
         ]
         return sorted(entries, key=lambda e: (e.name, e.version))
 
     def config(self, name: str) -> ModelConfigDict:
         """The config the server runs the model with now (files or override, auto-completed)."""
         try:
-            wrapped = self._client.get_model_config(
-                name, headers=self._headers, as_json=True, client_timeout=self.timeout_s
-            )
+            config = self._client.model_config(name, headers=self._headers, timeout_s=self.timeout_s)
         except InferenceServerException as e:
-            raise self._error(e, f"read the config of '{name}'", name) from None
-        return normalise(wrapped.get("config", wrapped), f"the config of '{name}' on {self.url}")
+            raise self._error(e, f"read the config of '{name}'", name, "model-configuration") from None
+        return normalise(config, f"the config of '{name}' on {self.url}")
 
     def config_text(self, name: str) -> str:
         return to_pbtxt(self.config(name))
@@ -141,9 +159,7 @@ class RepositoryControl:
         explicit mode (Triton 2.51: nothing to unload) and is refused with UNAVAILABLE in
         `none` or `poll` mode. RepositoryError when the server cannot be reached."""
         try:
-            self._client.unload_model(
-                CONTROL_PROBE_NAME, headers=self._headers, client_timeout=self.timeout_s
-            )
+            self._client.unload_model(CONTROL_PROBE_NAME, headers=self._headers, timeout_s=self.timeout_s)
         except InferenceServerException as e:
             error = self._error(e, "ask whether models can be loaded")
             if error.kind is RepositoryErrorKind.CONTROL_DISABLED:
@@ -160,14 +176,14 @@ class RepositoryControl:
         payload = None if config is None else to_json(config)
         try:
             self._client.load_model(
-                name, headers=self._headers, config=payload, client_timeout=self.load_timeout_s
+                name, headers=self._headers, timeout_s=self.load_timeout_s, config=payload
             )
         except InferenceServerException as e:
             raise self._error(e, f"load '{name}'", name) from None
 
     def unload(self, name: str) -> None:
         try:
-            self._client.unload_model(name, headers=self._headers, client_timeout=self.load_timeout_s)
+            self._client.unload_model(name, headers=self._headers, timeout_s=self.load_timeout_s)
         except InferenceServerException as e:
             raise self._error(e, f"unload '{name}'", name) from None
 
@@ -177,30 +193,46 @@ class RepositoryControl:
         self.load(name)
 
     # -- errors -------------------------------------------------------------
-    def _error(self, e: InferenceServerException, action: str, name: str | None = None) -> RepositoryError:
-        code = grpc_status(e)
+    def _error(
+        self, e: InferenceServerException, action: str, name: str | None = None, extension: str = "repository"
+    ) -> RepositoryError:
+        code = status_code(e)
         text = first_paragraph(redact(error_text(e), self._headers.values())).rstrip(";").strip()
-        if code.endswith("UNAVAILABLE"):
+        # HTTP answers 404 both for a route the server lacks and for a model it does not know.
+        if extension_missing(e) and (name is None or self._model_known(name)):
+            return RepositoryError(
+                f"cannot {action}: {extension_needed_message(self.url, extension)}",
+                RepositoryErrorKind.NOT_SUPPORTED,
+            )
+        if code == "UNAVAILABLE":
             if self._live():
                 return RepositoryError(
                     control_disabled_message(self.url), RepositoryErrorKind.CONTROL_DISABLED
                 )
             failure = classify_failure(e, self.url, self._headers.values())
             return RepositoryError(f"cannot {action}: {failure.message}", RepositoryErrorKind.UNREACHABLE)
-        if code.endswith("NOT_FOUND"):
+        if code == "NOT_FOUND":
             return RepositoryError(f"cannot {action} on {self.url}: {text}", RepositoryErrorKind.NOT_FOUND)
         if name is not None and not self._in_repository(name):
             return RepositoryError(
                 f"cannot {action}: no model '{name}' in the repository of {self.url}",
                 RepositoryErrorKind.NOT_FOUND,
             )
-        if code.endswith("INVALID_ARGUMENT") and action.startswith("load"):
+        if code == "INVALID_ARGUMENT" and action.startswith("load"):
             return RepositoryError(f"cannot {action}: {text}", RepositoryErrorKind.LOAD_FAILED)
         return RepositoryError(f"cannot {action} on {self.url}: {text}", RepositoryErrorKind.OTHER)
 
     def _live(self) -> bool:
         try:
-            return bool(self._client.is_server_live(headers=self._headers, client_timeout=self.timeout_s))
+            return self._client.is_live(headers=self._headers, timeout_s=self.timeout_s)
+        except InferenceServerException:
+            return False
+
+    def _model_known(self, name: str) -> bool:
+        """The server knows the model (the protocol's own metadata call answers)."""
+        try:
+            self._client.model_metadata(name, headers=self._headers, timeout_s=self.timeout_s)
+            return True
         except InferenceServerException:
             return False
 

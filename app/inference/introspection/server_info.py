@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 
 from app.inference.errors import redact
-from app.inference.transports.channel import ConnectionOptions, GrpcChannel
+from app.inference.transports.channel import ConnectionOptions
+from app.inference.transports.open_channel import open_channel
 
 TIMEOUT_S = 2.0
 
@@ -13,12 +14,13 @@ TIMEOUT_S = 2.0
 def server_version(url: str, options: ConnectionOptions | None = None) -> str:
     """e.g. "triton 2.51.0", or why it could not be read."""
     options = options or ConnectionOptions()
-    channel = GrpcChannel(url, options)
     try:
-        meta = channel.client.get_server_metadata(
-            headers=dict(options.headers), as_json=True, client_timeout=TIMEOUT_S
-        )
-        return f"{meta.get('name', 'server')} {meta.get('version', '?')}"
+        channel = open_channel(url, options)
+    except Exception as e:
+        return f"unknown ({redact(str(e)[:120], options.headers.values())})"
+    try:
+        meta = channel.server_metadata(headers=options.headers, timeout_s=TIMEOUT_S)
+        return f"{meta.get('name', 'server')} {meta.get('version', '?')} over {channel.protocol.label}"
     except Exception as e:
         first_line = (str(e).splitlines() or [type(e).__name__])[0][:120]
         return f"unknown ({redact(first_line, options.headers.values())})"

@@ -1,9 +1,15 @@
-"""One connection to a Triton server, behind a small interface the session is written against.
+"""One connection to a server (Triton, or any KServe v2 server), behind a small interface the
+session is written against.
 
-`GrpcChannel` is the real one (a tritonclient gRPC client). The session takes a
-`ChannelFactory`, so tests can drive rare orderings (a reply before `send` returns,
-a timeout racing a reply) with a channel written for the test; tritonclient itself
-is never mocked.
+`GrpcChannel` (here, a tritonclient gRPC client) and `HttpChannel` (http_channel.py, the
+asyncio HTTP client) are the real ones; `open_channel` (open_channel.py) picks one by the
+URL's scheme. The session takes a `ChannelFactory`, so tests can drive rare orderings (a
+reply before `send` returns, a timeout racing a reply) with a channel written for the test;
+tritonclient itself is never mocked.
+
+Only `ServerLive`, `ServerReady`, `ModelReady`, the metadata calls and inference are the
+protocol's own; the repository index, the model config, statistics and shared memory are
+Triton's extensions, which other servers may answer UNIMPLEMENTED (HTTP 404).
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import tritonclient.grpc as grpcclient
+
+from app.inference.protocol import ServerProtocol, parse_url
 
 # Passing channel_args replaces ALL of tritonclient's defaults, including its 2 GiB message
 # limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
@@ -72,9 +80,12 @@ class Channel(Protocol):
     InferenceServerException (the failure classifier reads their status and text)."""
 
     url: str
+    protocol: ServerProtocol
     in_flight: int  # requests this channel carries now (counted by the pool)
 
     def is_live(self, *, headers: Headers, timeout_s: float) -> bool: ...
+    def is_model_ready(self, name: str, *, headers: Headers, timeout_s: float, version: str = "") -> bool: ...
+    def server_metadata(self, *, headers: Headers, timeout_s: float) -> dict[str, Any]: ...
     def repository_index(self, *, headers: Headers, timeout_s: float) -> list[dict[str, Any]]: ...
     # version "": the server's choice (its version policy's latest); else that version.
     def model_metadata(
@@ -100,6 +111,10 @@ class Channel(Protocol):
     def inference_statistics(
         self, model: str, *, headers: Headers, timeout_s: float, version: str = ""
     ) -> dict[str, Any]: ...
+    def load_model(
+        self, name: str, *, headers: Headers, timeout_s: float, config: str | None = None
+    ) -> None: ...
+    def unload_model(self, name: str, *, headers: Headers, timeout_s: float) -> None: ...
     def close(self) -> None: ...
 
 
@@ -109,10 +124,12 @@ ChannelFactory = Callable[[str, ConnectionOptions], Channel]
 class GrpcChannel:
     """One tritonclient client (one gRPC channel)."""
 
+    protocol = ServerProtocol.GRPC
+
     def __init__(self, url: str, options: ConnectionOptions) -> None:
         self.url = url
         self.client = grpcclient.InferenceServerClient(
-            url,
+            parse_url(url).address,
             ssl=options.ssl,
             root_certificates=options.root_certificates,
             private_key=options.private_key,
@@ -126,6 +143,16 @@ class GrpcChannel:
 
     def is_live(self, *, headers: Headers, timeout_s: float) -> bool:
         return bool(self.client.is_server_live(headers=dict(headers), client_timeout=timeout_s))
+
+    def is_model_ready(self, name: str, *, headers: Headers, timeout_s: float, version: str = "") -> bool:
+        return bool(
+            self.client.is_model_ready(name, version, headers=dict(headers), client_timeout=timeout_s)
+        )
+
+    def server_metadata(self, *, headers: Headers, timeout_s: float) -> dict[str, Any]:
+        return dict(
+            self.client.get_server_metadata(headers=dict(headers), as_json=True, client_timeout=timeout_s)
+        )
 
     def repository_index(self, *, headers: Headers, timeout_s: float) -> list[dict[str, Any]]:
         index = self.client.get_model_repository_index(
@@ -188,6 +215,12 @@ class GrpcChannel:
             model, version, headers=dict(headers), as_json=True, client_timeout=timeout_s
         )
         return dict(stats)
+
+    def load_model(self, name: str, *, headers: Headers, timeout_s: float, config: str | None = None) -> None:
+        self.client.load_model(name, headers=dict(headers), config=config, client_timeout=timeout_s)
+
+    def unload_model(self, name: str, *, headers: Headers, timeout_s: float) -> None:
+        self.client.unload_model(name, headers=dict(headers), client_timeout=timeout_s)
 
     def close(self) -> None:
         self.client.close()

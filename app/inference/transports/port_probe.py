@@ -1,10 +1,12 @@
-"""What answers on a port that closed a plain gRPC connection: TLS, HTTP/1.x, or unknown.
+"""What answers on a port that closed a plain gRPC (or HTTP) connection: TLS, HTTP/1.x, gRPC
+(HTTP/2), or unknown.
 
 A plain gRPC client gets the same "Socket closed" from Triton's HTTP port and from a TLS
 gRPC server (measured: tritonclient 2.73 against the embedded server's HTTP and metrics
 ports, and against a TLS grpcio server), so the error text alone cannot tell the user which
-fix applies. One TLS handshake, then one HTTP/1.1 request, settle it (blocking, up to
-`timeout_s` each: called once while connecting, never per request).
+fix applies. One TLS handshake, then one HTTP/1.1 request (and, for an HTTP client, an
+HTTP/2 greeting) settle it (blocking, up to `timeout_s` each: called once while connecting,
+never per request).
 """
 
 from __future__ import annotations
@@ -14,18 +16,29 @@ import socket
 import ssl
 from typing import Literal
 
-Listener = Literal["tls", "http"]
+from app.inference.protocol import UrlError, parse_url
+
+Listener = Literal["tls", "http", "grpc"]
+
+# The HTTP/2 connection preface and an empty SETTINGS frame: a gRPC server answers with a
+# SETTINGS frame of its own (frame type 4 in the 4th byte of its 9-byte header).
+_H2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_H2_SETTINGS = 4
 
 
 def split_url(url: str) -> tuple[str, int] | None:
-    """'host:port' or '[v6]:port' -> (host, port); None when there is no port."""
-    host, sep, port = url.rpartition(":")
-    if not sep or not port.isdigit():
+    """'host:port', '[v6]:port' or 'http://host:port' -> (host, port); None when there is no port."""
+    try:
+        endpoint = parse_url(url)
+    except UrlError:
         return None
-    return host.strip("[]") or "127.0.0.1", int(port)
+    if not endpoint.port:
+        return None
+    return endpoint.host or "127.0.0.1", int(endpoint.port)
 
 
-def what_listens(url: str, timeout_s: float = 1.0) -> Listener | None:
+def what_listens(url: str, timeout_s: float = 1.0, *, grpc: bool = False) -> Listener | None:
+    """`grpc`: also look for a gRPC (HTTP/2) server (what an HTTP client wants to know)."""
     address = split_url(url)
     if address is None:
         return None
@@ -33,6 +46,8 @@ def what_listens(url: str, timeout_s: float = 1.0) -> Listener | None:
         return "tls"
     if _speaks_http1(address, timeout_s):
         return "http"
+    if grpc and _speaks_http2(address, timeout_s):
+        return "grpc"
     return None
 
 
@@ -52,6 +67,14 @@ def _speaks_tls(address: tuple[str, int], timeout_s: float) -> bool:
         return "ALERT" in (e.reason or "").upper()
     except OSError:
         return False
+
+
+def _speaks_http2(address: tuple[str, int], timeout_s: float) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(address, timeout=timeout_s) as sock:
+        sock.sendall(_H2_GREETING)
+        header = sock.recv(9)
+        return len(header) >= 4 and header[3] == _H2_SETTINGS
+    return False
 
 
 def _speaks_http1(address: tuple[str, int], timeout_s: float) -> bool:

@@ -17,12 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import tritonclient.grpc as grpcclient
 from tritonclient.utils import triton_to_np_dtype
 
+from app.inference.protocol import ServerProtocol
 from app.inference.transports.channel import Reply
 from app.inference.transports.shm import ShmRegion
 from app.inference.transports.transport import GrpcTransport, Lease, TransportKind
+from app.inference.transports.wire import Wire
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ class ShmTransport:
         max_batch: int,
         register: Register,
         unregister: Unregister,
+        wire: Wire | None = None,
     ) -> None:
         self.input_name = input_name
         self.input_dtype = input_dtype
@@ -82,14 +84,17 @@ class ShmTransport:
         self._unregister = unregister
         # Outputs whose size is not known in advance come back in the reply instead.
         self.outputs_in_shm = bool(self.outputs) and all(o.fixed for o in self.outputs)
-        self._grpc_outputs = GrpcTransport(input_name, input_dtype, [o.name for o in self.outputs])
+        self.wire = wire or Wire()
+        # In the message (of the same protocol): outputs of unknown size, a region that cannot be had.
+        self._grpc_outputs = GrpcTransport(input_name, input_dtype, [o.name for o in self.outputs], self.wire)
         self._lock = threading.Lock()
         self._free: list[_Slot] = []
         self._retired: list[_Slot] = []
         self._all: list[_Slot] = []
         self._closed = False
         where = "inputs and outputs" if self.outputs_in_shm else "inputs"
-        self.description = f"shared memory ({where})"
+        over = "" if self.wire.protocol is ServerProtocol.GRPC else f" over {self.wire.protocol.label}"
+        self.description = f"shared memory ({where}){over}"
 
     # -- the pool ---------------------------------------------------------------------------
     def _output_bytes(self, batch: int) -> int:
@@ -165,19 +170,20 @@ class ShmTransport:
         try:
             slot = self._take_slot(tensor.nbytes)
         except Exception as e:  # e.g. /dev/shm full: this one goes inside the message
-            log.warning("no shared-memory region for %d bytes (%s): sending it over gRPC", tensor.nbytes, e)
+            log.warning(
+                "no shared-memory region for %d bytes (%s): sending it in the message", tensor.nbytes, e
+            )
             return self._grpc_outputs.prepare(tensor, batch)
         slot.input.write(tensor)
-        inp = grpcclient.InferInput(self.input_name, list(tensor.shape), self.input_dtype)
-        inp.set_shared_memory(slot.input.name, tensor.nbytes)
+        inp = self.wire.shm_input(
+            self.input_name, list(tensor.shape), self.input_dtype, slot.input.name, tensor.nbytes
+        )
         if self.outputs_in_shm:
             assert slot.output is not None
             outputs, offset = [], 0
             for spec in self.outputs:
-                requested = grpcclient.InferRequestedOutput(spec.name)
                 size = spec.item_bytes() * batch
-                requested.set_shared_memory(slot.output.name, size, offset)
-                outputs.append(requested)
+                outputs.append(self.wire.shm_output(spec.name, slot.output.name, size, offset))
                 offset += size
         else:
             outputs = self._grpc_outputs.prepare(tensor[:0], batch).outputs

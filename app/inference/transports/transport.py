@@ -1,6 +1,7 @@
-"""How a request's tensors travel: inside the gRPC message, or through shared memory.
+"""How a request's tensors travel: inside the message (gRPC or HTTP), or through shared memory.
 
-The session is written against `Transport`; `GrpcTransport` puts the input in the message,
+The session is written against `Transport`; `GrpcTransport` puts the input in the message
+(of either protocol: its `Wire` writes the tensors),
 `ShmTransport` (shm_transport.py) writes it into a system shared-memory region registered
 once with the server. A CUDA shared-memory transport would be a third implementation of
 the same three calls (where a GPU and the server are on this machine).
@@ -14,14 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-import tritonclient.grpc as grpcclient
 
 from app.inference.transports.channel import Reply
+from app.inference.transports.wire import Wire
 
 
 class TransportKind(enum.StrEnum):
-    AUTO = "auto"  # shared memory when the server is on this machine and accepts it, else gRPC
-    GRPC = "grpc"
+    AUTO = "auto"  # shared memory when the server is on this machine and accepts it, else in the message
+    GRPC = "grpc"  # tensors inside the messages (the name is historical: over HTTP too)
     SHM = "shm"
 
 
@@ -38,7 +39,7 @@ class Lease:
 
 class Transport(Protocol):
     kind: TransportKind
-    description: str  # for the user: "gRPC" / "shared memory (…)"
+    description: str  # for the user: "gRPC" / "HTTP (binary tensors)" / "shared memory (…)"
 
     def prepare(self, tensor: np.ndarray, batch: int) -> Lease:
         """Inputs and requested outputs for `tensor` (its first axis is the batch when batched)."""
@@ -61,22 +62,23 @@ class Transport(Protocol):
 
 
 class GrpcTransport:
-    """The tensors inside the gRPC messages (works with any server, local or remote)."""
+    """The tensors inside the messages, gRPC or HTTP (works with any server, local or remote)."""
 
     kind = TransportKind.GRPC
-    description = "gRPC"
 
-    def __init__(self, input_name: str, input_dtype: str, output_names: Sequence[str]) -> None:
+    def __init__(
+        self, input_name: str, input_dtype: str, output_names: Sequence[str], wire: Wire | None = None
+    ) -> None:
         self.input_name = input_name
         self.input_dtype = input_dtype
         self.output_names = list(output_names)
+        self.wire = wire or Wire()
+        self.description = self.wire.description
         # Built once: the same requested outputs serve every request.
-        self._outputs = [grpcclient.InferRequestedOutput(n) for n in self.output_names]
+        self._outputs = [self.wire.output(n) for n in self.output_names]
 
     def prepare(self, tensor: np.ndarray, batch: int) -> Lease:
-        inp = grpcclient.InferInput(self.input_name, list(tensor.shape), self.input_dtype)
-        inp.set_data_from_numpy(tensor)
-        return Lease([inp], self._outputs, batch)
+        return Lease([self.wire.input(self.input_name, tensor, self.input_dtype)], self._outputs, batch)
 
     def outputs_of(self, lease: Lease, reply: Reply) -> dict[str, np.ndarray]:
         return {name: reply.as_numpy(name) for name in self.output_names}

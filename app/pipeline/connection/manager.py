@@ -33,7 +33,8 @@ from app.inference.errors import SessionError
 from app.inference.introspection.health import LivenessProbe
 from app.inference.profiles.profile import ProfileError
 from app.inference.result import ErrorKind
-from app.inference.transports.channel import ConnectionOptions, GrpcChannel
+from app.inference.transports.channel import ConnectionOptions
+from app.inference.transports.open_channel import open_channel
 from app.pipeline.connection.decisions import (
     HEALTH_INTERVAL_S,
     RECOVERY_INTERVAL_S,
@@ -52,6 +53,7 @@ from app.pipeline.connection.state import (
     LocalServerUnavailable,
     ModelsListed,
     ProfileIgnored,
+    ProtocolOffered,
     SessionClosing,
     SessionOpened,
     StateChanged,
@@ -272,6 +274,8 @@ class ConnectionManager:
             log.error("connecting to %s failed", spec.urls, exc_info=error)
         if isinstance(error, SessionError) and error.models:
             self._emit_if_current(token, ModelsListed(tuple(error.models)))
+        if isinstance(error, SessionError) and error.offer:
+            self._emit_if_current(token, ProtocolOffered(error.offer, str(error)))
         if decision is AfterFailedConnect.KEEP_PROBING:
             # Back but not ready yet (models still loading), or gone again: keep probing.
             with self._lock:
@@ -417,7 +421,7 @@ class ConnectionManager:
 
 def _probe_for(spec: SessionSpec) -> LivenessProbe:
     # Its own channels (never queued behind inference traffic), of the session's kind.
-    return LivenessProbe(list(spec.urls), spec.connection, spec.channel_factory or GrpcChannel)
+    return LivenessProbe(list(spec.urls), spec.connection, spec.channel_factory or open_channel)
 
 
 def _logged(fn: Callable[..., None], *args: Any) -> None:

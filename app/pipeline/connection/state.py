@@ -47,6 +47,15 @@ class ModelsListed:
 
 
 @dataclass(frozen=True)
+class ProtocolOffered:
+    """A connect failed on a port that speaks the other protocol (Triton's HTTP port asked
+    over gRPC, or its gRPC port over HTTP): `url` reaches the same server over that one."""
+
+    url: str
+    message: str
+
+
+@dataclass(frozen=True)
 class ProfileIgnored:
     """The profile file chosen for `model` could not be read (`why`): the model was opened
     with its detected profile."""
@@ -65,5 +74,11 @@ class LocalServerUnavailable:
 
 
 ConnectionEvent = (
-    StateChanged | SessionClosing | SessionOpened | ModelsListed | ProfileIgnored | LocalServerUnavailable
+    StateChanged
+    | SessionClosing
+    | SessionOpened
+    | ModelsListed
+    | ProtocolOffered
+    | ProfileIgnored
+    | LocalServerUnavailable
 )

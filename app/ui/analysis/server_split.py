@@ -12,6 +12,7 @@ from concurrent.futures import Executor
 from PySide6.QtCore import QObject, QTimer
 
 from app.inference.core.session import TritonSession
+from app.inference.errors import ExtensionMissingError
 from app.inference.introspection.server_stats import ServerCounters, ServerSplit, split
 from app.pipeline.time_split import time_segments
 from app.ui.analysis.time_split import TimeSplitWidget
@@ -37,6 +38,8 @@ class ServerSplitPoller(QObject):
         self.split: ServerSplit | None = None  # the server's share of the last interval with requests
         self._ticks = 0
         self._reading = False
+        # The server has no statistics (not Triton): the bar shows the client's side and says so.
+        self.unavailable = ""
         self._timer = QTimer(self)
         self._timer.setInterval(INTERVAL_MS)
         self._timer.timeout.connect(self.poll)
@@ -49,7 +52,7 @@ class ServerSplitPoller(QObject):
 
     def session_opened(self, session: TritonSession) -> None:
         """A first read now: the next one (2 s on) gives the split of whatever ran in between."""
-        self.counters, self.split = None, None
+        self.counters, self.split, self.unavailable = None, None, ""
         self.widget.set_batcher(None)
         self.widget.set_stages("", None)
         self._read(session)
@@ -59,9 +62,9 @@ class ServerSplitPoller(QObject):
         if session is None:
             return
         snap = session.stats.snapshot()  # cheap: counters under one lock
-        self.widget.set_segments(time_segments(snap.timing, self.split))
+        self.widget.set_segments(time_segments(snap.timing, self.split), self.unavailable)
         self._ticks += 1
-        if self._ticks % SERVER_EVERY == 0 and not self._reading:
+        if self._ticks % SERVER_EVERY == 0 and not self._reading and not self.unavailable:
             self._read(session)
 
     def _read(self, session: TritonSession) -> None:
@@ -76,8 +79,12 @@ class ServerSplitPoller(QObject):
                 self._executor, session.read_server_counters
             )
             read_at = time.monotonic()
+        except ExtensionMissingError as e:
+            counters = None
+            if session is self._session():
+                self.unavailable = str(e)  # "server statistics not available from this server"
         except Exception:
-            counters = None  # a server without statistics: the bar shows the round trip whole
+            counters = None  # statistics that failed this time: the bar shows the round trip whole
         finally:
             self._reading = False
         if session is not self._session() or counters is None:

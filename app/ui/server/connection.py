@@ -27,6 +27,7 @@ from app.pipeline.connection.state import (
     LocalServerUnavailable,
     ModelsListed,
     ProfileIgnored,
+    ProtocolOffered,
     SessionClosing,
     SessionOpened,
     StateChanged,
@@ -39,6 +40,8 @@ class ConnectionController(QObject):
     state_changed = Signal(object, str)  # ConnectionState, detail
     # A connect failed on a server that answered: the models it has (to choose another).
     models_listed = Signal(object)
+    # A connect failed on a port of the other protocol: (the URL that reaches it, why).
+    protocol_offered = Signal(str, str)
     # The profile file chosen for a model could not be read: (model, path, why); the model
     # was opened with its detected profile.
     profile_ignored = Signal(str, str, str)
@@ -129,6 +132,8 @@ class ConnectionController(QObject):
                 self.session_closing.emit(session)
             case ModelsListed(names):
                 self.models_listed.emit(list(names))
+            case ProtocolOffered(url, message):
+                self.protocol_offered.emit(url, message)
             case ProfileIgnored(model, path, why):
                 self.profile_ignored.emit(model, path, why)
             case LocalServerUnavailable(reason):

@@ -18,8 +18,9 @@ def ask_for_server(
     dialog.setObjectName("server_dialog")
     dialog.setWindowTitle("Connect to a Triton server")
     dialog.setLabelText(
-        f"{reason}\n\nEnter the gRPC address of a Triton server (HOST:PORT, usually port 8001;"
-        " several separated by commas):"
+        f"{reason}\n\nEnter the address of a Triton server (HOST:PORT for gRPC, usually port 8001, "
+        "or http://HOST:PORT for HTTP, usually port 8000; any KServe v2 server; several separated "
+        "by commas):"
     )
     dialog.setTextEchoMode(QLineEdit.EchoMode.Normal)
     dialog.setTextValue(suggestion)

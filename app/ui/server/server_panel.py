@@ -27,7 +27,7 @@ from app.ui.widgets.banner import split_detail
 LOCAL_SERVER = "(local server)"
 TRANSPORT_CHOICES = (
     ("Automatic", TransportKind.AUTO),
-    ("gRPC", TransportKind.GRPC),
+    ("In the messages", TransportKind.GRPC),
     ("Shared memory", TransportKind.SHM),
 )
 STATE_COLORS = {
@@ -53,9 +53,12 @@ def describe_model(info: ModelInfo) -> str:
             # Metadata JSON carries int64 dims as strings: show them as numbers.
             shape = ", ".join(str(d) for d in t.get("shape", []))
             lines.append(f"  {kind}: {t.get('name')} {t.get('datatype')} [{shape}]")
-    batching = "dynamic batching" if info.dynamic_batching is not None else "no dynamic batching"
-    instances = sum(int(g.get("count", 1)) for g in info.instance_groups) or 1
-    lines.append(f"max batch {info.max_batch_size}, {batching}, {instances} instance(s)")
+    if info.config_known:
+        batching = "dynamic batching" if info.dynamic_batching is not None else "no dynamic batching"
+        instances = sum(int(g.get("count", 1)) for g in info.instance_groups) or 1
+        lines.append(f"max batch {info.max_batch_size}, {batching}, {instances} instance(s)")
+    else:
+        lines.append("no model configuration from this server: profile from the metadata alone")
     size = "any size" if p.input_size is None else f"{p.input_size[1]}x{p.input_size[0]}"
     lines.append(
         f"profile: {p.output_format}, {p.preprocess} {size}, {p.input_dtype} {p.input_layout} "
@@ -81,8 +84,9 @@ class ServerPanel(QWidget):
         self.url_combo.setEditable(True)
         self.url_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         self.url_combo.setToolTip(
-            "Triton gRPC address(es), HOST:PORT (usually port 8001), separated by commas; "
-            f"{LOCAL_SERVER} starts the bundled server"
+            "Server address(es), separated by commas: HOST:PORT or grpc://HOST:PORT for gRPC "
+            "(Triton's port 8001), http://HOST:PORT or https://HOST:PORT for HTTP/REST (Triton's "
+            f"port 8000; any KServe v2 server, e.g. MLServer); {LOCAL_SERVER} starts the bundled server"
         )
         self.connect_button = QPushButton("Connect")
         self.state_label = QLabel()
@@ -100,7 +104,8 @@ class ServerPanel(QWidget):
             self.transport_combo.addItem(text, kind)
         self.transport_combo.setToolTip(
             "How images travel to the server. Automatic: shared memory when the server is on "
-            "this machine (no copy through the network stack), else gRPC"
+            "this machine and has Triton's shared-memory extension (no copy through the network "
+            "stack), else inside the messages (gRPC or HTTP, as the address says)"
         )
         self.client_batch = QSpinBox()
         self.client_batch.setRange(1, 64)

@@ -1,0 +1,141 @@
+"""A small real HTTP/1.1 reverse proxy on 127.0.0.1 in front of a server's HTTP port, for what
+the servers themselves will not do on demand: answer 404 to Triton's statistics (a server
+without that extension), cut replies short with a TCP reset (a proxy or load balancer
+failing mid-response), record the headers every call carries, and serve TLS (a self-signed
+certificate made by the test). Everything else is forwarded as it is."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import socket
+import ssl
+import struct
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+@dataclass
+class ProxyRules:
+    """What the proxy does; changed by the test at any time (under `lock`)."""
+
+    statistics_404: bool = False
+    config_404: bool = False
+    index_404: bool = False  # no repository index (a server without Triton's repository extension)
+    resets_left: int = 0  # inference replies still to cut short (-1: every one)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    headers: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (path, headers)
+    resets_done: int = 0
+
+    def take_reset(self) -> bool:
+        with self.lock:
+            if self.resets_left == 0:
+                return False
+            if self.resets_left > 0:
+                self.resets_left -= 1
+            self.resets_done += 1
+            return True
+
+
+@dataclass
+class Proxy:
+    port: int
+    rules: ProxyRules
+    tls: bool
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+
+def _handler(upstream: tuple[str, int], rules: ProxyRules) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as the client expects
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self._forward("GET")
+
+        def do_POST(self) -> None:
+            self._forward("POST")
+
+        def _forward(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length", "0") or 0)
+            body = self.rfile.read(length) if length else b""
+            with rules.lock:
+                rules.headers.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+            if (
+                (rules.statistics_404 and self.path.endswith("/stats"))
+                or (rules.config_404 and self.path.endswith("/config"))
+                or (rules.index_404 and self.path.endswith("/repository/index"))
+            ):
+                self._answer(404, b'{"error":"Not Found"}', {"Content-Type": "application/json"})
+                return
+            connection = http.client.HTTPConnection(*upstream, timeout=60)
+            try:
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                connection.request(method, self.path, body=body, headers=headers)
+                reply = connection.getresponse()
+                data = reply.read()
+                kept = {
+                    k: v
+                    for k, v in reply.getheaders()
+                    if k.lower() not in ("transfer-encoding", "connection")
+                }
+            finally:
+                connection.close()
+            if method == "POST" and self.path.endswith("/infer") and rules.take_reset():
+                self._cut_short(reply.status, data, kept)
+                return
+            self._answer(reply.status, data, kept)
+
+        def _head(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                if key.lower() != "content-length":
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+
+        def _answer(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            self._head(status, data, headers)
+            self.wfile.write(data)
+
+        def _cut_short(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            """The status line, the headers and half the body, then a TCP reset."""
+            self._head(status, data, headers)
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            # SO_LINGER 0: close() sends RST instead of FIN ("connection reset by peer").
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.close()
+
+    return Handler
+
+
+@contextlib.contextmanager
+def http_proxy(upstream_port: int, certificate: tuple[Path, Path] | None = None) -> Iterator[Proxy]:
+    """A proxy to 127.0.0.1:`upstream_port`; with `certificate` (key, cert) it serves TLS."""
+    rules = ProxyRules()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(("127.0.0.1", upstream_port), rules))
+    server.daemon_threads = True
+    if certificate is not None:
+        key, cert = certificate
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(cert), str(key))
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, name="http-proxy", daemon=True)
+    thread.start()
+    try:
+        yield Proxy(server.server_address[1], rules, certificate is not None)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
