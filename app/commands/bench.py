@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import csv
 import functools
-import json
 import threading
 import time
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
 from app.inference.profiles.profile import ProfileError, preprocess
+from app.inference.result import strict_json
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 from app.pipeline.load import LoadFigures, figures_of
@@ -382,4 +382,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_json(path: str, report: dict[str, Any]) -> None:
-    Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    Path(path).write_text(strict_json(report, indent=2) + "\n", encoding="utf-8")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -18,6 +17,7 @@ from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
 from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profiles.profile import ProfileError, load_profile_file
+from app.inference.result import strict_json
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 
@@ -50,7 +50,7 @@ def write_summary(out: TextIO, summary: dict[str, Any], broken: str | None) -> s
     """The summary line, last; returns why the output is broken (`broken`: an earlier reason,
     e.g. an export that could not be written), if it is, after saying so on stderr."""
     try:
-        out.write(json.dumps({"summary": summary}) + "\n")
+        out.write(strict_json({"summary": summary}) + "\n")
         out.flush()
     except (OSError, ValueError) as e:
         broken = broken or f"cannot write the output: {e}"

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from app.inference.errors import classify_failure, error_text
 from app.inference.introspection.discovery import ModelInfo
-from app.inference.transports.channel import Channel, Headers
+from app.inference.transports.channel import MAX_OUTPUT_BYTES, Channel, Headers
 from app.inference.transports.shm import ShmRegion, remove_dead_owners_regions
 from app.inference.transports.shm_transport import OutputSpec, ShmTransport
 from app.inference.transports.transport import GrpcTransport, Transport, TransportKind
@@ -52,6 +52,7 @@ def choose_transport(
     info: ModelInfo,
     headers: Headers,
     max_batch: int,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
 ) -> tuple[Transport, str]:
     """(the transport, a note for the user when the choice differs from what was asked)."""
     profile = info.profile
@@ -81,7 +82,13 @@ def choose_transport(
                     raise  # e.g. still in use: the caller tries again later
 
     shm = ShmTransport(
-        profile.input_name, profile.input_dtype, output_specs(info), max_batch, register, unregister
+        profile.input_name,
+        profile.input_dtype,
+        output_specs(info),
+        max_batch,
+        register,
+        unregister,
+        max_output_bytes,
     )
     try:
         shm.warm()  # a probe: the server must map a region of ours
