@@ -36,18 +36,24 @@ def _to_uint8(image: np.ndarray) -> np.ndarray:
     raise ValueError(f"unsupported image data type {dt}")
 
 
-def to_rgb_uint8(image: np.ndarray) -> np.ndarray:
+def to_rgb_uint8(image: np.ndarray, owned: bool = False) -> np.ndarray:
     """What `cv2.imread(path, cv2.IMREAD_UNCHANGED)` returns (BGR / BGRA / gray, any depth)
     -> a new contiguous HxWx3 RGB uint8 array (never a view of `image`, whose buffer a
-    capture may reuse). 16-bit and float data are scaled, not saturated. Alpha is dropped."""
+    capture may reuse). 16-bit and float data are scaled, not saturated. Alpha is dropped.
+    `owned`: the caller gives `image` up (a file just decoded): a BGR uint8 one is turned
+    into RGB in place, without a second full-size copy at the peak."""
     a = np.asarray(image)
     if a.ndim == 3 and a.shape[2] == 1:
         a = a[:, :, 0]
     if a.ndim not in (2, 3) or a.shape[0] == 0 or a.shape[1] == 0:
         raise ValueError(f"not an image: expected HxW or HxWxC with C in 1, 3, 4, got shape {a.shape}")
-    a = _to_uint8(a)
+    converted = _to_uint8(a)
+    owned = owned or converted is not a  # a scaled copy is ours to change
+    a = converted
     if a.ndim == 2:
         out = cv2.cvtColor(np.ascontiguousarray(a), cv2.COLOR_GRAY2RGB)
+    elif a.shape[2] == 3 and owned and a.flags["C_CONTIGUOUS"]:
+        out = cv2.cvtColor(a, cv2.COLOR_BGR2RGB, dst=a)
     elif a.shape[2] == 3:
         out = cv2.cvtColor(np.ascontiguousarray(a), cv2.COLOR_BGR2RGB)
     elif a.shape[2] == 4:
@@ -153,7 +159,7 @@ def read_image_for(path: str | Path, min_side: int | None) -> DecodedImage:
             w, h = size  # type: ignore[misc]
             if (decoded.shape[1] > decoded.shape[0]) != (w > h):
                 w, h = h, w  # the EXIF orientation turned it a quarter
-            return DecodedImage(to_rgb_uint8(decoded), w, h)
+            return DecodedImage(to_rgb_uint8(decoded, owned=True), w, h)
         check_header(p, data)  # decoded in full after all: at its full size
     # imdecode from bytes: also works for non-ASCII paths on Windows, where imread does not.
     # ANYCOLOR|ANYDEPTH keeps gray and 16-bit data and, unlike UNCHANGED, applies EXIF rotation.
@@ -163,7 +169,8 @@ def read_image_for(path: str | Path, min_side: int | None) -> DecodedImage:
         raise ValueError(f"{p}: image data is corrupt or in a variant OpenCV cannot decode")
     if decoded.shape[0] * decoded.shape[1] > MAX_IMAGE_PIXELS:  # a format whose header is not read
         raise _too_large(p, decoded.shape[1], decoded.shape[0])
-    rgb = to_rgb_uint8(decoded)
+    rgb = to_rgb_uint8(decoded, owned=True)
+    del decoded
     return DecodedImage(rgb, rgb.shape[1], rgb.shape[0])
 
 
