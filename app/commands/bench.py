@@ -31,6 +31,7 @@ from app.commands.common import (
     add_connection_arguments,
     add_model_arguments,
     eprint,
+    path_argument,
     serving,
     session_spec,
 )
@@ -99,13 +100,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--image",
+        type=path_argument,
         action="append",
         default=[],
         metavar="PATH",
         help="image file or folder to send (repeatable; default: the bundled astronaut)",
     )
-    p.add_argument("--output", default=None, metavar="FILE.json", help="also write the figures as JSON")
-    p.add_argument("--csv", default=None, metavar="FILE", help="also write the levels as CSV")
+    p.add_argument(
+        "--output",
+        type=path_argument,
+        default=None,
+        metavar="FILE.json",
+        help="also write the figures as JSON",
+    )
+    p.add_argument(
+        "--csv", type=path_argument, default=None, metavar="FILE", help="also write the levels as CSV"
+    )
     p.add_argument(
         "--compare-plain",
         action="store_true",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from app.commands.arguments import path_argument
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
 from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.decoding.labels import read_labels_file
@@ -110,7 +111,13 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool
 def add_security_arguments(p: argparse.ArgumentParser) -> None:
     """TLS and metadata for remote servers (the command-line tools and the viewer)."""
     p.add_argument("--ssl", action="store_true", help="TLS connection to the server")
-    p.add_argument("--root-certificates", default=None, metavar="FILE", help="PEM CA bundle for --ssl")
+    p.add_argument(
+        "--root-certificates",
+        type=path_argument,
+        default=None,
+        metavar="FILE",
+        help="PEM CA bundle for --ssl",
+    )
     p.add_argument(
         "--header",
         action="append",
@@ -121,6 +128,7 @@ def add_security_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--header-file",
+        type=path_argument,
         default=None,
         metavar="FILE",
         help="KEY=VALUE lines of gRPC metadata (tokens kept out of the process list)",
@@ -191,8 +199,16 @@ def delivery_of(args: argparse.Namespace) -> Delivery:
 def add_model_arguments(p: argparse.ArgumentParser, *, profile: bool = True) -> None:
     p.add_argument("--model", default=None, help="model name (default: face_detector, or the only one ready)")
     if profile:
-        p.add_argument("--profile", default=None, metavar="FILE", help="TOML profile overriding detection")
-        p.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line")
+        p.add_argument(
+            "--profile",
+            type=path_argument,
+            default=None,
+            metavar="FILE",
+            help="TOML profile overriding detection",
+        )
+        p.add_argument(
+            "--labels", type=path_argument, default=None, metavar="FILE", help="class names, one per line"
+        )
 
 
 def urls_of(args: argparse.Namespace) -> list[str]:

@@ -169,14 +169,24 @@ class BatchJob:
             if self._on_started is not None:
                 self._on_started(self._total)
             self._feed(items)
+            self._settle_not_started()
             self.group.close()  # everything was fed: drained follows the last result
             self.group.wait_drained()
         except BaseException:
+            # Interrupted anywhere (Ctrl-C, SIGTERM, a failure while feeding): what was never
+            # sent is counted now, before "finished" reports the counts.
             self.cancel()
+            self._settle_not_started()
             self.group.close()
             self.group.wait_drained(5.0)
             raise
         return self.counts()
+
+    def _settle_not_started(self) -> None:
+        """Count as not started every announced input the group has not accounted for (sent,
+        handed on without a request, or already counted): `total` = ended + not_started
+        once drained, whatever interrupted the feeding."""
+        self._count_not_started(max(self._total - self.group.accounted, 0))
 
     def _inputs_in(self, item: InputItem) -> int:
         if item.kind != "video" or self.videos is not VideoPolicy.FRAMES:
