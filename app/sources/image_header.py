@@ -9,7 +9,9 @@ the scan, or fewer bytes of scan data than the smallest possible coding of that 
 
 from __future__ import annotations
 
+import os
 import struct
+from collections.abc import Callable
 
 # Start-of-frame markers (not DHT 0xC4, JPG 0xC8, DAC 0xCC); the Huffman-coded ones (baseline,
 # extended, progressive, lossless) are those whose smallest coding is known (1 bit per block).
@@ -115,35 +117,50 @@ def bmp_size(data: bytes) -> tuple[int, int] | None:
 def tiff_pages(data: bytes) -> list[tuple[int, int]] | None:
     """(width, height) of every page (image file directory) of a TIFF, in order; None when
     `data` is not a TIFF or its first directory cannot be read."""
-    if data[:4] == b"II*\x00":
+    return _tiff_pages(lambda offset, size: data[offset : offset + size])
+
+
+def tiff_pages_of_file(path: str | os.PathLike[str]) -> list[tuple[int, int]] | None:
+    """`tiff_pages` of a file, reading only its directories (they may be anywhere in it)."""
+    with open(path, "rb") as f:
+
+        def read(offset: int, size: int) -> bytes:
+            f.seek(offset)
+            return f.read(size)
+
+        return _tiff_pages(read)
+
+
+def _tiff_pages(read: Callable[[int, int], bytes]) -> list[tuple[int, int]] | None:
+    head = read(0, 8)
+    if head[:4] == b"II*\x00":
         order = "<"
-    elif data[:4] == b"MM\x00*":
+    elif head[:4] == b"MM\x00*":
         order = ">"
     else:
         return None
     pages: list[tuple[int, int]] = []
     seen: set[int] = set()
-    (offset,) = struct.unpack(order + "I", data[4:8])
+    (offset,) = struct.unpack(order + "I", head[4:8])
     while offset and offset not in seen and len(pages) < MAX_TIFF_PAGES:
         seen.add(offset)
-        if offset + 2 > len(data):
+        raw_count = read(offset, 2)
+        if len(raw_count) < 2:
             break
-        (count,) = struct.unpack(order + "H", data[offset : offset + 2])
-        end = offset + 2 + 12 * count
-        if end + 4 > len(data):
+        (count,) = struct.unpack(order + "H", raw_count)
+        directory = read(offset + 2, 12 * count + 4)
+        if len(directory) < 12 * count + 4:
             break
         size = {}
         for k in range(count):
-            entry = data[offset + 2 + 12 * k : offset + 14 + 12 * k]
+            entry = directory[12 * k : 12 * k + 12]
             tag, kind = struct.unpack(order + "HH", entry[:4])
             if tag in (256, 257):  # ImageWidth, ImageLength: SHORT or LONG
-                value = struct.unpack(
-                    order + ("H" if kind == 3 else "I"), entry[8 : 10 if kind == 3 else 12]
-                )[0]
-                size[tag] = value
+                short = kind == 3
+                size[tag] = struct.unpack(order + ("H" if short else "I"), entry[8 : 10 if short else 12])[0]
         if 256 in size and 257 in size:
             pages.append((size[256], size[257]))
-        (offset,) = struct.unpack(order + "I", data[end : end + 4])
+        (offset,) = struct.unpack(order + "I", directory[12 * count : 12 * count + 4])
     return pages or None
 
 

@@ -5,13 +5,14 @@ Also the one converter of decoded pixels (files, video frames, camera frames) to
 from __future__ import annotations
 
 import stat
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-from app.sources.image_header import image_size, jpeg_damage, jpeg_size
+from app.sources.image_header import image_size, jpeg_damage, jpeg_size, tiff_pages, tiff_pages_of_file
 from app.sources.sniff import HEAD_BYTES, IMAGE_FORMATS, is_image_head
 
 
@@ -183,3 +184,44 @@ def reduction_factor(longest_side: int, min_side: int) -> int:
     while factor < 8 and longest_side // (factor * 2) >= min_side:
         factor *= 2
     return factor
+
+
+class ImagePages:
+    """The pages of a multi-page image file (TIFF), read one at a time: the file's bytes are
+    read once (at most MAX_IMAGE_FILE_BYTES), each page is checked against MAX_IMAGE_PIXELS
+    from its directory and decoded alone."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._data = _read_bytes(self.path)
+        self.sizes = tiff_pages(self._data) or []
+
+    @property
+    def count(self) -> int:
+        return len(self.sizes)
+
+    def read(self, index: int) -> DecodedImage:
+        """Page `index` as RGB; ValueError naming the file, the page and the cause."""
+        w, h = self.sizes[index]
+        if w * h > MAX_IMAGE_PIXELS:
+            raise ValueError(
+                f"{self.path} page {index + 1} of {self.count}: too large: {w} x {h} = "
+                f"{w * h / 1e6:.0f} MP; images of at most {MAX_IMAGE_PIXELS / 1e6:.0f} MP are decoded"
+            )
+        flags = cv2.IMREAD_ANYCOLOR | cv2.IMREAD_ANYDEPTH
+        buffer = np.frombuffer(self._data, np.uint8)
+        ok, mats = cv2.imdecodemulti(buffer, flags, None, (index, index + 1))
+        if not ok or not mats:
+            raise ValueError(f"{self.path} page {index + 1} of {self.count}: cannot be decoded (corrupt?)")
+        rgb = to_rgb_uint8(mats[0], owned=True)
+        return DecodedImage(rgb, rgb.shape[1], rgb.shape[0])
+
+
+def page_count(path: str | Path) -> int:
+    """How many pages a TIFF holds (its directories only are read); 1 for anything else or a
+    file whose directories cannot be read (reading it then says what is wrong)."""
+    try:
+        pages = tiff_pages_of_file(path)
+    except (OSError, struct.error):
+        return 1
+    return len(pages) if pages else 1
