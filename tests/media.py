@@ -165,7 +165,7 @@ def make_size_changing_video(path: Path, sizes: tuple[tuple[int, int], ...], fra
     data = b""
     for n, (w, h) in enumerate(sizes):
         segment = path.with_name(f"{path.stem}.part{n}.ts")
-        writer = cv2.VideoWriter(str(segment), cv2.VideoWriter_fourcc(*"mpg2"), 10, (w, h))
+        writer = cv2.VideoWriter(str(segment), cv2.VideoWriter.fourcc(*"mpg2"), 10, (w, h))
         assert writer.isOpened(), "OpenCV's FFmpeg cannot write MPEG-2"
         for i in range(frames_each):
             frame = np.full((h, w, 3), 60 + 60 * n, np.uint8)

@@ -136,7 +136,7 @@ def test_frame_sizes_from_the_bitstream() -> None:
 @pytest.mark.parametrize(("fourcc", "suffix"), [("mp4v", ".avi"), ("MJPG", ".avi"), ("VP80", ".webm")])
 def test_frame_sizes_of_the_codecs_opencv_writes(tmp_path: Path, fourcc: str, suffix: str) -> None:
     path = tmp_path / f"v{suffix}"
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 10, (96, 64))
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*fourcc), 10, (96, 64))
     for _ in range(3):
         writer.write(np.zeros((64, 96, 3), np.uint8))
     writer.release()
