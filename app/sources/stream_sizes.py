@@ -110,12 +110,15 @@ def h264_sps_size(sps: bytes) -> tuple[int, int] | None:
 
 
 def _h264_size(packet: bytes) -> tuple[int, int] | None:
-    # Annex B (start codes) or length-prefixed (MP4/MKV): a NAL of type 7 is an SPS.
-    start = packet.find(b"\x00\x00\x01")
-    while start >= 0:
-        if packet[start + 3 : start + 4] and packet[start + 3] & 0x1F == 7:
-            return h264_sps_size(packet[start + 3 :])
-        start = packet.find(b"\x00\x00\x01", start + 3)
+    # Annex B (start codes: MPEG-TS, raw .h264) or length-prefixed (MP4, MKV); told apart by
+    # the packet's first bytes (a length can look like a start code). A NAL of type 7 is an SPS.
+    if packet.startswith((b"\x00\x00\x01", b"\x00\x00\x00\x01")):
+        start = packet.find(b"\x00\x00\x01")
+        while start >= 0:
+            if packet[start + 3 : start + 4] and packet[start + 3] & 0x1F == 7:
+                return h264_sps_size(packet[start + 3 :])
+            start = packet.find(b"\x00\x00\x01", start + 3)
+        return None
     i = 0
     while i + 5 <= len(packet):
         length = int.from_bytes(packet[i : i + 4], "big")
