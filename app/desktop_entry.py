@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from app.commands.arguments import path_argument
 from app.resources import app_icon
 
 APP_ID = "triton-viewer"
@@ -45,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The viewer's options for this: file arguments and the two desktop-entry actions."""
     parser.add_argument(
         "paths",
+        type=path_argument,
         nargs="*",
         metavar="FILE",
         help='images, videos or folders to open, like --open (what a file manager\'s "Open with" passes)',

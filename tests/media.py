@@ -157,3 +157,24 @@ def make_person_video(
             writer.write(canvas)
     finally:
         writer.release()
+
+
+def make_size_changing_video(path: Path, sizes: tuple[tuple[int, int], ...], frames_each: int = 10) -> Path:
+    """An MPEG transport stream whose frame size changes: one MPEG-2 segment per size (W, H),
+    concatenated (TS streams concatenate), each frame grey with its index written on it."""
+    data = b""
+    for n, (w, h) in enumerate(sizes):
+        segment = path.with_name(f"{path.stem}.part{n}.ts")
+        writer = cv2.VideoWriter(str(segment), cv2.VideoWriter.fourcc(*"mpg2"), 10, (w, h))
+        assert writer.isOpened(), "OpenCV's FFmpeg cannot write MPEG-2"
+        for i in range(frames_each):
+            frame = np.full((h, w, 3), 60 + 60 * n, np.uint8)
+            cv2.putText(
+                frame, str(n * frames_each + i), (8, h // 2), cv2.FONT_HERSHEY_SIMPLEX, 1, (255, 255, 255), 2
+            )
+            writer.write(frame)
+        writer.release()
+        data += segment.read_bytes()
+        segment.unlink()
+    path.write_bytes(data)
+    return path

@@ -15,7 +15,6 @@ import asyncio
 import base64
 import csv
 import functools
-import json
 import ssl
 import threading
 import time
@@ -35,6 +34,7 @@ from app.commands.common import (
     add_connection_arguments,
     add_model_arguments,
     eprint,
+    path_argument,
     serving,
     session_spec,
 )
@@ -43,6 +43,7 @@ from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
 from app.inference.profiles.profile import ProfileError, preprocess
 from app.inference.protocol import ServerProtocol, parse_url
+from app.inference.result import strict_json
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 from app.pipeline.load import LoadFigures, figures_of
@@ -104,13 +105,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--image",
+        type=path_argument,
         action="append",
         default=[],
         metavar="PATH",
         help="image file or folder to send (repeatable; default: the bundled astronaut)",
     )
-    p.add_argument("--output", default=None, metavar="FILE.json", help="also write the figures as JSON")
-    p.add_argument("--csv", default=None, metavar="FILE", help="also write the levels as CSV")
+    p.add_argument(
+        "--output",
+        type=path_argument,
+        default=None,
+        metavar="FILE.json",
+        help="also write the figures as JSON",
+    )
+    p.add_argument(
+        "--csv", type=path_argument, default=None, metavar="FILE", help="also write the levels as CSV"
+    )
     p.add_argument(
         "--compare-plain",
         action="store_true",
@@ -476,4 +486,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_json(path: str, report: dict[str, Any]) -> None:
-    Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    Path(path).write_text(strict_json(report, indent=2) + "\n", encoding="utf-8")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -14,12 +13,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from app.commands.arguments import path_argument
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profiles.profile import ProfileError, load_profile_file
 from app.inference.protocol import UrlError, parse_url
+from app.inference.result import strict_json
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 
@@ -71,7 +72,7 @@ def write_summary(out: TextIO, summary: dict[str, Any], broken: str | None) -> s
     """The summary line, last; returns why the output is broken (`broken`: an earlier reason,
     e.g. an export that could not be written), if it is, after saying so on stderr."""
     try:
-        out.write(json.dumps({"summary": summary}) + "\n")
+        out.write(strict_json({"summary": summary}) + "\n")
         out.flush()
     except (OSError, ValueError) as e:
         broken = broken or f"cannot write the output: {e}"
@@ -135,7 +136,13 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool
 def add_security_arguments(p: argparse.ArgumentParser) -> None:
     """TLS and metadata for remote servers (the command-line tools and the viewer)."""
     p.add_argument("--ssl", action="store_true", help="TLS connection to the server")
-    p.add_argument("--root-certificates", default=None, metavar="FILE", help="PEM CA bundle for --ssl")
+    p.add_argument(
+        "--root-certificates",
+        type=path_argument,
+        default=None,
+        metavar="FILE",
+        help="PEM CA bundle for --ssl",
+    )
     p.add_argument(
         "--header",
         action="append",
@@ -147,6 +154,7 @@ def add_security_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--header-file",
+        type=path_argument,
         default=None,
         metavar="FILE",
         help="KEY=VALUE lines of gRPC metadata / HTTP headers (tokens kept out of the process list)",
@@ -218,8 +226,16 @@ def delivery_of(args: argparse.Namespace) -> Delivery:
 def add_model_arguments(p: argparse.ArgumentParser, *, profile: bool = True) -> None:
     p.add_argument("--model", default=None, help="model name (default: face_detector, or the only one ready)")
     if profile:
-        p.add_argument("--profile", default=None, metavar="FILE", help="TOML profile overriding detection")
-        p.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line")
+        p.add_argument(
+            "--profile",
+            type=path_argument,
+            default=None,
+            metavar="FILE",
+            help="TOML profile overriding detection",
+        )
+        p.add_argument(
+            "--labels", type=path_argument, default=None, metavar="FILE", help="class names, one per line"
+        )
 
 
 def urls_of(args: argparse.Namespace) -> list[str]:

@@ -26,6 +26,7 @@ from app.commands.common import (
     concurrency_argument,
     eprint,
     float_range,
+    path_argument,
     serving,
     session_spec,
     write_summary,
@@ -78,9 +79,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="requests in flight at most, for each model (default 8)",
     )
     p.add_argument(
-        "--output", default=None, metavar="FILE", help="write the JSON Lines here (default stdout)"
+        "--output",
+        type=path_argument,
+        default=None,
+        metavar="FILE",
+        help="write the JSON Lines here (default stdout)",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="image files, folders (recursive), video files")
+    p.add_argument(
+        "paths",
+        type=path_argument,
+        nargs="+",
+        metavar="PATH",
+        help="image files, folders (recursive), video files",
+    )
 
 
 def _models(args: argparse.Namespace) -> tuple[str | None, str | None]:

@@ -27,6 +27,7 @@ from app.commands.common import (
     concurrency_argument,
     delivery_of,
     eprint,
+    path_argument,
     serving,
     session_spec,
     tell_session,
@@ -52,7 +53,12 @@ FAILURE_LINES = 20
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", metavar="DATASET", help="a COCO .json file, a data.yaml, or a dataset folder")
+    p.add_argument(
+        "dataset",
+        type=path_argument,
+        metavar="DATASET",
+        help="a COCO .json file, a data.yaml, or a dataset folder",
+    )
     add_connection_arguments(p)
     p.add_argument(
         "--model",
@@ -63,9 +69,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "compare two models on the same data",
     )
     p.add_argument(
-        "--profile", default=None, metavar="FILE", help="TOML profile overriding detection (each model)"
+        "--profile",
+        type=path_argument,
+        default=None,
+        metavar="FILE",
+        help="TOML profile overriding detection (each model)",
     )
-    p.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line (each model)")
+    p.add_argument(
+        "--labels",
+        type=path_argument,
+        default=None,
+        metavar="FILE",
+        help="class names, one per line (each model)",
+    )
     add_speed_arguments(p)
     p.add_argument(
         "--format",
@@ -75,6 +91,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--images",
+        type=path_argument,
         default=None,
         metavar="DIR",
         help="where the images are, when not beside the labels (e.g. a YOLO labels folder or a COCO file "
@@ -88,22 +105,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--class-map",
+        type=path_argument,
         default=None,
         metavar="FILE",
         help='rename dataset classes to the model\'s: JSON {"dataset name": "model name"} or two '
         "columns (tab or comma); an empty model name drops the class",
     )
     p.add_argument(
-        "--output", default=None, metavar="FILE.json", help="write the report here (default stdout)"
+        "--output",
+        type=path_argument,
+        default=None,
+        metavar="FILE.json",
+        help="write the report here (default stdout)",
     )
     p.add_argument(
         "--records",
+        type=path_argument,
         default=None,
         metavar="FILE.jsonl",
         help="also write each image's result (infer's records)",
     )
     p.add_argument(
-        "--plots", default=None, metavar="DIR", help="write PR curves and the confusion matrix as PNG"
+        "--plots",
+        type=path_argument,
+        default=None,
+        metavar="DIR",
+        help="write PR curves and the confusion matrix as PNG",
     )
     p.add_argument(
         "--concurrency",
@@ -228,7 +255,7 @@ def _evaluate_all(
         report = model_report(evaluation, name, run.speed())
         if run.interrupted:  # the figures are those of the images answered before it
             report["interrupted"] = True
-            report["not_started"] = len(dataset.images) - len(run.results)  # never sent
+            report["not_started"] = run.counts.not_started if run.counts is not None else 0
         _warn(evaluation, name if len(models) > 1 else None)
         unsuccessful = unsuccessful or bool(evaluation.failed) or _left_out(evaluation)
         if args.plots:

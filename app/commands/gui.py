@@ -11,6 +11,7 @@ from app.commands.common import (
     add_speed_arguments,
     connection_options,
     eprint,
+    path_argument,
     profile_overrides,
 )
 
@@ -27,29 +28,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None, help="model to use (default: face_detector or the only one)")
     parser.add_argument(
         "--profile",
+        type=path_argument,
         default=None,
         metavar="FILE",
         help="TOML profile for the model (how to feed it and read its outputs; see the README); "
         "Model > Profile… chooses one in the window and remembers it per model",
     )
-    parser.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line")
     parser.add_argument(
-        "--open", action="append", default=[], metavar="PATH", help="image or folder to open (repeatable)"
+        "--labels", type=path_argument, default=None, metavar="FILE", help="class names, one per line"
+    )
+    parser.add_argument(
+        "--open",
+        type=path_argument,
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="image or folder to open (repeatable)",
     )
     parser.add_argument(
         "--camera",
+        type=path_argument,
         default=None,
         metavar="SOURCE",
         help="camera index, video file or stream URL: play it live with the detections once connected",
     )
     parser.add_argument(
         "--screenshot",
+        type=path_argument,
         default=None,
         metavar="FILE",
         help="once everything opened has its results (with --camera: after the first 30 annotated "
         "frames), save a PNG of the window and exit",
     )
-    parser.add_argument("--tritonserver", default=None, metavar="PATH", help="tritonserver binary to use")
+    parser.add_argument(
+        "--tritonserver", type=path_argument, default=None, metavar="PATH", help="tritonserver binary to use"
+    )
     parser.add_argument(
         "--metrics-url",
         default=None,

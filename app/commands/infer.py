@@ -30,6 +30,7 @@ from app.commands.common import (
     concurrency_argument,
     delivery_of,
     eprint,
+    path_argument,
     say_once,
     serving,
     session_spec,
@@ -77,6 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--output",
+        type=path_argument,
         default=None,
         metavar="PATH",
         help="jsonl: a file (default stdout); coco: the file to write; yolo/voc/labelme: the folder",
@@ -86,7 +88,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="video frames: give each detection a track id that follows the object across frames",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="image files, folders (recursive), video files")
+    p.add_argument(
+        "paths",
+        type=path_argument,
+        nargs="+",
+        metavar="PATH",
+        help="image files, folders (recursive), video files",
+    )
 
 
 class RecordWriter:

@@ -19,6 +19,7 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     eprint,
+    path_argument,
     serving,
     session_spec,
 )
@@ -44,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     load.add_argument("name", metavar="NAME")
     load.add_argument(
         "--config",
+        type=path_argument,
         default=None,
         metavar="FILE",
         help="config.pbtxt text or JSON to load the model with instead of the repository's file "

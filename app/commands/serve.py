@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 
+from app.commands.common import path_argument
 from app.commands.interrupts import termination_as_interrupt
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
@@ -15,13 +16,16 @@ from app.server.errors import ServerError
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model-repository",
+        type=path_argument,
         default=str(model_repository()),
         help="a standard Triton model repository (default: the bundled face detector)",
     )
     p.add_argument("--grpc-port", type=int, default=None, help="default: a free port")
     p.add_argument("--http-port", type=int, default=None, help="default: a free port")
     p.add_argument("--metrics-port", type=int, default=None, help="default: a free port")
-    p.add_argument("--tritonserver", default=None, help="path of a tritonserver binary to use")
+    p.add_argument(
+        "--tritonserver", type=path_argument, default=None, help="path of a tritonserver binary to use"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

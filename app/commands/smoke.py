@@ -22,6 +22,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TypeVar
 
+from app.commands.arguments import path_argument  # argparse only: no import to check here
+
 T = TypeVar("T")
 
 
@@ -38,7 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="gRPC address HOST:PORT of a Triton server (default: start the embedded one, if it can run)",
     )
     p.add_argument("--model", default=None, help="model to use (default: the server's only/first detector)")
-    p.add_argument("--image", default=None, help="image to send (default: the bundled sample)")
+    p.add_argument(
+        "--image", type=path_argument, default=None, help="image to send (default: the bundled sample)"
+    )
     p.add_argument("--timeout", type=float, default=30.0, help="seconds for the inference (default 30)")
 
 

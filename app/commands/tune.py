@@ -27,6 +27,7 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     eprint,
+    path_argument,
     serving,
     session_spec,
 )
@@ -49,10 +50,19 @@ DEFAULT_LEVELS = "1,4,16"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p, repeatable_url=False)
     p.add_argument("--model", required=True, metavar="NAME", help="the model to tune")
-    p.add_argument("--profile", default=None, metavar="FILE", help="TOML profile overriding detection")
-    p.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line")
+    p.add_argument(
+        "--profile",
+        type=path_argument,
+        default=None,
+        metavar="FILE",
+        help="TOML profile overriding detection",
+    )
+    p.add_argument(
+        "--labels", type=path_argument, default=None, metavar="FILE", help="class names, one per line"
+    )
     p.add_argument(
         "--image",
+        type=path_argument,
         action="append",
         default=[],
         metavar="PATH",
@@ -108,10 +118,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "requests; GPU figures when reported). Default: the embedded server's, or the --url host "
         "on port 8002",
     )
-    p.add_argument("--output", default=None, metavar="FILE.json", help="write the results as JSON")
-    p.add_argument("--csv", default=None, metavar="FILE", help="write every trial's levels as CSV")
+    p.add_argument(
+        "--output", type=path_argument, default=None, metavar="FILE.json", help="write the results as JSON"
+    )
+    p.add_argument(
+        "--csv", type=path_argument, default=None, metavar="FILE", help="write every trial's levels as CSV"
+    )
     p.add_argument(
         "--write-config",
+        type=path_argument,
         default=None,
         metavar="DIR",
         help="write DIR/NAME/config.pbtxt: the original config with the recommended settings",

@@ -4,41 +4,23 @@ with the per-class AP difference). Strict JSON: a figure that is undefined (pyco
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from typing import Any
 
-import numpy as np
-
 from app.evaluation.cocoeval import BOX_STATS, KEYPOINT_STATS
 from app.evaluation.datasets.model import CLIPPED, Problem
 from app.evaluation.evaluate import Evaluation
+from app.inference.result import finite, strict_json
 
 WORST_IMAGES = 20
 PROBLEMS_LISTED = 100
 METRIC_KEYS = ("map", "map50", "map75", "map_small", "map_medium", "map_large", "mar_1", "mar_10", "mar_100")
 
 
-def finite(value: Any) -> Any:
-    """`value` with every non-finite float (and numpy scalar) made JSON-safe."""
-    if isinstance(value, dict):
-        return {str(k): finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return finite(value.tolist())
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        f = float(value)
-        return f if math.isfinite(f) else None
-    return value
-
-
 def dumps(report: dict[str, Any]) -> str:
     """The report as strict JSON text (allow_nan=False: a NaN that slipped through fails here)."""
-    return json.dumps(finite(report), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    return strict_json(report, indent=2, ensure_ascii=False) + "\n"
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:

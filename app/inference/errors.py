@@ -9,6 +9,7 @@ what to do; the raw detail comes last.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -150,6 +151,27 @@ def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool, 
         )
     if "CANCELLED" in code or "locally cancelled" in lowered or "channel closed" in lowered:
         return Failure(Status.CANCELLED, ErrorKind.CANCELLED, "cancelled", False)
+    received = _RECEIVED_TOO_LARGE.search(text)
+    if received:
+        size, limit = (int(g) for g in received.groups())
+        outputs_limit = max(limit - REPLY_OVERHEAD_BYTES, 0)
+        return Failure(
+            Status.FAILED,
+            ErrorKind.TOO_LARGE,
+            f"the model's output is too large: a reply of {size / 1e6:.1f} MB from {url}; "
+            f"at most {outputs_limit / 1e6:.1f} MB of outputs per reply are accepted",
+            False,
+        )
+    region = _REGION_TOO_SMALL.search(text)
+    if region:
+        name, room, needed = region.group(1), int(region.group(2)), int(region.group(3))
+        return Failure(
+            Status.FAILED,
+            ErrorKind.SERVER,
+            f"output '{name}' is larger than the model declares: {needed} bytes for the "
+            f"{room} its declared datatype and shape take",
+            False,
+        )
     if "larger than max" in lowered or "RESOURCE_EXHAUSTED" in code:
         return Failure(
             Status.FAILED,
@@ -180,6 +202,20 @@ def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool, 
     if "INVALID_ARG" in code:
         return Failure(Status.FAILED, ErrorKind.BAD_INPUT, text, False)
     return Failure(Status.FAILED, ErrorKind.SERVER, text, False)
+
+
+# The receive limit of a channel is the outputs' limit plus this (names, shapes, framing).
+REPLY_OVERHEAD_BYTES = 2**20
+# gRPC's receive limit (a reply over ConnectionOptions.max_output_bytes) and Triton's refusal
+# to write an output into a shared-memory region sized for what the model declares.
+# ("CLIENT:": this side refused the reply; without it, the server refused the request.)
+_RECEIVED_TOO_LARGE = re.compile(
+    r"client: received message larger than max \((\d+) vs\. (\d+)\)", re.IGNORECASE
+)
+_REGION_TOO_SMALL = re.compile(
+    r"shared memory size specified with the request for output '([^']+)' \((\d+) bytes\) "
+    r"should be at least (\d+) bytes"
+)
 
 
 def _looks_like_tls_mismatch(lowered: str) -> bool:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from app.inference.masks import BinaryMask
 
@@ -131,6 +134,9 @@ class InferenceResult:
     retries: int = 0
     error_kind: ErrorKind | None = None
     timing: RequestTiming | None = None  # None when it never got an answer
+    # Detections (or classes) the model gave with NaN/infinite numbers, an inverted box or a
+    # negative class id: dropped, counted here (in the record when not 0).
+    dropped_invalid: int = 0
     # Opaque value given at submit time (e.g. the frame to display); never serialised.
     tag: Any = None
 
@@ -185,6 +191,8 @@ class InferenceResult:
         if not self.ok:
             # Scripts decide on the kind, never on the message's text.
             record["error_kind"] = self.kind().value
+        if self.dropped_invalid:
+            record["dropped_invalid"] = self.dropped_invalid
         # Only for the model kinds that give them, so detection records stay as they were.
         if self.masks is not None:
             record["masks"] = [m.to_record() for m in self.masks] if self.ok else []
@@ -210,13 +218,39 @@ def naming_input(source: str | None, error: str, frame: int | None = None) -> st
     return f"{where}: {error}"
 
 
+def finite(value: Any) -> Any:
+    """`value` with every non-finite float made null (an undefined figure: a mean of nothing,
+    a ratio over zero) and numpy scalars and arrays made plain, for strict JSON."""
+    if isinstance(value, dict):
+        return {str(k): finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return finite(value.tolist())
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return value
+
+
+def strict_json(value: Any, **kwargs: Any) -> str:
+    """JSON every strict parser reads: undefined figures as null (`finite`), and
+    allow_nan=False, so a NaN that slipped through fails here rather than in the reader.
+    The summaries and reports of infer, compare, evaluate, bench and tune are written so."""
+    return json.dumps(finite(value), allow_nan=False, **kwargs)
+
+
 def record_line(record: dict[str, Any], encoding: str | None = "utf-8") -> str:
     """One JSON line, written as is when `encoding` can encode it, else fully escaped (\\uXXXX):
     a file name that is not valid UTF-8 (surrogate escapes from os.fsdecode) never cuts the
     output short. The command line and the viewer's export write records with this."""
-    line = json.dumps(record, ensure_ascii=False)
+    # allow_nan=False: a NaN or infinity that slipped through is an error here, never
+    # `NaN`/`Infinity` in a file that strict JSON parsers refuse.
+    line = json.dumps(record, ensure_ascii=False, allow_nan=False)
     try:
         line.encode(encoding or "utf-8")
     except UnicodeEncodeError:
-        line = json.dumps(record, ensure_ascii=True)
+        line = json.dumps(record, ensure_ascii=True, allow_nan=False)
     return line + "\n"

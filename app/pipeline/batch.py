@@ -35,8 +35,9 @@ from app.inference.profiles.profile import input_side_needed
 from app.inference.result import ErrorKind, InferenceResult, Status
 from app.pipeline.thumbnails import make_thumbnail
 from app.sources.files import InputItem, expand_inputs
-from app.sources.images import DecodedImage, read_image_for
-from app.sources.video_file import VideoFileReader
+from app.sources.images import DecodedImage, ImagePages, page_count, read_image_for
+from app.sources.sniff import is_gif_file
+from app.sources.video_file import FrameFailure, VideoFileReader
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,14 @@ class VideoPolicy(enum.StrEnum):
 VIDEO_REFUSED = (
     "{source}: a video file; play it with File > Open video… (live preview), "
     "or run `python -m app infer` on it for every frame"
+)
+GIF_REFUSED = (
+    "{source}: a GIF (read as frames, like a video); play it with File > Open video… (live "
+    "preview), or run `python -m app infer` on it for every frame"
+)
+PAGES_REFUSED = (
+    "{source}: a multi-page TIFF ({pages} pages), not read here; run `python -m app infer` on it "
+    "for a record per page"
 )
 
 
@@ -116,6 +125,7 @@ class BatchJob:
         self._cancelled = threading.Event()
         self._thread: threading.Thread | None = None
         self._frames_declared: dict[Path, int] = {}  # video -> frame count from its container
+        self._pages: dict[Path, int] = {}  # image -> pages (a multi-page TIFF: more than 1)
         # Images and MJPG frames are decoded no bigger than the model needs (a JPEG decoder
         # can skip the detail: 2-3x less work than decoding in full and resizing).
         self.min_side = input_side_needed(session.profile)
@@ -169,16 +179,35 @@ class BatchJob:
             if self._on_started is not None:
                 self._on_started(self._total)
             self._feed(items)
+            self._settle_not_started()
             self.group.close()  # everything was fed: drained follows the last result
             self.group.wait_drained()
         except BaseException:
+            # Interrupted anywhere (Ctrl-C, SIGTERM, a failure while feeding): what was never
+            # sent is counted now, before "finished" reports the counts.
             self.cancel()
+            self._settle_not_started()
             self.group.close()
             self.group.wait_drained(5.0)
             raise
         return self.counts()
 
+    def _settle_not_started(self) -> None:
+        """Count as not started every announced input the group has not accounted for (sent,
+        handed on without a request, or already counted): `total` = ended + not_started
+        once drained, whatever interrupted the feeding."""
+        self._count_not_started(max(self._total - self.group.accounted, 0))
+
+    def _pages_in(self, item: InputItem) -> int:
+        if item.kind != "image":
+            return 1
+        if item.path not in self._pages:
+            self._pages[item.path] = page_count(item.path)
+        return self._pages[item.path]
+
     def _inputs_in(self, item: InputItem) -> int:
+        if item.kind == "image" and self.videos is VideoPolicy.FRAMES:
+            return self._pages_in(item)  # a multi-page TIFF: one input per page
         if item.kind != "video" or self.videos is not VideoPolicy.FRAMES:
             return 1
         if item.path not in self._frames_declared:
@@ -198,7 +227,7 @@ class BatchJob:
                     if self.cancelled:
                         self._not_started(items[index:], queue)
                         return
-                    if item.kind == "image":
+                    if item.kind == "image" and self._pages_in(item) == 1:
                         queue.append((item, pool.submit(self._read_image, item.path, self.min_side)))
                         if len(queue) > self.lookahead:
                             self._send_read(*queue.popleft())
@@ -215,11 +244,18 @@ class BatchJob:
 
     def _feed_other(self, item: InputItem) -> None:
         source = self.source_name(item.path)
-        if item.kind == "video":
+        if item.kind == "image":  # a multi-page TIFF
+            if self.videos is VideoPolicy.FRAMES:
+                self._feed_pages(item.path, source)
+            else:
+                refused = PAGES_REFUSED.format(source=source, pages=self._pages_in(item))
+                self._local(InferenceResult.local_failure(source, refused))
+        elif item.kind == "video":
             if self.videos is VideoPolicy.FRAMES:
                 self._feed_video(item.path, source)
             else:
-                self._local(InferenceResult.local_failure(source, VIDEO_REFUSED.format(source=source)))
+                refused = (GIF_REFUSED if is_gif_file(item.path) else VIDEO_REFUSED).format(source=source)
+                self._local(InferenceResult.local_failure(source, refused))
         elif item.kind == "skipped":
             error = item.error or f"{source}: not an image or a video"
             self._local(
@@ -242,6 +278,26 @@ class BatchJob:
             self._on_thumbnail(source, make_thumbnail(decoded.image))
         self._send(decoded.image, source, None, (decoded.width, decoded.height))
 
+    def _feed_pages(self, path: Path, source: str) -> None:
+        """Every page of a multi-page TIFF, in order, as its own input (`frame`: the page)."""
+        declared = self._pages[path]
+        try:
+            pages = ImagePages(path)
+        except ValueError as e:
+            self._add_total(1 - declared)
+            self._local(InferenceResult.local_failure(source, str(e)))
+            return
+        self._add_total(pages.count - declared)  # the file changed since it was counted
+        for index in range(pages.count):
+            if self.cancelled:
+                return  # the rest: counted as not started
+            try:
+                page = pages.read(index)
+            except ValueError as e:
+                self._local(InferenceResult.local_failure(source, str(e), frame=index))
+                continue
+            self._send(page.image, source, index, (page.width, page.height))
+
     def _feed_video(self, path: Path, source: str) -> None:
         declared = self._inputs_in(InputItem(path, "video"))
         try:
@@ -251,9 +307,12 @@ class BatchJob:
             self._local(InferenceResult.local_failure(source, str(e)))
             return
         with reader:
-            for frame in reader:
+            for frame in reader.items():
                 if self.cancelled:
                     break
+                if isinstance(frame, FrameFailure):  # e.g. after the stream's size changed
+                    self._local(InferenceResult.local_failure(source, frame.error, frame=frame.index))
+                    continue
                 self._send(frame.image, source, frame.index, frame.source_size)
         read = reader.frames_read
         if self.cancelled:

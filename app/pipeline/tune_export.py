@@ -4,10 +4,10 @@ config as `DIR/NAME/config.pbtxt` (a model repository layout Triton loads as it 
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 from app.inference.introspection.model_config import to_pbtxt
+from app.inference.result import strict_json
 from app.pipeline.tune import TuneResult, level_record
 
 CSV_COLUMNS = (
@@ -34,7 +34,7 @@ CSV_COLUMNS = (
 
 
 def write_json(path: str | Path, result: TuneResult) -> None:
-    Path(path).write_text(json.dumps(result.to_record(), indent=2) + "\n", encoding="utf-8")
+    Path(path).write_text(strict_json(result.to_record(), indent=2) + "\n", encoding="utf-8")
 
 
 def write_csv(path: str | Path, result: TuneResult) -> None:

@@ -103,24 +103,44 @@ def sniff_kind(path: Path, *, given: bool = False) -> tuple[Kind, str | None]:
     return unusable, f"{path}: neither an image nor a video (unrecognised content)"
 
 
-def _walk_sorted(folder: Path) -> Iterator[InputItem]:
-    """Every entry under folder, depth first, names sorted at each level; folders recursed."""
+def _listing(folder: Path) -> list[os.DirEntry[str]] | InputItem:
+    """The folder's entries sorted by name, or the "failed" item saying why it cannot be listed."""
     try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        with os.scandir(folder) as entries:
+            return sorted(entries, key=lambda e: e.name)
     except OSError as exc:
-        yield InputItem(folder, "failed", f"{folder}: cannot list the folder ({exc.strerror or exc})")
+        return InputItem(folder, "failed", f"{folder}: cannot list the folder ({exc.strerror or exc})")
+
+
+def _walk_sorted(folder: Path) -> Iterator[InputItem]:
+    """Every entry under folder, depth first, names sorted at each level; folders entered.
+
+    Iterative (a stack of the folders being listed), so a tree of any depth is walked: nested
+    generators stopped at Python's recursion limit (about 1,000 levels) and lost everything."""
+    first = _listing(folder)
+    if isinstance(first, InputItem):
+        yield first
         return
-    for entry in entries:
+    stack = [iter(first)]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
         path = Path(entry.path)
         try:
-            is_dir = entry.is_dir(follow_symlinks=False)
+            is_dir = entry.is_dir(follow_symlinks=False)  # links to folders are not entered: no loops
         except OSError as exc:
             yield InputItem(path, "failed", f"{path}: cannot read it ({exc.strerror or exc})")
             continue
-        if is_dir:
-            yield from _walk_sorted(path)
-        else:
+        if not is_dir:
             yield InputItem(path, *sniff_kind(path))
+            continue
+        listed = _listing(path)
+        if isinstance(listed, InputItem):
+            yield listed
+        else:
+            stack.append(iter(listed))
 
 
 def expand_inputs(paths: Iterable[str | Path]) -> Iterator[InputItem]:

@@ -22,6 +22,7 @@ from app.sources._source_spec import (
 from app.sources.frame import Frame
 from app.sources.images import to_rgb_uint8
 from app.sources.rate import RateMeter
+from app.sources.stream_sizes import StreamSizes
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +189,25 @@ class LiveCapture:
             self._source_fps = fps if fps > 0 else 0.0
         pace = 1.0 / (fps if fps > 0 else FALLBACK_FPS) if (is_file and self._realtime) else 0.0
         next_due = time.monotonic()
+        # A file's own frame sizes, read alongside: after a size change OpenCV hands back its
+        # last picture for every frame (see app.sources.stream_sizes); the stream then stops
+        # with the cause named instead of showing (and inferring) a stale picture as new.
+        sizes: list[StreamSizes | None] = [self._stream_sizes(cap) if is_file else None]
+        try:
+            self._read_frames(cap, is_file, pace, next_due, sizes)
+        finally:
+            if sizes[0] is not None:
+                sizes[0].close()
+
+    def _stream_sizes(self, cap: CaptureLike) -> StreamSizes | None:
+        fourcc = int(cap.get(cv2.CAP_PROP_FOURCC) or 0)
+        codec = fourcc.to_bytes(4, "little").decode("latin-1").strip("\x00 ").upper()
+        return StreamSizes.watch(str(self.spec.value), codec)
+
+    def _read_frames(
+        self, cap: CaptureLike, is_file: bool, pace: float, next_due: float, watch: list[StreamSizes | None]
+    ) -> None:
+        """The capture loop; `watch[0]`: the file's frame sizes (renewed when a loop restarts)."""
         failures = 0
         first_failure = 0.0
         frames_this_pass = 0
@@ -208,12 +228,22 @@ class LiveCapture:
             ok, bgr = cap.read()
             if ok and bgr is not None:
                 failures = 0
+                sizes = watch[0]
+                if sizes is not None:
+                    announced = sizes.size_at(frames_this_pass)
+                    changed = announced is not None and announced != sizes.first
+                    if changed and sorted((bgr.shape[1], bgr.shape[0])) != sorted(announced or ()):
+                        self._fail(self._size_change(sizes, frames_this_pass))
+                        return
                 frames_this_pass += 1
                 self._publish(bgr, cap, is_file)
                 continue
             if is_file:
                 if self._loop and frames_this_pass > 0 and cap.set(cv2.CAP_PROP_POS_FRAMES, 0):
                     frames_this_pass = 0
+                    if watch[0] is not None:  # the packets from the start again
+                        watch[0].close()
+                        watch[0] = self._stream_sizes(cap)
                     continue
                 if self._captured == 0:
                     self._fail(f"cannot read {self.spec.label}: it contains no decodable frame")
@@ -233,6 +263,13 @@ class LiveCapture:
                     self._fail(f"{self.spec.label} opened but delivered no frames")
                 return
             self._stop.wait(RETRY_DELAY_S)
+
+    def _size_change(self, sizes: StreamSizes, frame: int) -> str:
+        (w0, h0), (w1, h1) = sizes.first or (0, 0), sizes.current or (0, 0)
+        return (
+            f"{self.spec.label}: the video's frame size changes from {w0} x {h0} to {w1} x {h1} "
+            f"at frame {frame}; OpenCV's decoder keeps the first size and cannot decode the rest"
+        )
 
     def _publish(self, bgr: np.ndarray, cap: CaptureLike, is_file: bool) -> None:
         now = time.monotonic()

@@ -15,6 +15,7 @@ _BMP_DIB_SIZES = {12, 16, 40, 52, 56, 64, 108, 124}
 _IMAGE_BRANDS = {b"heic", b"heix", b"heim", b"heis", b"mif1", b"msf1", b"avif", b"avis"}
 
 IMAGE_FORMATS = "PNG, JPEG, BMP, TIFF, WebP, PPM/PGM, JPEG 2000"
+GIF_SIGNATURES = (b"GIF87a", b"GIF89a")
 
 
 def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
@@ -39,13 +40,17 @@ def is_image_head(head: bytes) -> bool:
     # JPEG 2000 (JP2 box, raw codestream).
     if head.startswith(b"\x00\x00\x00\x0cjP  \r\n\x87\n") or head.startswith(b"\xff\x4f\xff\x51"):
         return True
-    # Radiance HDR. Not images here: GIF (this OpenCV build cannot decode it) and OpenEXR
-    # (disabled in OpenCV unless OPENCV_IO_ENABLE_OPENEXR is set).
+    # Radiance HDR. Not images here: GIF (this OpenCV build's image decoders cannot read it;
+    # its FFmpeg reads every frame: a video, see looks_like_video) and OpenEXR (disabled in
+    # OpenCV unless OPENCV_IO_ENABLE_OPENEXR is set).
     return head.startswith((b"#?RADIANCE", b"#?RGBE"))
 
 
 def looks_like_video(head: bytes) -> bool:
-    """True for common video containers: MP4/MOV, AVI, MKV/WebM, MPEG-TS, MPEG-PS, FLV."""
+    """True for common video containers: MP4/MOV, AVI, MKV/WebM, MPEG-TS, MPEG-PS, FLV, and
+    GIF (animated or not: read frame by frame by OpenCV's FFmpeg, like a video)."""
+    if head.startswith(GIF_SIGNATURES):
+        return True
     if head[4:8] == b"ftyp":
         return head[8:12] not in _IMAGE_BRANDS
     if head.startswith(b"RIFF") and head[8:12] == b"AVI ":
@@ -63,5 +68,12 @@ def is_image_file(path: str | Path) -> bool:
     Unreadable paths and folders are not images."""
     try:
         return is_image_head(read_head(Path(path)))
+    except OSError:
+        return False
+
+
+def is_gif_file(path: str | Path) -> bool:
+    try:
+        return read_head(Path(path), 6).startswith(GIF_SIGNATURES)
     except OSError:
         return False

@@ -1,17 +1,32 @@
-"""Read every frame of a video file, in order, for offline inference (no frame is skipped)."""
+"""Read every frame of a video file, in order, for offline inference (no frame is skipped).
+
+A frame OpenCV cannot really decode (after the stream's frame size changed: it keeps handing
+back its last picture at the first size) is a `FrameFailure` naming the frame and the cause,
+never that stale picture: see app.sources.stream_sizes."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 import cv2
 
 from app.sources.frame import Frame
+from app.sources.image_header import jpeg_size
 from app.sources.images import REDUCED, reduction_factor, to_rgb_uint8
+from app.sources.stream_sizes import StreamSizes
+
+
+@dataclass(frozen=True)
+class FrameFailure:
+    """A frame that was read but cannot be used: its index and why."""
+
+    index: int
+    error: str
 
 
 class VideoFileReader:
@@ -40,6 +55,8 @@ class VideoFileReader:
         self._frame_count = max(int(self._cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0), 0)
         self._width = int(self._cap.get(cv2.CAP_PROP_FRAME_WIDTH) or 0)
         self._height = int(self._cap.get(cv2.CAP_PROP_FRAME_HEIGHT) or 0)
+        fourcc = int(self._cap.get(cv2.CAP_PROP_FOURCC) or 0)
+        self._codec = fourcc.to_bytes(4, "little").decode("latin-1").strip("\x00 ").upper()
         self._frames_read = 0
         self._reduction = self._reduced_decoding(min_side)
         # Guards the hand-over between close() and a reading thread: release() must not
@@ -52,9 +69,7 @@ class VideoFileReader:
         """The JPEG reduction factor for an MJPG video (1: decode in full), switching the
         capture to raw packets when there is one."""
         assert self._cap is not None
-        fourcc = int(self._cap.get(cv2.CAP_PROP_FOURCC) or 0)
-        codec = fourcc.to_bytes(4, "little").decode("latin-1").upper()
-        if not min_side or codec not in ("MJPG", "MJPA", "JPEG", "AVRN") or not self._width:
+        if not min_side or self._codec not in ("MJPG", "MJPA", "JPEG", "AVRN") or not self._width:
             return 1
         factor = reduction_factor(max(self._width, self._height), min_side)
         # Raw packets instead of decoded frames (FFmpeg backend); not every build can.
@@ -94,6 +109,14 @@ class VideoFileReader:
             return self._cap is None
 
     def __iter__(self) -> Iterator[Frame]:
+        """The frames that could be read (see `items` for the failures too)."""
+        for item in self.items():
+            if isinstance(item, Frame):
+                yield item
+
+    def items(self) -> Iterator[Frame | FrameFailure]:
+        """Every frame in order: a `Frame`, or a `FrameFailure` when that frame cannot be used
+        (each counts in `frames_read`)."""
         with self._lock:
             if self._cap is None or self._close_requested:
                 return
@@ -102,25 +125,50 @@ class VideoFileReader:
             self._reader = threading.current_thread()
             cap = self._cap
         source = str(self.path)
+        # Decoded MJPG packets show their own size; other codecs' packets are read alongside.
+        sizes = StreamSizes.watch(source, self._codec) if self._reduction == 1 else None
+        changed_at: int | None = None
         try:
             while not self._close_requested:
                 ok, bgr = cap.read()
                 if not ok or bgr is None:
                     break
                 pts = float(cap.get(cv2.CAP_PROP_POS_MSEC))
+                index = self._frames_read
+                self._frames_read += 1
                 original = None
                 if self._reduction > 1:  # a raw JPEG packet: decode it at the reduced size
                     packet = bgr.reshape(-1)
+                    original = jpeg_size(packet[:65536].tobytes()) or (self._width, self._height)
                     bgr = cv2.imdecode(packet, REDUCED[self._reduction])
                     if bgr is None:
                         break
-                    original = (self._width, self._height)
-                frame = Frame(self._frames_read, to_rgb_uint8(bgr), source, time.monotonic(), pts, original)
-                self._frames_read += 1
-                yield frame
+                    if (bgr.shape[1] > bgr.shape[0]) != (original[0] > original[1]):
+                        original = (original[1], original[0])
+                elif sizes is not None:
+                    announced = sizes.size_at(index)
+                    if announced is not None and announced != sizes.first:
+                        changed_at = index if changed_at is None else changed_at
+                        decoded = (bgr.shape[1], bgr.shape[0])
+                        if sorted(decoded) != sorted(announced):
+                            yield FrameFailure(index, self._size_change(index, sizes, changed_at))
+                            continue
+                    elif announced == sizes.first:
+                        changed_at = None
+                yield Frame(index, to_rgb_uint8(bgr), source, time.monotonic(), pts, original)
         finally:
             # Released here, in the reading thread, whether the loop ended or was abandoned.
+            if sizes is not None:
+                sizes.close()
             self._release()
+
+    def _size_change(self, index: int, sizes: StreamSizes, changed_at: int) -> str:
+        (w0, h0), (w1, h1) = sizes.first or (0, 0), sizes.current or (0, 0)
+        return (
+            f"{self.path} frame {index}: the video's frame size changed from {w0} x {h0} to "
+            f"{w1} x {h1} at frame {changed_at}; OpenCV's decoder keeps the first size and "
+            "cannot decode this frame"
+        )
 
     def _release(self) -> None:
         with self._lock:

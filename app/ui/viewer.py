@@ -319,9 +319,18 @@ class Viewer(QObject):
             self.tasks.spawn(self._take_screenshot(self.options.screenshot), name="screenshot")
 
     def open_paths(self, paths: list[str]) -> None:
-        """A batch of files and folders (dropped, opened, or the sample)."""
-        if not paths:
-            return
+        """A batch of files and folders (dropped, opened, or the sample). An empty path is
+        refused with a word (it would mean the current folder); the others still open."""
+        kept = [p for p in paths if str(p).strip()]
+        if kept:
+            self._open_batch(kept)
+        if len(kept) < len(paths):
+            refused = len(paths) - len(kept)
+            self.window.banner.show_error(
+                f"{refused} empty path(s) not opened: name a file or folder", Context.BATCH
+            )
+
+    def _open_batch(self, paths: list[str]) -> None:
         self.browser.add_roots([str(p) for p in paths])
         first = Path(paths[0])
         self.window.open_dir = str(first if first.is_dir() else first.parent)

@@ -32,6 +32,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_infer_vs_plain.py": (True, r"C= 8: app infer +[\d.]+ img/s"),
     "bench_tracking.py": (False, r"20 objects, 10 frames: update median [\d.]+ ms"),
     "bench_memory.py": (True, r"growth: [-+][\d.]+ MB"),
+    "bench_image_memory.py": (True, r"announces_30000\.jpg \([\d.]+ MB file\): peak RSS \d+ MB .*: failed"),
     "bench_masks.py": (True, r"face_detector 640x480, one at a time: server compute [\d.]+ ms"),
     "bench_server.py": (True, r"face_detector 640x480 concurrency 16: \d+ frames/s"),
     "bench_pure.py": (False, r"decode\+NMS YOLOv8 .* [\d.]+ ms"),

@@ -150,3 +150,32 @@ def test_local_failure_records_match_request_records_in_shape(triton: EmbeddedSe
     assert [k for k in local.to_record() if k != "error_kind"] == list(sent.to_record())
     assert local.to_record()["error_kind"] == "bad_input"
     assert local.to_record()["request_id"] is None and local.to_record()["ok"] is False
+
+
+def test_an_interrupt_counts_every_input_never_sent(triton: EmbeddedServer, tmp_path: Path) -> None:
+    # Ctrl-C (SIGINT: KeyboardInterrupt in the feeding thread) while the job waits for its
+    # window: the inputs behind it were never sent and must be counted as not started, so
+    # the counts add up to the inputs announced.
+    import signal
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    write_png(folder / "0.png", np.full((16, 16, 3), 5, np.uint8))  # slow_faces: 50 ms each
+    for i in range(1, 300):
+        (folder / f"{i:03d}.png").symlink_to(folder / "0.png")
+    results: list[InferenceResult] = []
+
+    def on_result(result: InferenceResult) -> None:
+        results.append(result)
+        if len(results) == 3:
+            signal.raise_signal(signal.SIGINT)  # delivered to the main thread: the feeder
+
+    announced: list[int] = []
+    with TritonSession(triton.grpc_url, "slow_faces") as session:
+        job = BatchJob(session, [folder], on_result, window=2, on_started=announced.append)
+        with pytest.raises(KeyboardInterrupt):
+            job.run()
+        counts = job.counts()
+    assert announced == [300] and counts.total == 300
+    assert counts.not_started > 250
+    assert counts.done + counts.not_started == 300 == len(results) + counts.not_started

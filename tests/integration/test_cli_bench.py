@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import re
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import cv2
 import skimage.data
 
 from app.server.embedded import EmbeddedServer
+from tests.strict_json import strict_loads
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +42,7 @@ def test_sweep_on_own_images_with_transports_batches_knee_json_and_csv(
     )
     assert done.returncode == 0, done.stderr
     assert re.search(r"\[\s*\d+%\] .*requests, \d+ s left", done.stderr), done.stderr  # progress, time left
-    report = json.loads(out.read_text())
+    report = strict_loads(out.read_text())
     assert report["model"] == "face_detector" and len(report["images"]) == 2
     combos = {(e["transport"], e["client_batch"], e["concurrency"]) for e in report["levels"]}
     assert combos == {(t, b, c) for t in ("grpc", "shm") for b in (1, 2) for c in (1, 2)}
@@ -70,7 +70,7 @@ def test_compare_plain_adds_the_ratio(triton: EmbeddedServer, tmp_path: Path) ->
         *("--compare-plain", "--output", str(out)),
     )
     assert done.returncode == 0, done.stderr
-    (entry,) = json.loads(out.read_text())["levels"]
+    (entry,) = strict_loads(out.read_text())["levels"]
     assert entry["plain_throughput"] > 0 and entry["ratio"] == round(
         entry["throughput"] / entry["plain_throughput"], 3
     )

@@ -39,6 +39,7 @@ from tests.evaluation_data import (
     write_labelme,
 )
 from tests.integration.test_cli_infer import ROOT, run_cli
+from tests.strict_json import strict_loads
 
 FORMATS = ("coco", "yolo", "voc", "labelme")
 CLASSES = ["face", "hand", "car"]  # fixed_versions' labels
@@ -67,13 +68,13 @@ def evaluate(triton: EmbeddedServer, dataset: Path, *args: str, out: Path, code:
         "evaluate", "--url", triton.grpc_url, str(dataset), "--output", str(out), *args, timeout=180
     )
     assert done.returncode == code, done.stderr[-3000:]
-    report = json.loads(out.read_text(encoding="utf-8"))
+    report = strict_loads(out.read_text(encoding="utf-8"))
     assert done.stdout == ""
     return report | {"_stderr": done.stderr}
 
 
 def records_of(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [strict_loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 @pytest.fixture(scope="module")
@@ -487,7 +488,7 @@ def test_two_models_side_by_side_with_plots(triton: EmbeddedServer, tmp_path: Pa
         "--output", str(out), timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(out.read_text())
+    report = strict_loads(out.read_text())
     assert report["a"]["model"] == "fixed_versions" and report["b"]["model"] == "fixed_efficientnms"
     diff = report["difference"]
     assert diff["sign"] == "b - a"
@@ -606,7 +607,7 @@ def test_ctrl_c_evaluates_the_images_answered_and_exits_130(triton: EmbeddedServ
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, stderr
-    report = json.loads(stdout)
+    report = strict_loads(stdout)
     assert report["interrupted"] is True and report["dataset"]["evaluated_images"] == 2
     failed = report["dataset"]["failed_images"]
     assert len(failed) + report["not_started"] == 4  # the slow ones: cancelled or never sent

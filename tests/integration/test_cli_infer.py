@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports
 from tests.integration.face_check import iou
 from tests.media import face_box, face_scale_for, make_face_video
+from tests.strict_json import strict_loads
 
 ROOT = Path(__file__).resolve().parents[2]
 # The astronaut's face in skimage.data.astronaut() (512x512), loosely.
@@ -36,7 +36,7 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
 
 
 def parse(stdout: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    lines = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    lines = [strict_loads(line) for line in stdout.splitlines() if line.strip()]
     assert lines and "summary" in lines[-1], stdout[-2000:]
     assert all("summary" not in r for r in lines[:-1])
     return lines[:-1], lines[-1]["summary"]

@@ -74,3 +74,22 @@ def test_sighup_of_infer_writes_the_summary(triton: EmbeddedServer, tmp_path: Pa
     assert status == 130, stderr[-3000:]
     summary = last_record(stdout)["summary"]
     assert summary["ok"] == 0 and summary["total"] == len(stdout.strip().splitlines()) - 1
+
+
+def test_sigterm_counts_every_announced_input_as_ended_or_not_started(
+    triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    # 2,000 inputs of 30 ms each (slow_faces), two at a time: SIGTERM comes early in the run.
+    folder = tmp_path / "many"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "0000.png"), np.full((16, 16, 3), 3, np.uint8))
+    for i in range(1, 2000):
+        (folder / f"{i:04d}.png").symlink_to(folder / "0000.png")
+    status, stdout, stderr, _ = interrupted_run(
+        [*INFER, "--url", triton.grpc_url, "--model", "slow_faces", str(folder)], signal.SIGTERM
+    )
+    assert status == 130, stderr[-3000:]
+    summary = last_record(stdout)["summary"]
+    assert summary["interrupted"] is True and summary["total"] < 2000
+    assert summary["total"] == len(stdout.strip().splitlines()) - 1
+    assert summary["total"] + summary["not_started"] == 2000

@@ -32,6 +32,7 @@ from app.pipeline.tune import TunePlan, Tuner
 from app.pipeline.tune_export import write_model_config
 from app.pipeline.tune_settings import TrialSettings, apply_settings, settings_of, trial_mark_of
 from app.server.embedded import EmbeddedServer
+from tests.strict_json import strict_loads
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,7 +184,7 @@ def test_a_signal_during_a_trial_restores_the_original_config(
     assert proc.returncode == 130, stderr[-2000:]
     assert "interrupted" in stderr and "was restored" in stderr
     assert repository.config(MODEL) == original
-    record = json.loads((tmp_path / "t.json").read_text())
+    record = strict_loads((tmp_path / "t.json").read_text())
     assert record["interrupted"] is True and record["trials"][0]["original"] is True
     assert "1*" in stdout, "the table of what was measured"
 
@@ -209,7 +210,7 @@ def test_a_refused_trial_is_named_and_the_others_still_run(
     assert run.returncode == 1, run.stderr[-3000:]
     assert "fixed_cost supports at most 32 images per batch, not max_batch_size 64" in run.stderr
     assert repository.config(MODEL) == original
-    record = json.loads((tmp_path / "t.json").read_text())
+    record = strict_loads((tmp_path / "t.json").read_text())
     by_settings = {
         (t["settings"]["max_batch_size"], t["settings"]["max_queue_delay_us"]): t for t in record["trials"]
     }

@@ -206,6 +206,53 @@ def unknown(_version):
     return outputs
 
 
+# -- misbehaving: answers chosen by the first image's top-left red value (see README.md) ---------
+# A raw-image detector (EfficientNMS outputs, boxes in image pixels) that answers right for
+# mode 0 and wrongly on purpose otherwise: the client must fail those, never report them ok.
+MISSING_BOXES, WRONG_DTYPE, WRONG_SHAPE, NON_FINITE, CLASS_IDS, HUGE = 1, 2, 3, 4, 5, 6
+
+
+def misbehaving(_version):
+    def outputs(images):
+        batch, h, w = images.shape[0], images.shape[1], images.shape[2]
+        mode = int(images[0, 0, 0, 0])
+        rows = [([w / 4, h / 4, 3 * w / 4, 3 * h / 4], 0.9, 0)]  # the middle half
+        inf, nan = float("inf"), float("nan")
+        if mode == NON_FINITE:
+            rows += [
+                ([inf, 0, 10, 10], 0.9, 0),
+                ([0, 0, nan, 10], 0.9, 0),
+                ([-inf, -inf, inf, inf], 0.9, 0),  # would become a full-image box if clipped
+                ([50, 50, 10, 10], 0.9, 0),  # inverted
+                ([1, 1, 20, 20], nan, 0),
+                ([2, 2, 30, 30], inf, 0),
+            ]
+        elif mode == CLASS_IDS:
+            rows += [([1, 1, 20, 20], 0.8, 5), ([2, 2, 30, 30], 0.7, -7)]
+        boxes = np.zeros((batch, K, 4), np.float32)
+        scores = np.zeros((batch, K), np.float32)
+        classes = np.zeros((batch, K), np.int32)
+        for i, (box, score, cls) in enumerate(rows):
+            boxes[:, i], scores[:, i], classes[:, i] = box, score, cls
+        out = {
+            "num_dets": np.full((batch, 1), len(rows), np.int32),
+            "det_boxes": boxes,
+            "det_scores": scores,
+            "det_classes": classes,
+        }
+        if mode == MISSING_BOXES:
+            del out["det_boxes"]
+        elif mode == WRONG_DTYPE:
+            out["det_scores"] = scores.astype(np.float64)
+        elif mode == WRONG_SHAPE:
+            out["det_boxes"] = boxes[:, :50]
+        elif mode == HUGE:
+            out["det_boxes"] = np.zeros((batch, 300_000, 4), np.float32)  # 4.8 MB per image
+        return out
+
+    return outputs
+
+
 def per_image(one, name="output0"):
     """The same output for every image of a batch (Triton batches these models)."""
     return lambda images: {name: np.repeat(one[None], images.shape[0], axis=0)}
@@ -222,6 +269,7 @@ LAYOUTS = {
     "semantic": semantic,
     "classify": classify,
     "unknown": unknown,
+    "misbehaving": misbehaving,
 }
 
 

@@ -106,3 +106,18 @@ def test_a_batch_error_does_not_stay_over_later_live_video(
     harness.run(until(lambda: job_done(viewer), what="batch"))
     viewer.open_paths([str(good)])
     assert banner.isHidden()
+
+
+@pytest.mark.gui
+def test_an_empty_path_is_refused_with_a_word_and_the_others_open(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    good = image_folder(tmp_path / "good", 1, data.coffee()[::8, ::8].copy())
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    viewer.open_paths(["", str(good)])  # "" would have been the current folder
+    banner = viewer.window.banner
+    assert banner.context() is Context.BATCH and "1 empty path(s) not opened" in banner.text()
+    harness.run(until(lambda: job_done(viewer), what="batch"))
+    counts = viewer.runner.latest_counts()
+    assert counts is not None and (counts.total, counts.ok) == (1, 1)

@@ -36,6 +36,11 @@ def test_batch_panel_progress_and_summary(qtbot: QtBot) -> None:
     assert summary_text(cancelled, 1.0) == (
         "10 inputs · 3 ok · 0 failed · 1 timed out · 6 cancelled · 1.0 s · 4.0 img/s"
     )
+    # Nothing found is said in words, never as "0 inputs · 0 ok".
+    panel.start(0)
+    panel.finish(BatchCounts(0), 0.1)
+    assert panel.summary.text().startswith("nothing was run: no image, video or folder entry was found")
+    assert panel.progress_text() == "nothing found"
 
 
 def test_batch_panel_cancel_emits(qtbot: QtBot) -> None:

@@ -49,6 +49,21 @@ def error(message: str, status: str) -> InferenceServerException:
             False,
         ),
         (
+            "Stream removed (CLIENT: Received message larger than max (4800932 vs. 2097152))",
+            "StatusCode.RESOURCE_EXHAUSTED",
+            Status.FAILED,
+            "the model's output is too large: a reply of 4.8 MB from 10.0.0.5:8001; at most 1.0 MB",
+            False,
+        ),
+        (
+            "shared memory size specified with the request for output 'det_scores' (400 bytes) "
+            "should be at least 800 bytes to hold the results",
+            "StatusCode.INTERNAL",
+            Status.FAILED,
+            "output 'det_scores' is larger than the model declares",
+            False,
+        ),
+        (
             "unexpected shape for input 'image'",
             "StatusCode.INVALID_ARGUMENT",
             Status.FAILED,

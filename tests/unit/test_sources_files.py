@@ -127,3 +127,46 @@ def test_video_is_recognised_by_content_whatever_its_name(tmp_path: Path, suffix
 )
 def test_video_magic(head: bytes, expected: bool) -> None:
     assert looks_like_video(head) is expected
+
+
+def test_a_folder_1500_levels_deep_is_walked_and_every_entry_accounted(tmp_path: Path) -> None:
+    # Nested generators stopped at Python's recursion limit: nothing was listed, not even
+    # the top-level image. The walk is iterative now; the order stays depth first, sorted.
+    deepest = tmp_path
+    for _ in range(1500):  # (pathlib's mkdir(parents=True) recurses too)
+        deepest = deepest / "d"
+        deepest.mkdir()
+    _png(tmp_path / "top.png")
+    _png(deepest / "bottom.png")
+    _png(tmp_path / "d" / "second.png")
+    (deepest / "notes.txt").write_text("not media")
+    (deepest / "loop").symlink_to(deepest / "loop")  # a link to itself
+    (deepest / "up").symlink_to(tmp_path, target_is_directory=True)  # a cycle if followed
+    try:
+        items = list(expand_inputs([tmp_path]))
+    finally:
+        _remove_upwards(deepest, tmp_path)  # pytest's clean-up (shutil.rmtree) recurses: not here
+    by_name = {item.path.name: item for item in items}
+    assert [item.path.name for item in items] == [
+        "bottom.png",
+        "loop",
+        "notes.txt",
+        "up",
+        "second.png",
+        "top.png",
+    ]
+    assert [by_name[n].kind for n in ("bottom.png", "second.png", "top.png")] == ["image"] * 3
+    assert by_name["loop"].kind == "skipped" and "symbolic link loop" in str(by_name["loop"].error)
+    assert by_name["up"].kind == "skipped" and "not followed" in str(by_name["up"].error)
+    assert by_name["notes.txt"].kind == "skipped"
+
+
+def _remove_upwards(deepest: Path, top: Path) -> None:
+    """Remove a deep chain of folders (and the files beside it) from the bottom up, iteratively."""
+    level = deepest
+    while level != top:
+        for child in level.iterdir():
+            if child.is_symlink() or not child.is_dir():
+                child.unlink()
+        level.rmdir()
+        level = level.parent

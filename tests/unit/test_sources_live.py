@@ -12,7 +12,7 @@ import pytest
 
 from app.sources.frame import Frame
 from app.sources.live import LiveCapture, SourceSpec
-from tests.media import decode_index, make_index_video
+from tests.media import decode_index, make_index_video, make_size_changing_video
 
 SIZE = (160, 120)
 
@@ -371,3 +371,16 @@ def test_start_twice_is_an_error(tmp_path: Path) -> None:
             capture.start()
     finally:
         capture.stop()
+
+
+def test_a_file_whose_frame_size_changes_stops_naming_it_not_showing_stale_pictures(tmp_path: Path) -> None:
+    # After the change OpenCV would hand back frame 9's picture again and again.
+    path = make_size_changing_video(tmp_path / "changes.ts", ((320, 240), (640, 360)))
+    events = Events()
+    capture = LiveCapture(path, realtime=False, on_frame=events.on_frame, on_error=events.on_error)
+    capture.start()
+    assert events.failed.wait(5)
+    assert capture.stop()
+    assert [f.index for f in events.frames] == list(range(10))
+    [message] = events.errors
+    assert "frame size changes from 320 x 240 to 640 x 360 at frame 10" in message

@@ -9,8 +9,10 @@ import cv2
 import numpy as np
 import pytest
 
-from app.sources.video_file import VideoFileReader
-from tests.media import decode_index, make_face_video, make_index_video
+from app.sources.frame import Frame
+from app.sources.stream_sizes import h264_sps_size, packet_size
+from app.sources.video_file import FrameFailure, VideoFileReader
+from tests.media import decode_index, make_face_video, make_index_video, make_size_changing_video
 
 
 @pytest.mark.parametrize("suffix", [".mp4", ".avi"])
@@ -100,3 +102,47 @@ def test_face_video_helper_returns_one_position_per_frame(tmp_path: Path) -> Non
     x, y = positions[10]
     image = frames[10].image.astype(int)
     assert np.abs(image[y + 40, x + 40] - image[5, 5]).sum() > 60
+
+
+def test_frames_after_a_size_change_are_failures_never_stale_pictures(tmp_path: Path) -> None:
+    # OpenCV keeps decoding at the first size: after the change it hands back its last picture
+    # (frame 9) for every frame. Those frames are failures naming the change, not frames.
+    path = make_size_changing_video(tmp_path / "changes.ts", ((320, 240), (640, 360), (320, 240)))
+    with VideoFileReader(path) as reader:
+        items = list(reader.items())
+    frames = [i for i in items if isinstance(i, Frame)]
+    failures = [i for i in items if isinstance(i, FrameFailure)]
+    # (The decoder may keep the last frames or two of the joined stream to itself.)
+    assert [f.index for f in frames][:12] == [*range(10), 20, 21] and len(frames) >= 16
+    assert all(f.image.shape == (240, 320, 3) for f in frames)
+    assert {int(f.image.mean()) // 60 for f in frames if f.index >= 20} == {2}  # the third part's grey
+    assert [f.index for f in failures] == list(range(10, 20))
+    assert (
+        "frame 12: the video's frame size changed from 320 x 240 to 640 x 360 at frame 10"
+        in failures[2].error
+    )
+    with VideoFileReader(path) as reader:  # plain iteration: the frames that could be read
+        assert [f.index for f in reader] == [f.index for f in frames]
+
+
+def test_frame_sizes_from_the_bitstream() -> None:
+    # A 1080p H.264 sequence parameter set (x264, High profile, with cropping 1088 -> 1080).
+    sps = bytes.fromhex("67640028acd94078 0227e5c044000003 0004000003 00f03c60c658".replace(" ", ""))
+    assert h264_sps_size(sps) == (1920, 1080)
+    assert packet_size(b"\x00\x00\x00\x01" + sps + b"\x00\x00\x01\x65\x88", "H264") == (1920, 1080)
+    assert packet_size(len(sps).to_bytes(4, "big") + sps, "AVC1") == (1920, 1080)  # length-prefixed
+
+
+@pytest.mark.parametrize(("fourcc", "suffix"), [("mp4v", ".avi"), ("MJPG", ".avi"), ("VP80", ".webm")])
+def test_frame_sizes_of_the_codecs_opencv_writes(tmp_path: Path, fourcc: str, suffix: str) -> None:
+    path = tmp_path / f"v{suffix}"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*fourcc), 10, (96, 64))
+    for _ in range(3):
+        writer.write(np.zeros((64, 96, 3), np.uint8))
+    writer.release()
+    capture = cv2.VideoCapture(str(path))
+    codec = int(capture.get(cv2.CAP_PROP_FOURCC)).to_bytes(4, "little").decode().upper()
+    assert capture.set(cv2.CAP_PROP_FORMAT, -1)
+    ok, packet = capture.read()
+    capture.release()
+    assert ok and packet_size(packet.tobytes(), codec) == (96, 64)

@@ -66,6 +66,7 @@ class RequestGroup:
         self._lock = threading.Lock()
         self._counts = StatusCounts()
         self._unfinished = 0  # admitted, result not handed on yet
+        self._local = 0  # inputs that never became requests, handed on (deliver_local)
         self._cancelled = False
         self._closed = False
         self._drained = threading.Event()
@@ -94,6 +95,14 @@ class RequestGroup:
         """How the group's inputs ended so far (a result is counted as it ends, just before
         it is handed on)."""
         return self._counts
+
+    @property
+    def accounted(self) -> int:
+        """Inputs of the job the group knows of: sent (whether ended or not), handed on without
+        a request, or counted as never started. (One lock: an input is never counted twice or
+        missed while it moves from sent to ended.)"""
+        with self._lock:
+            return self._counts.sent + self._local + self._counts.not_started
 
     @property
     def cancelled(self) -> bool:
@@ -165,6 +174,8 @@ class RequestGroup:
     def _hand_on(self, result: InferenceResult, callback: ResultCallback, admitted: bool) -> None:
         with self._lock:
             self._counts = self._counts.add(result.status)
+            if not admitted:
+                self._local += 1
         try:
             callback(result)
         except Exception:

@@ -58,12 +58,13 @@ from app.inference.introspection.extensions import MISSING, Extension, ServerFea
 from app.inference.introspection.pipeline import pipeline_stages
 from app.inference.introspection.server_stats import ServerCounters, add_counters, parse_counters
 from app.inference.introspection.stage_stats import stage_counters
+from app.inference.profiles.output_check import OutputCheck, OutputError, describe_arrays
 from app.inference.profiles.profile import DecodedOutputs, ModelProfile, decode_outputs, preprocess
 from app.inference.protocol import ServerProtocol, protocol_of
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
 from app.inference.transports.channel import Call, Channel, ChannelFactory, ConnectionOptions, Reply
 from app.inference.transports.open_channel import open_channel
-from app.inference.transports.transport import Lease, Transport, TransportKind
+from app.inference.transports.transport import Lease, Transport, TransportKind, declared_outputs
 from app.inference.transports.wire import Wire
 
 log = logging.getLogger(__name__)
@@ -212,6 +213,7 @@ class TritonSession:
         self._id_prefix = uuid.uuid4().hex[:6]
         self._pool: ConnectionPool | None = None
         self._requested_outputs: list[Any] = []
+        self._output_check: OutputCheck | None = None  # what every reply must carry
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self._timer: DelayedCalls | None = None
         self._batcher: ClientBatcher[_Request] | None = None
@@ -290,8 +292,18 @@ class TritonSession:
             live = found.live
             batch = self._batch_size()
             channels = {url: pool.first_channel(url) for url in live}
+            self._output_check = OutputCheck.of(
+                self.info.profile, self.info.outputs, self.info.max_batch_size, self.options.max_output_bytes
+            )
             self.transport, self.transport_note = choose_transport(
-                self.requested_transport, channels, self.info, self._headers, batch, self.wire, self.features
+                self.requested_transport,
+                channels,
+                self.info,
+                self._headers,
+                batch,
+                self.wire,
+                self.features,
+                self.options.max_output_bytes,
             )
             with self._lock:
                 if self._state is not SessionState.OPENING:
@@ -731,16 +743,26 @@ class TritonSession:
             self._end_send(send, reusable=failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT))
             return
         self._pool.mark_ok(channel.url)
+        batch = len(send.members)
         try:
-            assert send.lease is not None
+            # One check whatever the transport: first on what the reply says it carries
+            # (before anything is copied), then on what was read, before decoding.
+            assert send.lease is not None and self._output_check is not None
+            declared = declared_outputs(result)
+            if declared is not None:
+                self._output_check.check(declared, batch)
             outputs = self.transport.outputs_of(send.lease, result)
+            self._output_check.check(describe_arrays(outputs), batch)
+        except OutputError as e:
+            self._end_send(send, reusable=True)
+            self._fail_send(send, Status.FAILED, str(e), e.kind)
+            return
         except Exception as e:
             self._end_send(send, reusable=True)
             self._fail_send(send, Status.FAILED, f"cannot read the model's output: {e}", ErrorKind.SERVER)
             return
         self._end_send(send, reusable=True)
         round_trip_ms = (answered - send.sent_at) * 1000
-        batch = len(send.members)
         for i, member in enumerate(send.members):
             if member.finished:
                 continue
@@ -834,6 +856,7 @@ class TritonSession:
             detections=detections or [],
             masks=decoded.masks if decoded else None,
             classes=decoded.classes if decoded else None,
+            dropped_invalid=decoded.dropped_invalid if decoded else 0,
             model=self.info.name if self.info else None,
             server=send.channel.url if send is not None and send.channel is not None else None,
             retries=max(0, send.attempts - 1) if send is not None else 0,

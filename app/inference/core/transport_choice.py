@@ -12,7 +12,7 @@ from app.inference.errors import classify_failure, error_text, extension_missing
 from app.inference.introspection.discovery import ModelInfo
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.protocol import UrlError, parse_url
-from app.inference.transports.channel import Channel, Headers
+from app.inference.transports.channel import MAX_OUTPUT_BYTES, Channel, Headers
 from app.inference.transports.shm import ShmRegion, remove_dead_owners_regions
 from app.inference.transports.shm_transport import OutputSpec, ShmTransport
 from app.inference.transports.transport import GrpcTransport, Transport, TransportKind
@@ -59,6 +59,7 @@ def choose_transport(
     max_batch: int,
     wire: Wire | None = None,
     features: ServerFeatures | None = None,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
 ) -> tuple[Transport, str]:
     """(the transport, a note for the user when the choice differs from what was asked).
     `wire`: how tensors go inside the messages (gRPC, or HTTP binary or JSON); `features`:
@@ -93,7 +94,14 @@ def choose_transport(
                     raise  # e.g. still in use: the caller tries again later
 
     shm = ShmTransport(
-        profile.input_name, profile.input_dtype, output_specs(info), max_batch, register, unregister, wire
+        profile.input_name,
+        profile.input_dtype,
+        output_specs(info),
+        max_batch,
+        register,
+        unregister,
+        wire,
+        max_output_bytes,
     )
     try:
         shm.warm()  # a probe: the server must map a region of ours

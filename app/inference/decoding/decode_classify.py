@@ -27,13 +27,21 @@ def softmax(x: np.ndarray) -> np.ndarray:
 
 def top_k(tensor: np.ndarray, labels: Sequence[str], k: int = 5, logits: bool = False) -> list[ClassScore]:
     """The k best classes (fewer when the model has fewer), highest score first; softmax
-    first when the scores are logits."""
+    first when the scores are logits. Non-finite scores (NaN, inf) are never a class: they
+    are left out (see `non_finite_scores`), and a softmax is taken over the others."""
     scores = class_scores(tensor)
-    if not scores.size:
+    valid = np.flatnonzero(np.isfinite(scores))
+    if not valid.size:
         return []
+    scores = scores[valid]
     if logits:
         scores = softmax(scores.astype(np.float64)).astype(np.float32)
     k = min(k, scores.size)
     best = np.argpartition(-scores, k - 1)[:k]
     best = best[np.argsort(-scores[best], kind="stable")]
-    return [ClassScore(int(i), label_name(labels, int(i)), float(scores[i])) for i in best]
+    return [ClassScore(int(valid[i]), label_name(labels, int(valid[i])), float(scores[i])) for i in best]
+
+
+def non_finite_scores(tensor: np.ndarray) -> int:
+    """How many of a classifier's scores are NaN or infinite (left out by `top_k`)."""
+    return int(np.count_nonzero(~np.isfinite(class_scores(tensor))))

@@ -39,12 +39,23 @@ def _count(name: str, num: np.ndarray, available: int) -> int:
     return int(np.clip(int(flat[0]), 0, available))
 
 
+def class_ids(values: np.ndarray) -> np.ndarray:
+    """Class ids as int64; a float id that is NaN, infinite or out of range becomes -1 (no
+    class: dropped and counted downstream), never a cast warning or a wrapped-around number."""
+    a = np.asarray(values)
+    if not np.issubdtype(a.dtype, np.floating):
+        return a.astype(np.int64)
+    f = a.astype(np.float64)
+    bad = ~np.isfinite(f) | (np.abs(f) > 2**31)
+    return np.rint(np.where(bad, -1.0, f)).astype(np.int64)
+
+
 def _sorted(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, max_detections: int) -> Decoded:
     order = np.argsort(-scores, kind="stable")[: max(max_detections, 0)]
     return (
         np.ascontiguousarray(boxes[order], dtype=np.float32),
         np.ascontiguousarray(scores[order], dtype=np.float32),
-        np.ascontiguousarray(classes[order]).astype(np.int64),
+        class_ids(np.ascontiguousarray(classes[order])),
     )
 
 
@@ -83,7 +94,7 @@ def select_efficientnms(
     decoded = (
         np.ascontiguousarray(boxes[rows], dtype=np.float32),
         np.ascontiguousarray(scores[rows], dtype=np.float32),
-        np.rint(classes[rows]).astype(np.int64),
+        class_ids(classes[rows]),
     )
     return decoded, rows
 
@@ -110,7 +121,7 @@ def decode_tfod(
     xyxy = np.stack(
         [boxes[:, 1] * input_w, boxes[:, 0] * input_h, boxes[:, 3] * input_w, boxes[:, 2] * input_h], axis=1
     )
-    return _sorted(xyxy, scores[keep], np.rint(classes[keep]), max_detections)
+    return _sorted(xyxy, scores[keep], classes[keep], max_detections)
 
 
 def _xywh_to_xyxy(xywh: np.ndarray) -> np.ndarray:

@@ -1,18 +1,24 @@
 """Output tensors -> what one request found, in original-image pixels: detections (with
 keypoints or instance masks when the model gives them), semantic masks, or top-k classes.
 
+Numbers a model should never give (NaN or infinite coordinates, scores or keypoints, boxes
+with x2 < x1 or y2 < y1, negative class ids) never reach a result: such detections (and
+such classes of a classifier) are dropped and counted in `DecodedOutputs.dropped_invalid`,
+before clipping could turn an infinite box into a full-image one.
+
 `decode_outputs` is what the session runs for each reply; `postprocess` (the detections
 only) is kept for callers that only want boxes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from app.inference.decoding.decode_classify import top_k
+from app.inference.decoding.decode_classify import non_finite_scores, top_k
 from app.inference.decoding.decode_masks import instance_masks
 from app.inference.decoding.decode_pose import selected_keypoints, yolov8_keypoints
 from app.inference.decoding.decode_semantic import semantic_masks
@@ -40,6 +46,7 @@ class DecodedOutputs:
     detections: list[Detection]
     masks: list[SemanticMask] | None = None
     classes: list[ClassScore] | None = None
+    dropped_invalid: int = 0  # detections (or classes) with numbers no model should give
 
 
 @dataclass
@@ -169,7 +176,8 @@ def decode_outputs(
     are clipped to the image, best score first. Thresholds default to the profile's."""
     tensors = _tensors(outputs, profile)
     if profile.output_format is OutputFormat.CLASSIFY:
-        return DecodedOutputs([], classes=top_k(tensors[0], profile.labels, profile.top_k, profile.logits))
+        classes = top_k(tensors[0], profile.labels, profile.top_k, profile.logits)
+        return DecodedOutputs([], classes=classes, dropped_invalid=non_finite_scores(tensors[0]))
     if profile.output_format is OutputFormat.SEMANTIC:
         semantic = semantic_masks(
             tensors[0], transform, profile.labels, profile.map_layout, profile.logits, profile.mask_threshold
@@ -177,8 +185,48 @@ def decode_outputs(
         return DecodedOutputs([], masks=semantic)
     score = profile.score_threshold if score_threshold is None else score_threshold
     iou = profile.iou_threshold if iou_threshold is None else iou_threshold
-    raw = DETECTION_DECODERS[profile.output_format](tensors, profile, transform, score, iou)
-    return DecodedOutputs(_detections(raw, profile, transform))
+    # NaN and infinities in a model's output are dropped below, not warned about on the way.
+    with np.errstate(invalid="ignore", over="ignore"):
+        raw = DETECTION_DECODERS[profile.output_format](tensors, profile, transform, score, iou)
+    raw, dropped = _drop_invalid(raw)
+    dropped += _unscored(tensors, profile)
+    return DecodedOutputs(_detections(raw, profile, transform), dropped_invalid=dropped)
+
+
+def _drop_invalid(raw: _Raw) -> tuple[_Raw, int]:
+    """`raw` without the detections no model should give, and how many there were."""
+    boxes, scores, classes = raw.decoded
+    valid = np.isfinite(boxes).all(axis=1) & np.isfinite(scores) & (classes >= 0)
+    with np.errstate(invalid="ignore"):
+        valid &= (boxes[:, 2] >= boxes[:, 0]) & (boxes[:, 3] >= boxes[:, 1])
+    if raw.keypoints is not None:
+        valid &= np.isfinite(raw.keypoints).all(axis=(1, 2))
+    dropped = int(np.count_nonzero(~valid))
+    if not dropped:
+        return raw, 0
+    kept = (boxes[valid], scores[valid], classes[valid])
+    return (
+        dataclasses.replace(
+            raw,
+            decoded=kept,
+            keypoints=None if raw.keypoints is None else raw.keypoints[valid],
+            coefficients=None if raw.coefficients is None else raw.coefficients[valid],
+        ),
+        dropped,
+    )
+
+
+def _unscored(tensors: list[np.ndarray], profile: ModelProfile) -> int:
+    """Detections an already-decoded output (EfficientNMS, TF OD) counts whose score is NaN:
+    no threshold compares with NaN, so the decoder left them out without a word. (A raw YOLO
+    output's candidates are not detections until a score above the threshold makes them so.)"""
+    if profile.output_format not in (OutputFormat.EFFICIENTNMS, OutputFormat.TFOD):
+        return 0
+    num, _boxes, scores = tensors[:3]
+    flat = np.asarray(scores).reshape(-1)
+    count = np.asarray(num).reshape(-1)
+    n = int(np.clip(count[0], 0, flat.size)) if count.size == 1 and np.isfinite(count[0]) else 0
+    return int(np.count_nonzero(np.isnan(flat[:n].astype(np.float32))))
 
 
 def _detections(raw: _Raw, profile: ModelProfile, transform: BoxTransform) -> list[Detection]:

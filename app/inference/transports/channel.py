@@ -21,11 +21,17 @@ from typing import Any, Protocol
 
 import tritonclient.grpc as grpcclient
 
+from app.inference.errors import REPLY_OVERHEAD_BYTES
 from app.inference.protocol import ServerProtocol, parse_url
 
 # Passing channel_args replaces ALL of tritonclient's defaults, including its 2 GiB message
 # limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
 MAX_MESSAGE_BYTES = 2**31 - 1
+# The most bytes of output one reply may carry (all its outputs, every image of a client
+# batch): a bigger one fails as too large instead of the client holding and decoding hundreds
+# of megabytes per image. Full-resolution semantic maps fit (19 classes x 1024 x 2048 FP32 is
+# 160 MB). gRPC refuses a bigger message before allocating it (the receive limit below).
+MAX_OUTPUT_BYTES = 256 * 2**20
 
 # gRPC metadata: text, or bytes for a binary key (name ending in "-bin"; gRPC refuses a str there).
 Headers = Mapping[str, str | bytes]
@@ -44,11 +50,13 @@ class ConnectionOptions:
     # after an outage would stay "unreachable" for that long. At most 1 s here. (Not the
     # *min* back-off: gRPC also uses it as the connect timeout, 20 s by default.)
     max_reconnect_backoff_ms: int = 1_000
+    max_output_bytes: int = MAX_OUTPUT_BYTES  # per reply (see MAX_OUTPUT_BYTES)
 
     def channel_args(self) -> list[tuple[str, Any]]:
+        receive = min(MAX_MESSAGE_BYTES, self.max_output_bytes + REPLY_OVERHEAD_BYTES)
         return [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", receive),
             ("grpc.keepalive_time_ms", self.keepalive_ms),
             ("grpc.initial_reconnect_backoff_ms", min(100, self.max_reconnect_backoff_ms)),
             ("grpc.max_reconnect_backoff_ms", self.max_reconnect_backoff_ms),

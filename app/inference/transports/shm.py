@@ -75,6 +75,11 @@ class ShmRegion:
         count = int(np.prod(shape)) if shape else 1
         return np.frombuffer(self._map, dtype, count, offset).reshape(shape).copy()
 
+    def clear(self, nbytes: int, offset: int = 0) -> None:
+        """Zero `nbytes` at `offset` (an output region before its next use)."""
+        view = np.frombuffer(self._map, np.uint8, min(nbytes, self.byte_size - offset), offset)
+        view[:] = 0
+
     def close(self) -> None:
         """Unmap and unlink (idempotent). The server keeps its own mapping until it unregisters."""
         with contextlib.suppress(BufferError, ValueError):

@@ -5,6 +5,11 @@ flight (the window): registering per request would cost more than it saves. A sl
 send was cancelled or timed out is never reused (the server may still read its input or
 write its outputs): it is retired and unregistered at close. Everything is unregistered
 and unlinked by `close()`.
+
+Stale outputs: an output region holds the previous request's answer until the server writes
+the next one. An output is read only when the reply says the server wrote it (with the
+datatype and shape it was given room for), and the bytes a send used are cleared when its
+slot is given back, so a reply without an output can never be decoded from the last one's.
 """
 
 from __future__ import annotations
@@ -20,9 +25,9 @@ import numpy as np
 from tritonclient.utils import triton_to_np_dtype
 
 from app.inference.protocol import ServerProtocol
-from app.inference.transports.channel import Reply
+from app.inference.transports.channel import MAX_OUTPUT_BYTES, Reply
 from app.inference.transports.shm import ShmRegion
-from app.inference.transports.transport import GrpcTransport, Lease, TransportKind
+from app.inference.transports.transport import GrpcTransport, Lease, TransportKind, declared_outputs
 from app.inference.transports.wire import Wire
 
 log = logging.getLogger(__name__)
@@ -75,6 +80,7 @@ class ShmTransport:
         register: Register,
         unregister: Unregister,
         wire: Wire | None = None,
+        max_output_bytes: int = MAX_OUTPUT_BYTES,
     ) -> None:
         self.input_name = input_name
         self.input_dtype = input_dtype
@@ -82,8 +88,13 @@ class ShmTransport:
         self.max_batch = max(1, max_batch)
         self._register = register
         self._unregister = unregister
-        # Outputs whose size is not known in advance come back in the reply instead.
-        self.outputs_in_shm = bool(self.outputs) and all(o.fixed for o in self.outputs)
+        # Outputs whose size is not known in advance come back in the reply instead, and so do
+        # outputs over the size limit (gRPC refuses such a reply before allocating it).
+        self.outputs_in_shm = (
+            bool(self.outputs)
+            and all(o.fixed for o in self.outputs)
+            and self._output_bytes(self.max_batch) <= max_output_bytes
+        )
         self.wire = wire or Wire()
         # In the message (of the same protocol): outputs of unknown size, a region that cannot be had.
         self._grpc_outputs = GrpcTransport(input_name, input_dtype, [o.name for o in self.outputs], self.wire)
@@ -194,12 +205,22 @@ class ShmTransport:
             return self._grpc_outputs.outputs_of(lease, reply)
         slot: _Slot = lease.slot
         assert slot.output is not None
+        # Only what the server says it wrote: the rest of the region is not this reply's.
+        declared = declared_outputs(reply)
         out, offset = {}, 0
         for spec in self.outputs:
             dtype = np.dtype(triton_to_np_dtype(spec.datatype))
             shape = (lease.batch, *spec.item_shape)
-            out[spec.name] = slot.output.read(dtype, shape, offset)
-            offset += spec.item_bytes() * lease.batch
+            size = spec.item_bytes() * lease.batch
+            written = None if declared is None else declared.get(spec.name)
+            if declared is None or written == (spec.datatype, shape):
+                out[spec.name] = slot.output.read(dtype, shape, offset)
+            elif written is not None:
+                raise ValueError(
+                    f"output '{spec.name}' came back as {written[0]} {list(written[1])}; "
+                    f"room was made for {spec.datatype} {list(shape)}"
+                )
+            offset += size
         return out
 
     def release(self, lease: Lease, reusable: bool) -> None:
@@ -207,6 +228,10 @@ class ShmTransport:
         lease.slot, lease.inputs = None, []
         if slot is None:
             return
+        if reusable and self.outputs_in_shm and slot.output is not None:
+            # The server has answered (it writes no more): clear what this send's outputs
+            # used, so the next reply that leaves one out finds zeros, not this answer.
+            slot.output.clear(self._output_bytes(lease.batch))
         with self._lock:
             if self._closed:
                 return

@@ -37,6 +37,24 @@ class Lease:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def declared_outputs(reply: Reply) -> dict[str, tuple[str, tuple[int, ...]]] | None:
+    """What a reply says it carries, name -> (Triton datatype, shape), before any tensor is
+    read (tritonclient's gRPC and HTTP results both say it); None when the reply cannot say."""
+    get_response = getattr(reply, "get_response", None)
+    if get_response is None:
+        return None
+    response = get_response()
+    entries = response.get("outputs", []) if isinstance(response, dict) else response.outputs
+    declared = {}
+    for entry in entries:
+        if isinstance(entry, dict):  # HTTP's JSON header
+            name, datatype, shape = entry.get("name"), entry.get("datatype"), entry.get("shape", [])
+        else:  # gRPC's ModelInferResponse.InferOutputTensor
+            name, datatype, shape = entry.name, entry.datatype, entry.shape
+        declared[str(name)] = (str(datatype), tuple(int(d) for d in shape))
+    return declared
+
+
 class Transport(Protocol):
     kind: TransportKind
     description: str  # for the user: "gRPC" / "HTTP (binary tensors)" / "shared memory (…)"
@@ -46,7 +64,8 @@ class Transport(Protocol):
         ...
 
     def outputs_of(self, lease: Lease, reply: Reply) -> dict[str, np.ndarray]:
-        """The output tensors by name, owned by the caller (safe after `release`)."""
+        """The output tensors by name, owned by the caller (safe after `release`); an output
+        the reply does not carry is left out (never read from a buffer's earlier contents)."""
         ...
 
     def release(self, lease: Lease, reusable: bool) -> None:
@@ -81,7 +100,8 @@ class GrpcTransport:
         return Lease([self.wire.input(self.input_name, tensor, self.input_dtype)], self._outputs, batch)
 
     def outputs_of(self, lease: Lease, reply: Reply) -> dict[str, np.ndarray]:
-        return {name: reply.as_numpy(name) for name in self.output_names}
+        arrays = {name: reply.as_numpy(name) for name in self.output_names}
+        return {name: a for name, a in arrays.items() if a is not None}
 
     def release(self, lease: Lease, reusable: bool) -> None:
         lease.inputs = []  # free the tensor now

@@ -18,7 +18,10 @@ def format_rate(count: int, seconds: float) -> str:
 
 def summary_text(counts: BatchCounts, seconds: float) -> str:
     """e.g. "312 inputs · 309 ok · 2 failed · 1 skipped · 4.1 s · 76 img/s"; cancelled and
-    timed-out counts appear when there are some. The same figures as the Requests panel."""
+    timed-out counts appear when there are some. The same figures as the Requests panel.
+    Nothing at all (no input was found or listed) says so in words, never "0 inputs"."""
+    if counts.total == 0:
+        return "nothing was run: no image, video or folder entry was found in what was opened"
     noun = "input" if counts.total == 1 else "inputs"
     parts = [f"{counts.total} {noun}", f"{counts.ok} ok", f"{counts.failed} failed"]
     if counts.timeout:
@@ -79,7 +82,8 @@ class BatchPanel(QWidget):
         done = total - cancelled
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(done if total else 1)
-        self.progress.setFormat(f"{done} / {total}" + (" · cancelled" if cancelled else ""))
+        ended = f"{done} / {total}" if total else "nothing found"
+        self.progress.setFormat(ended + (" · cancelled" if cancelled else ""))
         self.cancel_button.setEnabled(False)
         self.summary.setText(summary_text(counts, seconds))
 
