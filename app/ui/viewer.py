@@ -29,6 +29,7 @@ from app.inference.transports.transport import TransportKind
 from app.pipeline.batch import BatchCounts
 from app.pipeline.connection.manager import DEFAULT_MODEL
 from app.pipeline.connection.state import ConnectionState
+from app.pipeline.exports import ModelVocabulary
 from app.pipeline.live import LiveState
 from app.resources import sample_image
 from app.ui.action_states import ActionStates
@@ -107,7 +108,7 @@ class Viewer(QObject):
             lambda m, e: self.report(m, e, Context.OTHER),
             self.settings,
             self.browser.name_of,
-            self._labels,
+            self._vocabulary,
         )
         self.live = LiveController(
             w.view,
@@ -445,9 +446,12 @@ class Viewer(QObject):
         session = self.connection.session
         return session.in_flight if session is not None else 0
 
-    def _labels(self) -> list[str]:
+    def _vocabulary(self) -> ModelVocabulary:
+        """The model's class and keypoint names and skeleton, for the exports."""
         session = self.connection.session
-        return list(session.info.profile.labels) if session is not None and session.info else []
+        if session is None or session.info is None:
+            return ModelVocabulary()
+        return ModelVocabulary.from_profile(session.info.profile)
 
     # -- results (GUI thread, through the bridge) ---------------------------------------------
     def _log(self, result: InferenceResult) -> None:
