@@ -57,6 +57,7 @@ from app.ui.server.server_dialog import ask_for_server
 from app.ui.server.server_panel import LOCAL_SERVER, parse_urls
 from app.ui.state.viewer_state import Mode, Scope, ViewerState
 from app.ui.widgets.banner import Context, split_detail
+from app.ui.widgets.thresholds import why_not_applicable
 
 log = logging.getLogger(__name__)
 
@@ -430,6 +431,7 @@ class Viewer(QObject):
         remembered = self.settings.thresholds(info.name)
         score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)
         self.window.thresholds.set_values(score, iou)
+        self.window.thresholds.set_applicable(*why_not_applicable(info.name, info.profile.task))
         paths, self._pending_paths = self._pending_paths, []
         if paths:
             self.open_paths(paths)

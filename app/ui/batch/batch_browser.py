@@ -1,17 +1,20 @@
 """BatchBrowser: moving through a batch like a labelling tool: previous / next / first / last
 over the images the search and filter leave, the "n / N · file · k detections · latency"
-line, and the strip's detection-count marks (they follow the threshold sliders)."""
+line ("person 58 %" for a semantic model), and the strip's count marks (they follow the
+threshold sliders)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.inference.result import InferenceResult
+from app.inference.result import Detection, InferenceResult
 from app.pipeline.exports.images import relative_name
 from app.ui.batch.batch_bar import ALL, CLASS_PREFIX, FAILED, WITH_DETECTIONS, WITHOUT_DETECTIONS, BatchBar
 from app.ui.batch.gallery import Gallery
+from app.ui.batch.result_summary import summarize
 from app.ui.widgets.thresholds import ThresholdsWidget
 
 RECOUNT_DELAY_MS = 150  # slider drags: recount the marks once the slider rests
@@ -36,17 +39,13 @@ def matches(name: str, result: InferenceResult | None, labels: set[str], text: s
     return choice.removeprefix(CLASS_PREFIX) in labels
 
 
-def info_text(position: int, total: int, name: str, result: InferenceResult | None, shown: int) -> str:
-    """e.g. "3 / 12 · sub/photo.jpg · 2 detections · 41.2 ms"."""
-    parts = [f"{position} / {total}" if position else f"- / {total}", name]
-    if result is None:
-        parts.append("waiting for the result")
-    elif not result.ok:
-        parts.append(f"{result.status.value}: {result.error or ''}".rstrip(": "))
-    else:
-        parts.append("no detections" if shown == 0 else f"{shown} detection{'s' * (shown != 1)}")
-        if result.latency_ms is not None:
-            parts.append(f"{result.latency_ms:.1f} ms")
+def info_text(
+    position: int, total: int, name: str, result: InferenceResult | None, shown: Sequence[Detection]
+) -> str:
+    """e.g. "3 / 12 · sub/photo.jpg · 2 detections · 41.2 ms", "… · person 58 % · 12.0 ms"."""
+    parts = [f"{position} / {total}" if position else f"- / {total}", name, summarize(result, shown).text]
+    if result is not None and result.ok and result.latency_ms is not None:
+        parts.append(f"{result.latency_ms:.1f} ms")
     return " · ".join(parts)
 
 
@@ -102,12 +101,11 @@ class BatchBrowser(QObject):
             self.update_info()
 
     def _count(self, key: str, result: InferenceResult) -> None:
-        shown = self.gallery.visible_detections(result) if result.ok else []
-        labels = {d.label for d in shown}
-        self._labels[key] = labels
-        for label in sorted(labels):
+        summary = summarize(result, self.gallery.visible_detections(result) if result.ok else [])
+        self._labels[key] = set(summary.labels)
+        for label in sorted(summary.labels):
             self.bar.add_class(label)
-        self.strip.set_count(key, len(shown) if result.ok else None)
+        self.strip.set_count(key, summary.count if result.ok else None, summary.text)
 
     def recount(self) -> None:
         """The sliders moved: every mark and the filter again (no new request)."""
@@ -189,7 +187,7 @@ class BatchBrowser(QObject):
             return
         position = keys.index(current) + 1 if current in keys else 0
         result = self.gallery.results.get(current)
-        shown = len(self.gallery.visible_detections(result)) if result is not None else 0
+        shown = self.gallery.visible_detections(result) if result is not None else []
         text = info_text(position, len(keys), self.name_of(current), result, shown)
         self.bar.info.setText(text)
         self.bar.info.setToolTip(f"{current}\n{text}")
