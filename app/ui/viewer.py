@@ -155,7 +155,7 @@ class Viewer(QObject):
         )
         self.shortcuts_action, self.about_action = add_help_menu(w)
         self.dialog: QDialog | None = None  # the Help dialog open, if any
-        self._pending_paths: list[str] = []
+        self._pending_paths: list[list[str]] = []  # opened before a session existed, by open
         self.load_test: LoadTestWindow | None = None
         self._batch_key: str | None = None  # the batch image shown before live video took the view
         self._log_buffer: list[InferenceResult] = []
@@ -193,14 +193,15 @@ class Viewer(QObject):
         w.server_panel.transport_chosen.connect(self._on_transport_chosen)
         w.load_test_action.triggered.connect(self.open_load_test)
         w.paths_opened.connect(self.open_paths)
+        w.paths_added.connect(lambda paths: self.open_paths(paths, add=True))
         w.sample_requested.connect(self.try_sample)
         w.empty_state.open_camera.connect(self.live_ui.open_camera)
         w.close_requested.connect(self.request_close)
         w.batch_panel.cancel_requested.connect(lambda: self.runner.cancel())
         w.thresholds.changed.connect(self._save_thresholds)
         w.thresholds.opacity_changed.connect(self.settings.set_mask_opacity)
-        self.runner.started.connect(lambda _job, total: w.batch_panel.start(total))
-        self.runner.progress.connect(lambda _job, counts: w.batch_panel.set_progress(counts.done))
+        self.runner.started.connect(self._on_batch_started)
+        self.runner.progress.connect(self._on_batch_progress)
         self.runner.finished.connect(self._on_batch_finished)
         self.runner.entry_added.connect(self._on_entry_added)
         self.runner.result.connect(self._on_batch_result)
@@ -261,23 +262,38 @@ class Viewer(QObject):
         if self.options.screenshot:
             self.tasks.spawn(self._take_screenshot(self.options.screenshot), name="screenshot")
 
-    def open_paths(self, paths: list[str]) -> None:
-        """A batch of files and folders (dropped, opened, or the sample)."""
+    def open_paths(self, paths: list[str], add: bool = False) -> None:
+        """Files and folders (dropped, opened, or the sample): a new list, or with `add` (File >
+        Add to the list, Shift on drop) more of the list shown."""
         if not paths:
             return
-        self.browser.add_roots([str(p) for p in paths])
+        if not add:
+            self._new_list()
         first = Path(paths[0])
         self.window.open_dir = str(first if first.is_dir() else first.parent)
         self.settings.set_last_dir("open", self.window.open_dir)
         self._batch_takes_view()
         self.window.banner.clear(Context.BATCH)  # a new batch: the last one's errors are history
         if self.connection.session is None:
-            self._pending_paths.extend(paths)
-            self.window.statusBar().showMessage(f"{len(paths)} input(s) will run once connected")
+            self._pending_paths.append([str(p) for p in paths])
+            count = sum(len(group) for group in self._pending_paths)
+            self.window.statusBar().showMessage(f"{count} input(s) will run once connected")
             return
+        self._run_batch([str(p) for p in paths])
+
+    def _run_batch(self, paths: list[str]) -> None:
         self.gallery.expect_new_job()
         self.stats.batch_started()
-        self.runner.start(paths)
+        self.state.add_job(self.runner.start(paths), paths)
+
+    def _new_list(self) -> None:
+        """The list starts afresh: what runs for the old one is cancelled (its late results go
+        to the log and the session's statistics only), its pictures, boxes and names go."""
+        self.runner.cancel()
+        self._pending_paths.clear()
+        self.gallery.clear()
+        self.browser.clear()
+        self.analysis.tracking.reset()  # nothing of an earlier stream stays drawn either
 
     def try_sample(self) -> None:
         self.open_paths([str(sample_image())])
@@ -296,6 +312,7 @@ class Viewer(QObject):
             self.live.stop()  # one picture at a time: the stream stops, its last frame goes
             self.window.statusBar().showMessage("Live stream stopped: showing the batch", 5000)
         self.live.release_view()
+        self.analysis.tracking.reset()  # the stream's trails go with its pictures
         self.window.banner.clear(Context.LIVE)
         self.state.set_mode(Mode.BATCH)
         key, self._batch_key = self._batch_key, None
@@ -415,6 +432,8 @@ class Viewer(QObject):
         info = session.info
         assert info is not None
         self._model = info.name
+        switched = self.state.model is not None and self.state.model != info.name
+        self.state.model = info.name
         self.profiles.model_opened(info.name)
         self.runner.set_session(session)
         panel = self.window.server_panel
@@ -432,11 +451,24 @@ class Viewer(QObject):
         score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)
         self.window.thresholds.set_values(score, iou)
         self.window.thresholds.set_applicable(*why_not_applicable(info.name, info.profile.task))
-        paths, self._pending_paths = self._pending_paths, []
-        if paths:
-            self.open_paths(paths)
+        if switched:
+            self._model_switched()
+        pending, self._pending_paths = self._pending_paths, []
+        for paths in pending:
+            self._run_batch(paths)
         self.live.set_session(session)
         self.analysis.set_session(session)
+
+    def _model_switched(self) -> None:
+        """Another model: nothing of the old one stays drawn (boxes, masks, classes, trails);
+        the list shown runs again with the new model."""
+        self.analysis.tracking.reset()
+        self.live.forget_results()
+        self.gallery.forget_results()
+        roots = self.state.roots()
+        self.state.retire_jobs()  # the old model's jobs (cancelled) no longer feed the list
+        if roots and self.state.has_entries():
+            self._run_batch(roots)
 
     def _on_session_closing(self, _session: TritonSession) -> None:
         self.runner.cancel()  # stop feeding the old session; its requests end as cancelled
@@ -461,18 +493,23 @@ class Viewer(QObject):
         if not self._flush_timer.isActive():
             self._flush_timer.start()
 
-    def _on_entry_added(self, key: str, thumbnail: object, identity: object) -> None:
-        self.gallery.add_entry(key, thumbnail, identity)  # type: ignore[arg-type]
+    def _on_entry_added(self, job: int, key: str, thumbnail: object, identity: object) -> None:
+        if self.state.feeds(job):  # else a list cleared or replaced since
+            self.gallery.add_entry(key, thumbnail, identity, job)  # type: ignore[arg-type]
 
-    def _on_batch_result(self, result: InferenceResult) -> None:
-        """A batch input's result, sent or local (unreadable, not media): log, strip, view."""
+    def _on_batch_result(self, job: int, result: InferenceResult) -> None:
+        """A batch input's result, sent or local (unreadable, not media): log, strip, view.
+        A job of a list cleared or replaced since: the log and the session's statistics only."""
         self._log(result)
+        if not self.state.feeds(job):
+            self.stats.add(result, Scope.SESSION)
+            return
         self.stats.add(result, Scope.BATCH)
         key = result.source
         # Not media (skipped): in the log, the counts and the exports, not in the strip.
         unread = result.request_id is None and result.status is not Status.SKIPPED
         if unread and key is not None and not self.gallery.has_entry(key):
-            self.gallery.add_entry(key, PLACEHOLDER)
+            self.gallery.add_entry(key, PLACEHOLDER, None, job)
         self.gallery.on_result(result)
         self.browser.on_result(result)
         if result.status in (Status.FAILED, Status.TIMEOUT):
@@ -495,7 +532,18 @@ class Viewer(QObject):
         batch, self._log_buffer = self._log_buffer, []
         self.window.request_log.add_results(batch)
 
-    def _on_batch_finished(self, _job: int, counts: BatchCounts, seconds: float) -> None:
+    # Only the jobs of the list shown move its progress (not one cancelled by a new list).
+    def _on_batch_started(self, job: int, total: int) -> None:
+        if self.state.feeds(job):
+            self.window.batch_panel.start(total)
+
+    def _on_batch_progress(self, job: int, counts: BatchCounts) -> None:
+        if self.state.feeds(job):
+            self.window.batch_panel.set_progress(counts.done)
+
+    def _on_batch_finished(self, job: int, counts: BatchCounts, seconds: float) -> None:
+        if not self.state.feeds(job):
+            return  # a list cleared or replaced since: its summary is not this list's
         self.window.batch_panel.finish(counts, seconds)
         self.stats.batch_finished(counts)
         self.window.statusBar().showMessage(self.window.batch_panel.summary.text())
@@ -514,8 +562,8 @@ class Viewer(QObject):
             self.settings.set_thresholds(self._model, score, iou)
 
     def _clear(self) -> None:
-        self.gallery.clear()
-        self.browser.clear()
+        """File > Clear the image list: what runs for it stops, nothing of it stays drawn."""
+        self._new_list()
         self.window.request_log.clear()
         self.window.banner.clear(Context.BATCH)
         self.state.set_mode(Mode.LIVE if self.live.active else Mode.EMPTY)

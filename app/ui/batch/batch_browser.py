@@ -6,15 +6,14 @@ threshold sliders)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.inference.result import Detection, InferenceResult
-from app.pipeline.exports.images import relative_name
 from app.ui.batch.batch_bar import ALL, CLASS_PREFIX, FAILED, WITH_DETECTIONS, WITHOUT_DETECTIONS, BatchBar
 from app.ui.batch.gallery import Gallery
 from app.ui.batch.result_summary import summarize
+from app.ui.state.viewer_state import Mode
 from app.ui.widgets.thresholds import ThresholdsWidget
 
 RECOUNT_DELAY_MS = 150  # slider drags: recount the marks once the slider rests
@@ -50,7 +49,7 @@ def info_text(
 
 
 class BatchBrowser(QObject):
-    """`roots` are the paths opened (names are relative to the folder that holds them)."""
+    """Names are the state's: relative to the folder each entry was opened through."""
 
     navigated = Signal()  # the user is moving in the batch (the viewer shows the batch again)
     moved = Signal()  # ... and the new image is the current one (its actions can be updated)
@@ -58,7 +57,6 @@ class BatchBrowser(QObject):
     def __init__(self, gallery: Gallery, bar: BatchBar, thresholds: ThresholdsWidget) -> None:
         super().__init__()
         self.gallery, self.bar, self.strip = gallery, bar, gallery.strip
-        self.roots: list[str] = []
         self._labels: dict[str, set[str]] = {}  # key -> classes it shows (under the sliders)
         self.strip.namer = self.name_of
         self._recount = QTimer(self)
@@ -74,16 +72,10 @@ class BatchBrowser(QObject):
         thresholds.changed.connect(lambda *_a: self._recount.start())
 
     # -- names -----------------------------------------------------------------------------
-    def add_roots(self, paths: list[str]) -> None:
-        known = set(self.roots)
-        self.roots += [p for p in paths if p not in known]
-        self.strip.rename_all()
-
     def name_of(self, key: str) -> str:
-        return relative_name(key, self.roots) if self.roots else Path(key).name
+        return self.gallery.state.name_of(key)
 
     def clear(self) -> None:
-        self.roots.clear()
         self._labels.clear()
         self.bar.search.clear()
         self.bar.reset_classes()
@@ -120,7 +112,8 @@ class BatchBrowser(QObject):
             self._apply_one(key)
         current = self.gallery.current_key
         visible = self.strip.visible_keys()
-        if visible and current not in visible:
+        # Only while the batch is shown: a recount during live video must not take the view.
+        if visible and current not in visible and self.gallery.state.mode is Mode.BATCH:
             self.select(visible[0])
         self.update_info()
 
