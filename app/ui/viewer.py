@@ -156,6 +156,7 @@ class Viewer(QObject):
         self.shortcuts_action, self.about_action = add_help_menu(w)
         self.dialog: QDialog | None = None  # the Help dialog open, if any
         self._pending_paths: list[list[str]] = []  # opened before a session existed, by open
+        self._rerun_list = False  # the list waits to run again with a new model (live had the view)
         self.load_test: LoadTestWindow | None = None
         self._batch_key: str | None = None  # the batch image shown before live video took the view
         self._log_buffer: list[InferenceResult] = []
@@ -291,9 +292,11 @@ class Viewer(QObject):
         to the log and the session's statistics only), its pictures, boxes and names go."""
         self.runner.cancel()
         self._pending_paths.clear()
+        self._rerun_list = False
         self.gallery.clear()
         self.browser.clear()
-        self.analysis.tracking.reset()  # nothing of an earlier stream stays drawn either
+        if not self.live.active:  # (a stream that plays on keeps its tracks)
+            self.analysis.tracking.reset()  # nothing of an earlier stream stays drawn either
 
     def try_sample(self) -> None:
         self.open_paths([str(sample_image())])
@@ -315,6 +318,8 @@ class Viewer(QObject):
         self.analysis.tracking.reset()  # the stream's trails go with its pictures
         self.window.banner.clear(Context.LIVE)
         self.state.set_mode(Mode.BATCH)
+        if self._rerun_list:  # the model changed while the stream had the view
+            self._run_list_again()
         key, self._batch_key = self._batch_key, None
         if reselect and key is not None and self.state.current_key is None:
             self.gallery.select(key)  # draw the batch's image again
@@ -465,9 +470,16 @@ class Viewer(QObject):
         self.analysis.tracking.reset()
         self.live.forget_results()
         self.gallery.forget_results()
-        roots = self.state.roots()
         self.state.retire_jobs()  # the old model's jobs (cancelled) no longer feed the list
-        if roots and self.state.has_entries():
+        # While live video plays the list waits (its statistics scope too) for the batch view.
+        self._rerun_list = self.state.has_entries()
+        if self.state.mode is Mode.BATCH:
+            self._run_list_again()
+
+    def _run_list_again(self) -> None:
+        """The list shown, run with the model now in use (after a model switch)."""
+        roots, self._rerun_list = self.state.roots(), False
+        if roots and self.state.has_entries() and self.connection.session is not None:
             self._run_batch(roots)
 
     def _on_session_closing(self, _session: TritonSession) -> None:

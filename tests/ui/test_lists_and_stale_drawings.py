@@ -169,3 +169,10 @@ def test_the_old_models_results_are_never_drawn_after_switching_models(
     viewer.window.server_panel.model_chosen.emit("person_segmentation")
     harness.run(until(lambda: viewer._model == "person_segmentation", what="the new model"))
     assert view.box_items() == [] and viewer.state.mode is Mode.LIVE
+    # The list waits for the batch view (no run, no statistics scope taken from the stream),
+    # then runs with the model now in use.
+    assert not viewer.runner.active() and viewer.gallery.results == {}
+    viewer.browser.first()
+    harness.run(until(lambda: job_done(viewer) and viewer.gallery.results, what="the list run again"))
+    assert viewer.state.mode is Mode.BATCH
+    assert {r.model for r in viewer.gallery.results.values()} == {"person_segmentation"}
