@@ -113,3 +113,22 @@ def test_steady_rates_leave_out_the_filling_and_the_draining_of_the_window() -> 
     assert max(rates) / min(rates) == pytest.approx(2.0, rel=0.1) and spread_of(rates) > NOISY_SPREAD
     # Too few answers to tell.
     assert steady_rates([0.01 * i for i in range(15)], 2) == ()
+
+
+def test_the_tunes_recommendation_says_when_its_trial_was_noisy() -> None:
+    """`tune` picks its trial's level with the same knee; its reason names the noise too."""
+    from app.pipeline.tune_analysis import TrialResult
+    from app.pipeline.tune_analysis import recommend as recommend_trial
+    from app.pipeline.tune_settings import TrialSettings
+
+    steady = [level(1, 50, 20, 0.03), level(4, 52, 80, 0.02)]
+    noisy = [level(1, 60, 20, 0.3, noisy=True, runs=3), level(4, 140, 30, 0.05), level(8, 144, 60, 0.04)]
+    trials = [
+        TrialResult(TrialSettings(1, 8, None), True, steady),
+        TrialResult(TrialSettings(2, 8, 2000), False, noisy),
+    ]
+    rec, reason = recommend_trial(trials, None)
+    assert rec is not None and rec.level.concurrency == 4  # not the noisy first level
+    assert "noisy" in reason and "±30%" in reason and "at 1 in flight" in reason
+    _, steady_reason = recommend_trial(trials[:1], None)
+    assert "noisy" not in steady_reason
