@@ -48,6 +48,8 @@ from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 from app.pipeline.load import LoadFigures, figures_of
 from app.pipeline.sweep import (
+    MAX_RUNS,
+    NOISY_SPREAD,
     LevelResult,
     Sweep,
     SweepPlan,
@@ -64,6 +66,9 @@ CSV_COLUMNS = (
     "transport",
     "client_batch",
     "throughput",
+    "spread",
+    "runs",
+    "noisy",
     "p50_ms",
     "p95_ms",
     "p99_ms",
@@ -102,6 +107,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requests", type=int, default=200, metavar="N", help="measured requests per level")
     p.add_argument(
         "--warmup", type=int, default=None, metavar="N", help="warm-up requests (default 2x level, >= 10)"
+    )
+    p.add_argument(
+        "--max-runs",
+        type=int,
+        default=MAX_RUNS,
+        metavar="N",
+        help=f"measure a noisy level (throughput varying by more than ±{NOISY_SPREAD * 100:.0f}%%) up to "
+        f"N times in all, pooling the runs (default {MAX_RUNS}; 1: never again)",
     )
     p.add_argument(
         "--image",
@@ -359,7 +372,7 @@ def format_table(report: dict[str, Any]) -> str:
         f"model {report.get('model')} at {report['url']}, {len(report['images'])} image(s), "
         f"{report['requests']} requests per level",
         "",
-        f"{'in flight':>9} {'transport':>9} {'batch':>5} {'req/s':>9} {'p50 ms':>8} {'p95 ms':>8} "
+        f"{'in flight':>9} {'transport':>9} {'batch':>5} {'req/s':>9} {'±%':>5} {'p50 ms':>8} {'p95 ms':>8} "
         f"{'p99 ms':>8} {'srv queue':>9} {'srv comp':>9} {'avg batch':>9} {'exec/s':>8} {'failed':>6}",
     ]
     knees = {(k["transport"], k["client_batch"], k["concurrency"]) for k in report.get("knees", [])}
@@ -369,19 +382,26 @@ def format_table(report: dict[str, Any]) -> str:
 
     for e in report["levels"]:
         mark = "  <- knee" if (e["transport"], e["client_batch"], e["concurrency"]) in knees else ""
+        if e.get("noisy"):
+            mark += f"  noisy ({e['runs']} runs)"
         ratio = (
             f"  (plain {e['plain_throughput']:.1f} req/s, app/plain {e['ratio']:.3f})" if "ratio" in e else ""
         )
         rows.append(
             f"{e['concurrency']:>9} {e['transport']:>9} {e['client_batch']:>5} {e['throughput']:>9.1f} "
-            f"{ms(e['p50_ms']):>8} {ms(e['p95_ms']):>8} {ms(e['p99_ms']):>8} {ms(e['server_queue_ms']):>9} "
-            f"{ms(e['server_compute_ms']):>9} {ms(e['server_avg_batch']):>9} "
+            f"{_spread(e.get('spread')):>5} {ms(e['p50_ms']):>8} {ms(e['p95_ms']):>8} {ms(e['p99_ms']):>8} "
+            f"{ms(e['server_queue_ms']):>9} {ms(e['server_compute_ms']):>9} {ms(e['server_avg_batch']):>9} "
             f"{_rate(e['server_executions_per_s']):>8} {e['failed']:>6}{mark}{ratio}"
         )
         if e.get("models"):
             rows.append(f"{'':>9} {stages_text(e['models'])}")
     rows += ["", f"recommendation: {report['recommendation']}"]
     return "\n".join(rows) + "\n"
+
+
+def _spread(value: float | None) -> str:
+    """The level's throughput spread as a percentage ("-": too few requests to tell)."""
+    return "-" if value is None else f"{value * 100:.0f}"
 
 
 def _rate(value: float | None) -> str:
@@ -426,12 +446,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.requests < 1:
             raise UsageError("--requests must be >= 1")
+        if args.max_runs < 1:
+            raise UsageError("--max-runs must be >= 1")
         plan = SweepPlan(
             levels=tuple(parse_levels(args.concurrency)),
             transports=tuple(parse_transports(args.transport)),
             client_batches=tuple(parse_batches(args.client_batch)),
             requests=args.requests,
             warmup=args.warmup,
+            max_runs=args.max_runs,
         )
         # Each step of the sweep sets its transport and client batch; the delay is common.
         spec = session_spec(args, delivery=Delivery(batch_delay_ms=args.batch_delay_ms))

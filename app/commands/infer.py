@@ -50,6 +50,7 @@ from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.exports import FORMATS
 from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
 from app.pipeline.exports.stream import ExportStream
+from app.pipeline.exports.vocabulary import ModelVocabulary
 from app.pipeline.frame_order import StreamsInOrder
 from app.pipeline.tracking import StreamTrackers
 
@@ -200,8 +201,8 @@ def run(args: argparse.Namespace) -> int:
             try:
                 export = None
                 if fmt is not ExportFormat.JSONL:
-                    labels = session.info.profile.labels if session.info else []
-                    export = ExportStream(fmt, args.output, args.paths, labels)
+                    vocabulary = ModelVocabulary.from_profile(session.info.profile) if session.info else ()
+                    export = ExportStream(fmt, args.output, args.paths, vocabulary)
                 return _process(
                     session, args.paths, args.concurrency, out, export, getattr(args, "track", False)
                 )
@@ -268,6 +269,8 @@ def _process(
         try:
             exported = export.finish()
             eprint(f"{export.fmt}: {exported} image(s) written to {export.output}")
+            for warning in export.warnings():
+                eprint(f"warning: {warning}")
         except OSError as e:
             writer.broken = f"cannot write the {export.fmt} export: {e}"
     summary = _summary(writer, counts, seconds, interrupted)

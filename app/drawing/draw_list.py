@@ -231,8 +231,11 @@ def detection_shape(detection: Detection, style: AnnotationStyle, color: RGB | N
     return DetectionShape(detection, fill, outline, tag, shown, edges, skeleton, dots, hover_dots)
 
 
-def semantic_fill(mask: SemanticMask, style: AnnotationStyle) -> Fill | None:
-    return Fill(mask.mask, style.class_rgb(mask.class_id), style.mask_opacity) if mask.area else None
+def semantic_fill(mask: SemanticMask, style: AnnotationStyle, color: RGB | None = None) -> Fill | None:
+    """`color`: instead of the class's (e.g. a compared model's own colour); None: no pixels."""
+    if not mask.area:
+        return None
+    return Fill(mask.mask, style.class_rgb(mask.class_id) if color is None else color, style.mask_opacity)
 
 
 def classes_text(classes: Sequence[ClassScore], style: AnnotationStyle) -> Text | None:

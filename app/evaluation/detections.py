@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import cv2
 import numpy as np
 
+from app.annotations.regions import region_instances
 from app.evaluation.classes import ClassMatch
-from app.inference.masks import BinaryMask
-from app.inference.result import Detection, InferenceResult, SemanticMask
+from app.inference.result import Detection, InferenceResult
 
 
 @dataclass
@@ -31,25 +30,6 @@ class Detections:
     score: np.ndarray
     not_in_dataset: int  # detections of model classes the dataset does not have
     unusable: int  # detections without what the IoU type needs (no mask, no keypoints)
-
-
-def region_instances(masks: list[SemanticMask]) -> list[Detection]:
-    """One detection per connected region (8-connected) of each class's mask."""
-    found: list[Detection] = []
-    for semantic in masks:
-        crop = np.ascontiguousarray(semantic.mask.crop(), np.uint8)
-        if not crop.size or semantic.area == 0:
-            continue
-        count, labels, stats, _ = cv2.connectedComponentsWithStats(crop, connectivity=8)
-        for k in range(1, count):
-            x, y, w, h, area = (int(v) for v in stats[k])
-            region = labels[y : y + h, x : x + w] == k
-            left, top = semantic.mask.left + x, semantic.mask.top + y
-            mask = BinaryMask(region, left, top, semantic.mask.size)
-            box = (float(left), float(top), float(left + w), float(top + h))
-            found.append(Detection(box, area / semantic.area, semantic.class_id, semantic.label, mask=mask))
-    found.sort(key=lambda d: -d.score)
-    return found
 
 
 def build_detections(

@@ -6,6 +6,7 @@ window is the concurrency level, latencies of the successful requests, a cancel.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -30,10 +31,42 @@ class LoadFigures:
     p95_ms: float | None
     p99_ms: float | None
     first_error: str | None = None
+    # Throughput over consecutive parts of the steady stretch (see steady_rates): how much it
+    # varied while the level ran. Empty when too few requests ended to tell.
+    rates: tuple[float, ...] = ()
+
+
+MIN_PER_PART = 10  # completions per part of the steady stretch, at least
+MAX_PARTS = 4
+
+
+def steady_rates(done_at: Sequence[float], concurrency: int) -> tuple[float, ...]:
+    """Throughput (per second) over up to MAX_PARTS consecutive parts of the steady stretch of a
+    level: from the first request that ended (before it the window was filling) to the one that
+    let the last request be sent (after it fewer than `concurrency` are in flight). `done_at`:
+    when each request ended (any order, seconds)."""
+    times = sorted(done_at)
+    steady = times[: max(len(times) - concurrency + 1, 0)]
+    parts = min(MAX_PARTS, (len(steady) - 1) // MIN_PER_PART)
+    if parts < 2:
+        return ()
+    bounds = [round(k * (len(steady) - 1) / parts) for k in range(parts + 1)]
+    rates = []
+    for a, b in itertools.pairwise(bounds):
+        seconds = steady[b] - steady[a]
+        if seconds <= 0:
+            return ()  # a clock too coarse to tell
+        rates.append(round((b - a) / seconds, 2))
+    return tuple(rates)
 
 
 def figures_of(
-    latencies_ms: Iterable[float], requests: int, failed: int, seconds: float, error: str | None
+    latencies_ms: Iterable[float],
+    requests: int,
+    failed: int,
+    seconds: float,
+    error: str | None,
+    rates: Sequence[float] = (),
 ) -> LoadFigures:
     p50, p95, p99 = percentiles(latencies_ms, (50, 95, 99))
     return LoadFigures(
@@ -46,6 +79,7 @@ def figures_of(
         p95_ms=None if p95 is None else round(p95, 3),
         p99_ms=None if p99 is None else round(p99, 3),
         first_error=error,
+        rates=tuple(rates),
     )
 
 
@@ -69,12 +103,16 @@ class LoadJob:
         self.group = session.group(concurrency, "load")
         self._on_done = on_done
         self._latencies = LatencyWindow()  # every success of the level
+        self.concurrency = concurrency
+        # When each request ended (list.append is atomic: results end on several threads).
+        self._done_at: list[float] = []
         self._errors: queue.SimpleQueue[str] = queue.SimpleQueue()  # the first one is reported
 
     def cancel(self) -> None:
         self.group.cancel()
 
     def _done(self, result: InferenceResult) -> None:
+        self._done_at.append(time.perf_counter())
         if result.ok:
             self._latencies.add(result.latency_ms or 0.0)
         elif self._errors.empty():
@@ -96,4 +134,9 @@ class LoadJob:
         seconds = time.perf_counter() - t0
         counts = self.group.counts
         error = None if self._errors.empty() else self._errors.get()
-        return figures_of(self._latencies.values(), counts.sent, counts.unsuccessful, seconds, error)
+        rates = steady_rates(self._done_at, self.concurrency)
+        return figures_of(self.latencies(), counts.sent, counts.unsuccessful, seconds, error, rates)
+
+    def latencies(self) -> list[float]:
+        """The latencies (ms) of the successful requests (a sweep pools repeated runs)."""
+        return list(self._latencies.values())

@@ -1,9 +1,16 @@
 """The progressive load ramp: start at 1 request in flight, raise it, watch the curve, find
 the knee (the level after which throughput hardly grows while latency keeps rising).
 
-Used by `bench` and by the viewer's Load test window. For each combination of transport
-and client batch, one session; for each concurrency level, a LoadJob on the user's own
-images, with the server's time split from its statistics over that level.
+Used by `bench`, `tune` and by the viewer's Load test window. For each combination of
+transport and client batch, one session; for each concurrency level, a LoadJob on the user's
+own images, with the server's time split from its statistics over that level.
+
+Noise (a shared machine, a server busy with others): each level's throughput is measured over
+parts of its run (`LevelResult.spread`, ± of the median). A level whose parts differ by more
+than NOISY_SPREAD is measured again, up to `SweepPlan.max_runs` times in all, its figures
+pooled; still that spread, it is marked `noisy`. The knee and the recommendation compare levels
+with a margin of their spread: a level is never taken as the knee (nor recommended) while a
+later level's throughput is clearly above it.
 """
 
 from __future__ import annotations
@@ -25,12 +32,15 @@ from app.inference.core.spec import SessionSpec
 from app.inference.errors import ExtensionMissingError
 from app.inference.introspection.server_stats import split, stages_note
 from app.inference.transports.transport import TransportKind
-from app.pipeline.load import LoadFigures, LoadJob
+from app.pipeline.load import LoadFigures, LoadJob, figures_of
 from app.resources import sample_image
 from app.sources.files import expand_inputs
 from app.sources.images import read_image
 
 KNEE_GAIN = 0.05  # "throughput grows less than 5%"
+NOISY_SPREAD = 0.15  # a level whose throughput varies by more than ±15% while it runs is noisy
+MAX_MARGIN = 0.25  # however noisy, 25% more throughput at a later level is "clearly more"
+MAX_RUNS = 3  # a noisy level is measured up to this many times, its runs pooled
 MAX_IMAGES = 64  # decoded images kept for a sweep (they are sent in turn)
 
 
@@ -61,6 +71,7 @@ class SweepPlan:
     client_batches: tuple[int, ...] = (1,)
     requests: int = 200  # measured requests per level
     warmup: int | None = None  # per level; default max(10, 2 x level)
+    max_runs: int = MAX_RUNS  # measured runs of a noisy level (1: never measured again)
 
     def steps(self) -> list[tuple[TransportKind, int, int]]:
         return [
@@ -90,6 +101,11 @@ class LevelResult:
     # The server's batcher over the level: images per model execution, executions per second.
     server_avg_batch: float | None = None
     server_executions_per_s: float | None = None
+    # How much the throughput varied while the level ran: the half-range of its parts' rates
+    # over their median (0.1 = ±10%); None when too few requests ended to tell.
+    spread: float | None = None
+    runs: int = 1  # measured runs pooled into these figures (more when the first was noisy)
+    noisy: bool = False  # the spread stayed above NOISY_SPREAD however many runs
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the plain loop's figures
     # A pipeline's stages over the level: {"STAGE": {"count", "queue_ms", "compute_ms"}}.
     models: dict[str, dict[str, float | int]] | None = None
@@ -103,13 +119,41 @@ class LevelResult:
         return record
 
 
+def spread_of(rates: Sequence[float]) -> float | None:
+    """Half the range of `rates` over their median (0.1 = ±10%); with six or more, the
+    highest and the lowest are left out (one stall does not make a level noisy)."""
+    values = sorted(r for r in rates if r > 0)
+    if len(values) < 2:
+        return None
+    if len(values) >= 6:
+        values = values[1:-1]
+    middle = float(np.median(values))
+    return round((values[-1] - values[0]) / (2 * middle), 4) if middle > 0 else None
+
+
+def margin(a: LevelResult, b: LevelResult) -> float:
+    """How much more throughput `b` needs to be clearly above `a`: 5%, or their spread when
+    larger (at most MAX_MARGIN)."""
+    spreads = [s for s in (a.spread, b.spread) if s is not None]
+    return min(max([KNEE_GAIN, *spreads]), max(MAX_MARGIN, KNEE_GAIN))
+
+
+def clearly_above(b: LevelResult, a: LevelResult) -> bool:
+    """`b`'s throughput is above `a`'s by more than the noise of either."""
+    return b.throughput > a.throughput * (1 + margin(a, b))
+
+
 def find_knee(results: Sequence[LevelResult]) -> LevelResult | None:
-    """In one series (ascending concurrency): the first level after which throughput grows
-    less than 5% while p95 keeps rising. None when throughput still grows at the last level."""
-    for here, nxt in itertools.pairwise(results):
-        if here.p95_ms is None or nxt.p95_ms is None:
+    """In one series (ascending concurrency): the first level that no later level clearly beats
+    on throughput (more than 5%, or than their spread), while p95 rises after it. None when
+    throughput still grows clearly at the last level (or latency never rises)."""
+    for i, here in enumerate(results[:-1]):
+        if here.p95_ms is None:
             continue
-        if nxt.throughput < here.throughput * (1 + KNEE_GAIN) and nxt.p95_ms > here.p95_ms:
+        later = results[i + 1 :]
+        if any(clearly_above(other, here) for other in later):
+            continue
+        if any(other.p95_ms is not None and other.p95_ms > here.p95_ms for other in later):
             return here
     return None
 
@@ -125,21 +169,53 @@ def series(results: Sequence[LevelResult]) -> dict[tuple[str, int], list[LevelRe
 
 def recommend(results: Sequence[LevelResult]) -> tuple[LevelResult | None, str]:
     """The setting to use (each series' knee, or its best level when it has none; the best of
-    those) and one sentence saying why."""
+    those) and one sentence saying why (and how noisy the measurements were)."""
     best: LevelResult | None = None
+    best_series: list[LevelResult] = []
     knee_found = False
     for levels in series(results).values():
         knee = find_knee(levels)
         pick = knee or max(levels, key=lambda r: r.throughput)
         if best is None or pick.throughput > best.throughput:
-            best, knee_found = pick, knee is not None
+            best, best_series, knee_found = pick, levels, knee is not None
     if best is None:
         return None, "no level was measured"
     where = f"{best.concurrency} in flight, transport {best.transport}, client batch {best.client_batch}"
     figures = f"{best.throughput:.0f} req/s, p95 {best.p95_ms or 0:.1f} ms"
     if knee_found:
-        return best, f"use {where} ({figures}): beyond it latency rises while throughput hardly grows"
-    return best, f"use {where} ({figures}); throughput still grew at the highest level: try higher ones"
+        sentence = f"use {where} ({figures}): beyond it latency rises while throughput hardly grows"
+    else:
+        sentence = f"use {where} ({figures}); throughput still grew at the highest level: try higher ones"
+    return best, sentence + noise_note(best_series)
+
+
+def noise_note(levels: Sequence[LevelResult]) -> str:
+    """ "" when the series was steady; else what was noisy and by how much."""
+    noisy = [lv for lv in levels if lv.noisy]
+    if not noisy:
+        return ""
+    worst = max(noisy, key=lambda lv: lv.spread or 0.0)
+    at = ", ".join(str(lv.concurrency) for lv in noisy)
+    return (
+        f". The measurements were noisy: throughput varied by up to ±{(worst.spread or 0) * 100:.0f}% "
+        f"within a level (at {at} in flight, measured {worst.runs} times); levels within that of "
+        "each other are alike: run again on a quieter machine or with more requests"
+    )
+
+
+def pooled(runs: Sequence[tuple[LoadFigures, Sequence[float]]]) -> LoadFigures:
+    """Runs of one level as one measurement: every request, every second, every latency."""
+    if len(runs) == 1:
+        return runs[0][0]
+    all_figures = [figures for figures, _ in runs]
+    return figures_of(
+        [latency for _, latencies in runs for latency in latencies],
+        sum(f.requests for f in all_figures),
+        sum(f.failed for f in all_figures),
+        sum(f.seconds for f in all_figures),
+        next((f.first_error for f in all_figures if f.first_error), None),
+        [rate for f in all_figures for rate in f.rates],
+    )
 
 
 @dataclass(frozen=True)
@@ -187,6 +263,7 @@ class Sweep:
         self._cancelled = threading.Event()
         self._job: LoadJob | None = None
         self._done_before = 0  # requests ended in the levels already run (the current job counts its own)
+        self._added_requests = 0  # runs added to noisy levels (beyond the plan's)
         self._t0 = 0.0
         self._last_progress = 0.0
         self._lock = threading.Lock()  # one progress report at a time (results end on several threads)
@@ -244,9 +321,19 @@ class Sweep:
                 self.notes.append(str(e))
         except Exception:
             before = None
-        figures = self._run_job(session, self.plan.requests, level, step)
-        if figures is None or self.cancelled:
-            return
+        runs: list[tuple[LoadFigures, list[float]]] = []
+        while True:
+            run = self._run_job(session, self.plan.requests, level, step)
+            if run is None or self.cancelled:
+                return
+            runs.append(run)
+            spread = spread_of([rate for figures, _ in runs for rate in figures.rates])
+            noisy = spread is not None and spread > NOISY_SPREAD
+            if not noisy or len(runs) >= self.plan.max_runs:
+                break
+            # Noisy: measure the level again (the progress total grows by one run).
+            self._added_requests += self.plan.requests
+        figures = pooled(runs)
         server = None
         if before is not None:
             try:
@@ -270,6 +357,9 @@ class Sweep:
             server_executions_per_s=None
             if server is None or server.executions_per_s is None
             else round(server.executions_per_s, 2),
+            spread=spread,
+            runs=len(runs),
+            noisy=noisy,
             extra=extra,
             models=None if server is None else server.models_record(),
         )
@@ -277,12 +367,15 @@ class Sweep:
         if self.on_level is not None:
             self.on_level(result)
 
-    def _run_job(self, session: TritonSession, requests: int, level: int, step: str) -> LoadFigures | None:
+    def _run_job(
+        self, session: TritonSession, requests: int, level: int, step: str
+    ) -> tuple[LoadFigures, list[float]] | None:
+        """One run: its figures and its successful requests' latencies (None: cancelled)."""
         if self.cancelled:
             return None
         job = self._job = LoadJob(session, self.images, requests, level, lambda _ok: self._tick(job, step))
         try:
-            return job.run()
+            return job.run(), job.latencies()
         finally:
             self._job = None
             self._done_before += job.group.counts.ended
@@ -295,7 +388,8 @@ class Sweep:
             self._last_progress = now
             # The result being handed on is counted already (a group counts before handing on).
             done = self._done_before + job.group.counts.ended
-            progress = SweepProgress(done, self.plan.total_requests(), now - self._t0, step)
+            total = self.plan.total_requests() + self._added_requests
+            progress = SweepProgress(done, total, now - self._t0, step)
         self.on_progress(progress)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app.pipeline.sweep import LevelResult, find_knee, series
+from app.pipeline.sweep import LevelResult, find_knee, noise_note, series
 from app.pipeline.tune_settings import TrialSettings
 
 
@@ -105,5 +105,9 @@ def recommend(trials: Sequence[TrialResult], budget_ms: float | None) -> tuple[R
         if budget_ms is not None
         else "the highest throughput at a knee (or the top level where throughput still grew)"
     )
+    same_series = [
+        lv for lv in trial.levels if (lv.transport, lv.client_batch) == (level.transport, level.client_batch)
+    ]
+    rule += noise_note(same_series)  # "" unless the chosen trial's measurements were noisy
     recommendation = Recommendation(trial.settings, level, original_level, rule)
     return recommendation, rule

@@ -82,11 +82,16 @@ def _scrolling(widget: QWidget) -> QScrollArea:
     return area
 
 
+ADD_MODIFIER = Qt.KeyboardModifier.ShiftModifier  # held while dropping: add to the list
+
+
 class MainWindow(QMainWindow):
-    """Emits `paths_opened(paths)` (drop or File > Open), `sample_requested()` and
-    `close_requested()`; the window closes for real only once `allow_close()` was called."""
+    """Emits `paths_opened(paths)` (a new list: drop or File > Open), `paths_added(paths)` (File >
+    Add to the list, or a drop with Shift held), `sample_requested()` and `close_requested()`; the
+    window closes for real only once `allow_close()` was called."""
 
     paths_opened = Signal(list)
+    paths_added = Signal(list)
     sample_requested = Signal()
     close_requested = Signal()
 
@@ -135,7 +140,7 @@ class MainWindow(QMainWindow):
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(_group("Thresholds (re-filter received boxes)", self.thresholds))
         column.addWidget(self.classes_panel)
-        column.addWidget(_group("Boxes on the picture", self.detections_panel, stretch_last=True), 1)
+        column.addWidget(_group("On the picture", self.detections_panel, stretch_last=True), 1)
         self.detections_dock = self._add_dock("Detections", "DetectionsDock", detections, right)
         stats = QWidget()
         column = QVBoxLayout(stats)
@@ -263,6 +268,11 @@ class MainWindow(QMainWindow):
         self.file_menu = file_menu = self._menu("&File")
         self.open_files_action = self._action(file_menu, "&Open images…", QKeySequence.StandardKey.Open)
         self.open_folder_action = self._action(file_menu, "Open &folder…", "Ctrl+Shift+O")
+        self.open_folder_action.setToolTip("A new list: the images opened before are put away")
+        self.add_files_action = self._action(file_menu, "A&dd images to the list…")
+        self.add_folder_action = self._action(file_menu, "Add a folder to the &list…")
+        for action in (self.add_files_action, self.add_folder_action):
+            action.setToolTip("Keep the images opened and add these (or hold Shift while dropping)")
         self.sample_action = self._action(file_menu, "Try the &sample")
         self.sample_action.setToolTip("Run the bundled photograph through the model")
         file_menu.addSeparator()
@@ -326,6 +336,8 @@ class MainWindow(QMainWindow):
 
         self.open_files_action.triggered.connect(lambda: self.open_files())
         self.open_folder_action.triggered.connect(lambda: self.open_folder())
+        self.add_files_action.triggered.connect(lambda: self.open_files(add=True))
+        self.add_folder_action.triggered.connect(lambda: self.open_folder(add=True))
         self.sample_action.triggered.connect(self.sample_requested)
         self.quit_action.triggered.connect(self.close)
         self.empty_state.open_images.connect(self.open_files)
@@ -345,34 +357,45 @@ class MainWindow(QMainWindow):
         return action
 
     # -- opening ---------------------------------------------------------------------------
-    def open_files(self) -> None:
+    def open_files(self, add: bool = False) -> None:
+        title = "Add images to the list" if add else "Open images"
         paths, _ = QFileDialog.getOpenFileNames(
-            self, "Open images", self.open_dir, IMAGE_FILTER, options=QFileDialog.Option.DontUseNativeDialog
+            self, title, self.open_dir, IMAGE_FILTER, options=QFileDialog.Option.DontUseNativeDialog
         )
         if paths:
-            self.paths_opened.emit(paths)
+            (self.paths_added if add else self.paths_opened).emit(paths)
 
-    def open_folder(self) -> None:
+    def open_folder(self, add: bool = False) -> None:
+        title = "Add a folder of images to the list" if add else "Open a folder of images"
         folder = QFileDialog.getExistingDirectory(
-            self, "Open a folder of images", self.open_dir, QFileDialog.Option.DontUseNativeDialog
+            self, title, self.open_dir, QFileDialog.Option.DontUseNativeDialog
         )
         if folder:
-            self.paths_opened.emit([folder])
+            (self.paths_added if add else self.paths_opened).emit([folder])
+
+    def _drop_text(self, count: int, add: bool) -> str:
+        noun = "item" if count == 1 else "items"
+        if add:
+            return f"Drop to add {count} {noun} to the list"
+        return f"Drop to open {count} {noun} (hold Shift to add them to the list)"
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         paths = local_paths(event)
         if paths:
             event.acceptProposedAction()
-            noun = "item" if len(paths) == 1 else "items"
-            self.drop_highlight.set_text(f"Drop to open {len(paths)} {noun}")
+            add = bool(event.modifiers() & ADD_MODIFIER)
+            self.drop_highlight.set_text(self._drop_text(len(paths), add))
             self.drop_highlight.reposition()
             self.drop_highlight.show()
         else:
             event.ignore()
 
     def dragMoveEvent(self, event: QDragEnterEvent) -> None:  # type: ignore[override]
-        if local_paths(event):
+        paths = local_paths(event)
+        if paths:
             event.acceptProposedAction()
+            # Shift pressed or released while dragging: the highlight says what the drop does.
+            self.drop_highlight.set_text(self._drop_text(len(paths), bool(event.modifiers() & ADD_MODIFIER)))
 
     def dragLeaveEvent(self, event: QDragLeaveEvent) -> None:
         self.drop_highlight.hide()
@@ -385,7 +408,8 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         event.acceptProposedAction()
-        self.paths_opened.emit(paths)
+        add = bool(event.modifiers() & ADD_MODIFIER)
+        (self.paths_added if add else self.paths_opened).emit(paths)
 
     # -- closing -----------------------------------------------------------------------------
     def allow_close(self) -> None:

@@ -29,6 +29,7 @@ from app.inference.transports.transport import TransportKind
 from app.pipeline.batch import BatchCounts
 from app.pipeline.connection.manager import DEFAULT_MODEL
 from app.pipeline.connection.state import ConnectionState
+from app.pipeline.exports import ModelVocabulary
 from app.pipeline.live import LiveState
 from app.resources import sample_image
 from app.ui.action_states import ActionStates
@@ -57,8 +58,9 @@ from app.ui.server.protocol_offer import offer_protocol
 from app.ui.server.server_dialog import ask_for_server
 from app.ui.server.server_panel import LOCAL_SERVER, parse_urls
 from app.ui.server_tools.server_tools_ui import ServerToolsUi
-from app.ui.state.viewer_state import Mode, Scope, ViewerState
+from app.ui.state.viewer_state import RETIRED, Mode, Scope, ViewerState
 from app.ui.widgets.banner import Context, split_detail
+from app.ui.widgets.thresholds import why_not_applicable
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +114,7 @@ class Viewer(QObject):
             lambda m, e: self.report(m, e, Context.OTHER),
             self.settings,
             self.browser.name_of,
-            self._labels,
+            self._vocabulary,
         )
         self.live = LiveController(
             w.view,
@@ -183,7 +185,9 @@ class Viewer(QObject):
         )
         self.shortcuts_action, self.about_action = add_help_menu(w)
         self.dialog: QDialog | None = None  # the Help dialog open, if any
-        self._pending_paths: list[str] = []
+        self._evaluation_job = RETIRED  # the state's job id of the evaluation's run (each run: one less)
+        self._pending_paths: list[list[str]] = []  # opened before a session existed, by open
+        self._rerun_list = False  # the list waits to run again with a new model (live had the view)
         self.load_test: LoadTestWindow | None = None
         self._batch_key: str | None = None  # the batch image shown before live video took the view
         self._log_buffer: list[InferenceResult] = []
@@ -227,6 +231,7 @@ class Viewer(QObject):
         )
         self.server_tools.model_reloaded.connect(self._on_model_reloaded)
         w.paths_opened.connect(self.open_paths)
+        w.paths_added.connect(lambda paths: self.open_paths(paths, add=True))
         w.sample_requested.connect(self.try_sample)
         w.empty_state.open_camera.connect(self.live_ui.open_camera)
         w.close_requested.connect(self.request_close)
@@ -234,8 +239,8 @@ class Viewer(QObject):
         self._wire_evaluation()
         w.thresholds.changed.connect(self._save_thresholds)
         w.thresholds.opacity_changed.connect(self.settings.set_mask_opacity)
-        self.runner.started.connect(lambda _job, total: w.batch_panel.start(total))
-        self.runner.progress.connect(lambda _job, counts: w.batch_panel.set_progress(counts.done))
+        self.runner.started.connect(self._on_batch_started)
+        self.runner.progress.connect(self._on_batch_progress)
         self.runner.finished.connect(self._on_batch_finished)
         self.runner.entry_added.connect(self._on_entry_added)
         self.runner.result.connect(self._on_batch_result)
@@ -271,16 +276,21 @@ class Viewer(QObject):
         self.analysis.evaluate_action.triggered.connect(lambda: self.evaluation.ask())
         w.batch_panel.cancel_requested.connect(ev.cancel)
         ev.starting.connect(self._on_evaluation_starting)
-        ev.entry_added.connect(self._on_entry_added)
-        ev.result.connect(self._on_batch_result)
+        # The evaluation's run feeds the list as a job of its own (the state's job id of it).
+        ev.entry_added.connect(
+            lambda key, thumb, ident: self._on_entry_added(self._evaluation_job, key, thumb, ident)
+        )
+        ev.result.connect(lambda result: self._on_batch_result(self._evaluation_job, result))
         ev.run_started.connect(w.batch_panel.start)
         ev.run_progress.connect(w.batch_panel.set_progress)
         ev.run_finished.connect(self._on_batch_finished)
 
     def _on_evaluation_starting(self, roots: list[str]) -> None:
-        self.runner.cancel()
         self._clear()
-        self.browser.add_roots(roots)
+        # A new id for each run, below the batch runner's and RETIRED: a late result of an
+        # earlier run no longer feeds the list.
+        self._evaluation_job -= 1
+        self.state.add_job(self._evaluation_job, roots)
         self._batch_takes_view()
         self.gallery.expect_new_job()
         self.stats.batch_started()
@@ -318,32 +328,49 @@ class Viewer(QObject):
         if self.options.screenshot:
             self.tasks.spawn(self._take_screenshot(self.options.screenshot), name="screenshot")
 
-    def open_paths(self, paths: list[str]) -> None:
-        """A batch of files and folders (dropped, opened, or the sample). An empty path is
-        refused with a word (it would mean the current folder); the others still open."""
+    def open_paths(self, paths: list[str], add: bool = False) -> None:
+        """Files and folders (dropped, opened, or the sample): a new list, or with `add` (File >
+        Add to the list, Shift on drop) more of the list shown. An empty path is refused with a
+        word (it would mean the current folder); the others still open."""
         kept = [p for p in paths if str(p).strip()]
         if kept:
-            self._open_batch(kept)
+            self._open_list(kept, add)
         if len(kept) < len(paths):
             refused = len(paths) - len(kept)
             self.window.banner.show_error(
                 f"{refused} empty path(s) not opened: name a file or folder", Context.BATCH
             )
 
-    def _open_batch(self, paths: list[str]) -> None:
-        self.browser.add_roots([str(p) for p in paths])
+    def _open_list(self, paths: list[str], add: bool) -> None:
+        if not add:
+            self._new_list()
         first = Path(paths[0])
         self.window.open_dir = str(first if first.is_dir() else first.parent)
         self.settings.set_last_dir("open", self.window.open_dir)
         self._batch_takes_view()
         self.window.banner.clear(Context.BATCH)  # a new batch: the last one's errors are history
         if self.connection.session is None:
-            self._pending_paths.extend(paths)
-            self.window.statusBar().showMessage(f"{len(paths)} input(s) will run once connected")
+            self._pending_paths.append([str(p) for p in paths])
+            count = sum(len(group) for group in self._pending_paths)
+            self.window.statusBar().showMessage(f"{count} input(s) will run once connected")
             return
+        self._run_batch([str(p) for p in paths])
+
+    def _run_batch(self, paths: list[str]) -> None:
         self.gallery.expect_new_job()
         self.stats.batch_started()
-        self.runner.start(paths)
+        self.state.add_job(self.runner.start(paths), paths)
+
+    def _new_list(self) -> None:
+        """The list starts afresh: what runs for the old one is cancelled (its late results go
+        to the log and the session's statistics only), its pictures, boxes and names go."""
+        self.runner.cancel()
+        self._pending_paths.clear()
+        self._rerun_list = False
+        self.gallery.clear()
+        self.browser.clear()
+        if not self.live.active:  # (a stream that plays on keeps its tracks)
+            self.analysis.tracking.reset()  # nothing of an earlier stream stays drawn either
 
     def try_sample(self) -> None:
         self.open_paths([str(sample_image())])
@@ -362,8 +389,11 @@ class Viewer(QObject):
             self.live.stop()  # one picture at a time: the stream stops, its last frame goes
             self.window.statusBar().showMessage("Live stream stopped: showing the batch", 5000)
         self.live.release_view()
+        self.analysis.tracking.reset()  # the stream's trails go with its pictures
         self.window.banner.clear(Context.LIVE)
         self.state.set_mode(Mode.BATCH)
+        if self._rerun_list:  # the model changed while the stream had the view
+            self._run_list_again()
         key, self._batch_key = self._batch_key, None
         if reselect and key is not None and self.state.current_key is None:
             self.gallery.select(key)  # draw the batch's image again
@@ -509,6 +539,8 @@ class Viewer(QObject):
         info = session.info
         assert info is not None
         self._model = info.name
+        switched = self.state.model is not None and self.state.model != info.name
+        self.state.model = info.name
         self.profiles.model_opened(info.name)
         self.runner.set_session(session)
         panel = self.window.server_panel
@@ -527,13 +559,34 @@ class Viewer(QObject):
         remembered = self.settings.thresholds(info.name)
         score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)
         self.window.thresholds.set_values(score, iou)
-        paths, self._pending_paths = self._pending_paths, []
-        if paths:
-            self.open_paths(paths)
+        self.window.thresholds.set_applicable(*why_not_applicable(info.name, info.profile.task))
+        if switched:
+            self._model_switched()
+        pending, self._pending_paths = self._pending_paths, []
+        for paths in pending:
+            self._run_batch(paths)
         self.live.set_session(session)
         self.analysis.set_session(session)
         self.server_tools.set_session(session)
         self.evaluation.set_session(session)
+
+    def _model_switched(self) -> None:
+        """Another model: nothing of the old one stays drawn (boxes, masks, classes, trails);
+        the list shown runs again with the new model."""
+        self.analysis.tracking.reset()
+        self.live.forget_results()
+        self.gallery.forget_results()
+        self.state.retire_jobs()  # the old model's jobs (cancelled) no longer feed the list
+        # While live video plays the list waits (its statistics scope too) for the batch view.
+        self._rerun_list = self.state.has_entries()
+        if self.state.mode is Mode.BATCH:
+            self._run_list_again()
+
+    def _run_list_again(self) -> None:
+        """The list shown, run with the model now in use (after a model switch)."""
+        roots, self._rerun_list = self.state.roots(), False
+        if roots and self.state.has_entries() and self.connection.session is not None:
+            self._run_batch(roots)
 
     def _on_session_closing(self, _session: TritonSession) -> None:
         self.runner.cancel()  # stop feeding the old session; its requests end as cancelled
@@ -548,9 +601,12 @@ class Viewer(QObject):
         session = self.connection.session
         return session.in_flight if session is not None else 0
 
-    def _labels(self) -> list[str]:
+    def _vocabulary(self) -> ModelVocabulary:
+        """The model's class and keypoint names and skeleton, for the exports."""
         session = self.connection.session
-        return list(session.info.profile.labels) if session is not None and session.info else []
+        if session is None or session.info is None:
+            return ModelVocabulary()
+        return ModelVocabulary.from_profile(session.info.profile)
 
     # -- results (GUI thread, through the bridge) ---------------------------------------------
     def _log(self, result: InferenceResult) -> None:
@@ -558,18 +614,23 @@ class Viewer(QObject):
         if not self._flush_timer.isActive():
             self._flush_timer.start()
 
-    def _on_entry_added(self, key: str, thumbnail: object, identity: object) -> None:
-        self.gallery.add_entry(key, thumbnail, identity)  # type: ignore[arg-type]
+    def _on_entry_added(self, job: int, key: str, thumbnail: object, identity: object) -> None:
+        if self.state.feeds(job):  # else a list cleared or replaced since
+            self.gallery.add_entry(key, thumbnail, identity, job)  # type: ignore[arg-type]
 
-    def _on_batch_result(self, result: InferenceResult) -> None:
-        """A batch input's result, sent or local (unreadable, not media): log, strip, view."""
+    def _on_batch_result(self, job: int, result: InferenceResult) -> None:
+        """A batch input's result, sent or local (unreadable, not media): log, strip, view.
+        A job of a list cleared or replaced since: the log and the session's statistics only."""
         self._log(result)
+        if not self.state.feeds(job):
+            self.stats.add(result, Scope.SESSION)
+            return
         self.stats.add(result, Scope.BATCH)
         key = result.source
         # Not media (skipped): in the log, the counts and the exports, not in the strip.
         unread = result.request_id is None and result.status is not Status.SKIPPED
         if unread and key is not None and not self.gallery.has_entry(key):
-            self.gallery.add_entry(key, PLACEHOLDER)
+            self.gallery.add_entry(key, PLACEHOLDER, None, job)
         self.gallery.on_result(result)
         self.browser.on_result(result)
         if result.status in (Status.FAILED, Status.TIMEOUT):
@@ -592,7 +653,18 @@ class Viewer(QObject):
         batch, self._log_buffer = self._log_buffer, []
         self.window.request_log.add_results(batch)
 
-    def _on_batch_finished(self, _job: int, counts: BatchCounts, seconds: float) -> None:
+    # Only the jobs of the list shown move its progress (not one cancelled by a new list).
+    def _on_batch_started(self, job: int, total: int) -> None:
+        if self.state.feeds(job):
+            self.window.batch_panel.start(total)
+
+    def _on_batch_progress(self, job: int, counts: BatchCounts) -> None:
+        if self.state.feeds(job):
+            self.window.batch_panel.set_progress(counts.done)
+
+    def _on_batch_finished(self, job: int, counts: BatchCounts, seconds: float) -> None:
+        if not self.state.feeds(job):
+            return  # a list cleared or replaced since: its summary is not this list's
         self.window.batch_panel.finish(counts, seconds)
         self.stats.batch_finished(counts)
         self.window.statusBar().showMessage(self.window.batch_panel.summary.text())
@@ -611,8 +683,8 @@ class Viewer(QObject):
             self.settings.set_thresholds(self._model, score, iou)
 
     def _clear(self) -> None:
-        self.gallery.clear()
-        self.browser.clear()
+        """File > Clear the image list: what runs for it stops, nothing of it stays drawn."""
+        self._new_list()
         self.window.request_log.clear()
         self.window.banner.clear(Context.BATCH)
         self.state.set_mode(Mode.LIVE if self.live.active else Mode.EMPTY)

@@ -100,7 +100,7 @@ class Soak:
         self.minute = Minute()
         viewer.live.frame_shown.connect(lambda i, age: self.minute.on_shown(i, age))
         viewer.live.result.connect(lambda r: self.minute.on_result(r))
-        viewer.runner.result.connect(lambda r: self.minute.on_result(r))
+        viewer.runner.result.connect(lambda _job, r: self.minute.on_result(r))
         self.rows: list[dict[str, float]] = []
         self.baseline: tracemalloc.Snapshot | None = None
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import cv2
+import numpy as np
 import skimage.data
 
 from app.server.embedded import EmbeddedServer
@@ -82,3 +83,35 @@ def test_bad_levels_are_a_usage_error() -> None:
     assert done.returncode == 2 and "--concurrency" in done.stderr
     done = bench("--url", "127.0.0.1:1", "--transport", "carrier-pigeon", timeout=60)
     assert done.returncode == 2 and "--transport" in done.stderr
+
+
+def test_a_noisy_level_is_measured_again_and_the_recommendation_says_so(
+    triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    """Real noise on demand: `slow_faces` answers an image after its pixel [0,0,0] x 10 ms, and
+    the sweep sends the images in name order: 32 quick ones, then 32 that take 30 ms. Each level's
+    parts run at very different rates: the level is measured again (3 runs in all), marked noisy,
+    and the recommendation shows the spread."""
+    folder = tmp_path / "uneven"
+    folder.mkdir()
+    for i in range(32):
+        for prefix, delay in (("a_quick", 0), ("b_slow", 3)):
+            image = np.full((16, 16, 3), 128, np.uint8)
+            image[0, 0, 2] = delay  # BGR on disk: red, pixel [0,0,0] once read as RGB
+            cv2.imwrite(str(folder / f"{prefix}_{i:02d}.png"), image)
+    out = tmp_path / "noisy.json"
+    done = bench(
+        *("--url", triton.grpc_url, "--model", "slow_faces", "--image", str(folder)),
+        *("--requests", "64", "--warmup", "2", "--concurrency", "1,2", "--transport", "grpc"),
+        *("--output", str(out)),
+    )
+    assert done.returncode == 0, done.stderr
+    report = strict_loads(out.read_text())
+    assert len(report["images"]) == 64
+    for e in report["levels"]:
+        assert e["spread"] > 0.15 and e["runs"] == 3 and e["noisy"] is True, e
+        assert e["failed"] == 0
+    sentence = report["recommendation"]
+    worst = max(e["spread"] for e in report["levels"])
+    assert "noisy" in sentence and f"±{worst * 100:.0f}%" in sentence, sentence
+    assert re.search(r"^\s+1\s+grpc\s+1\s+[\d.]+\s+\d+ .*noisy \(3 runs\)", done.stdout, re.M), done.stdout

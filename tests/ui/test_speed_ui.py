@@ -96,6 +96,10 @@ def test_the_load_test_window_sweeps_marks_and_exports(
     with csv_path.open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 6 and all(float(r["throughput"]) > 0 for r in rows)
+    assert all(r["noisy"] in ("True", "False") and r["runs"] for r in rows)  # the spread's columns
+    spread_col = [window.table.horizontalHeaderItem(c).text() for c in range(window.table.columnCount())]
+    spreads = [window.table.item(row, spread_col.index("±%")).text() for row in range(6)]  # type: ignore[union-attr]
+    assert all(text == "-" or text.split()[0].isdigit() for text in spreads), spreads
     assert not QImage(str(png_path)).isNull()
     window.close()
 

@@ -39,13 +39,16 @@ def test_batch_scope_agrees_with_the_summary_and_the_session_survives_a_reconnec
 
     panel.set_scope(Scope.SESSION)
     before = viewer.stats.snapshot(Scope.SESSION)
-    viewer.window.server_panel.model_chosen.emit("slow_faces")  # a reconnect
+    # A reconnect (Connect pressed again: the same model; another model would run the list
+    # again, a new batch scope).
+    old_session = viewer.connection.session
+    viewer.window.server_panel.connect_requested.emit([triton.grpc_url])
     harness.run(
         until(
             lambda: (
-                viewer.connection.session is not None
+                viewer.connection.session not in (None, old_session)
                 and viewer.connection.session.info is not None
-                and viewer.connection.session.info.name == "slow_faces"
+                and viewer.connection.session.info.name == "face_detector"
             ),
             what="reconnected",
         )

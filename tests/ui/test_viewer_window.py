@@ -111,7 +111,7 @@ def test_results_on_gui_thread_and_gui_never_blocked(
     viewer = harness.viewer(triton.grpc_url, "slow_faces")
     harness.connected(viewer)
     threads: list[object] = []
-    viewer.runner.result.connect(lambda _r: threads.append(QThread.currentThread()))
+    viewer.runner.result.connect(lambda _job, _r: threads.append(QThread.currentThread()))
     beats_in_flight = 0
 
     def beat() -> None:
@@ -183,7 +183,7 @@ def test_close_with_requests_in_flight_is_clean(
     session = viewer.connection.session
     assert session is not None
     delivered: list[InferenceResult] = []
-    viewer.runner.result.connect(delivered.append)
+    viewer.runner.result.connect(lambda _job, r: delivered.append(r))
     before = len(delivered)
     harness.close(viewer)
     snap = session.stats.snapshot()

@@ -83,3 +83,31 @@ def test_a_failing_subscriber_does_not_keep_the_others_from_hearing() -> None:
     event.disconnect(fail)
     event.emit(4)
     assert heard == [3, 4]
+
+
+def test_the_list_knows_its_jobs_and_names_each_entry_by_its_own_root() -> None:
+    """An image opened on its own keeps its file name; one opened through a folder is named
+    relative to that folder, and never re-rooted when another folder holding it is added."""
+    state = ViewerState()
+    state.add_job(1, ["/data/elsewhere/small.jpg"])
+    state.add_entry("/data/elsewhere/small.jpg", job=1)
+    state.add_job(2, ["/data/shoot"])
+    state.add_entry("/data/shoot/sub/a.jpg", job=2)
+    state.add_job(3, ["/data"])  # a folder holding both, added later: it names its own entries
+    state.add_entry("/data/other.jpg", job=3)
+    assert [state.name_of(k) for k in state.entries] == ["small.jpg", "sub/a.jpg", "other.jpg"]
+    assert state.feeds(2) and not state.feeds(4)
+    assert state.roots() == ["/data/elsewhere/small.jpg", "/data/shoot", "/data"]
+    # Another model: the jobs retire (their late results no longer count), paths and names stay.
+    state.set_result(_ok("/data/shoot/sub/a.jpg"))
+    state.select("/data/shoot/sub/a.jpg")
+    state.set_shown("/data/shoot/sub/a.jpg")
+    state.retire_jobs()
+    state.forget_results()
+    assert not any(state.feeds(job) for job in (1, 2, 3)) and state.results == {}
+    assert state.shown_key is None and state.current_key == "/data/shoot/sub/a.jpg"
+    assert state.roots() == ["/data/elsewhere/small.jpg", "/data/shoot", "/data"]
+    assert state.name_of("/data/shoot/sub/a.jpg") == "sub/a.jpg"
+    # A new list: nothing of the old one.
+    state.clear_batch()
+    assert state.jobs == {} and state.names == {} and state.roots() == []

@@ -20,6 +20,7 @@ from app.pipeline.exports.coco import write_coco
 from app.pipeline.exports.folder import write_per_image
 from app.pipeline.exports.formats import FILE_FORMATS, FORMATS, PER_IMAGE_FORMATS, ExportFormat
 from app.pipeline.exports.images import ExportImage, export_images, relative_name
+from app.pipeline.exports.vocabulary import ModelVocabulary
 
 __all__ = [
     "FILE_FORMATS",
@@ -27,13 +28,14 @@ __all__ = [
     "PER_IMAGE_FORMATS",
     "ExportFormat",
     "ExportImage",
+    "ModelVocabulary",
     "export_images",
     "relative_name",
     "write_export",
 ]
 
-# (output, images, labels) -> annotations (COCO) or files (per-image formats) written.
-BatchWriter = Callable[[str | Path, Sequence[ExportImage], Sequence[str]], int]
+# (output, images, the model's names) -> annotations (COCO) or files (per-image formats) written.
+BatchWriter = Callable[[str | Path, Sequence[ExportImage], ModelVocabulary], int]
 BATCH_WRITERS: dict[ExportFormat, BatchWriter] = {
     ExportFormat.COCO: write_coco,
     **{fmt: partial(write_per_image, fmt) for fmt in PER_IMAGE_FORMATS},
@@ -41,11 +43,16 @@ BATCH_WRITERS: dict[ExportFormat, BatchWriter] = {
 
 
 def write_export(
-    fmt: ExportFormat, output: str | Path, images: list[ExportImage], labels: Sequence[str] | None = None
+    fmt: ExportFormat,
+    output: str | Path,
+    images: list[ExportImage],
+    vocabulary: ModelVocabulary | Sequence[str] | None = None,
 ) -> int:
-    """Write `images` as `fmt` (coco: a file; yolo/voc/labelme: a folder). Returns how many
-    annotations (coco) or files (per-image formats) were written."""
+    """Write `images` as `fmt` (coco: a file; yolo/voc/labelme: a folder), naming classes and
+    keypoints as `vocabulary` does (or a list of class names). Returns how many annotations
+    (coco) or files (per-image formats) were written. What the format cannot hold:
+    `export_gaps`."""
     writer = BATCH_WRITERS.get(fmt)
     if writer is None:
         raise ValueError(f"not a format written from a batch's results: {str(fmt)!r}")
-    return writer(output, images, labels or ())
+    return writer(output, images, ModelVocabulary.of(vocabulary))

@@ -1,19 +1,13 @@
-"""What a detection carries beyond its box, in each dataset format: instance masks (COCO RLE,
-labelme polygons, YOLO-seg lines) and keypoints (COCO keypoints, labelme points, YOLO-pose
-lines). The shapes themselves are made by app.annotations.shapes; a box-only detection adds
+"""What a detection carries beyond its box, in COCO and YOLO: instance masks (COCO RLE, YOLO-seg
+lines) and keypoints (COCO keypoints, YOLO-pose lines); labelme's polygons and points are made in
+labelme.py. The shapes themselves are made by app.annotations.shapes; a box-only detection adds
 nothing."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.annotations.shapes import (
-    coco_keypoints,
-    coco_segmentation,
-    labelme_shapes,
-    yolo_pose_line,
-    yolo_seg_line,
-)
+from app.annotations.shapes import coco_keypoints, coco_segmentation, yolo_pose_line, yolo_seg_line
 from app.inference.result import Detection
 from app.pipeline.exports.images import ExportImage
 
@@ -28,11 +22,6 @@ def coco_annotation_extras(det: Detection, image: ExportImage) -> dict[str, Any]
     if det.keypoints is not None:
         extra["keypoints"], extra["num_keypoints"] = coco_keypoints(det.keypoints)
     return extra
-
-
-def labelme_extra_shapes(det: Detection, image: ExportImage) -> list[dict[str, Any]]:
-    """The mask's polygons and the visible keypoints (the rectangle is written already)."""
-    return [shape for shape in labelme_shapes(det) if shape["shape_type"] != "rectangle"]
 
 
 def yolo_line_override(det: Detection, image: ExportImage) -> str | None:

@@ -9,20 +9,21 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
-from app.pipeline.exports.images import ExportImage, StemBook, class_names
+from app.pipeline.exports.images import ExportImage, StemBook, names_by_id
 from app.pipeline.exports.labelme import labelme_document
 from app.pipeline.exports.voc import voc_xml
+from app.pipeline.exports.vocabulary import ModelVocabulary
 from app.pipeline.exports.yolo import CLASSES_FILE, classes_text, yolo_text
 
 
-def _labelme_text(image: ExportImage, path: Path) -> str:
-    return json.dumps(labelme_document(image, path), ensure_ascii=False, indent=2) + "\n"
+def _labelme_text(image: ExportImage, path: Path, vocabulary: ModelVocabulary) -> str:
+    return json.dumps(labelme_document(image, path, vocabulary), ensure_ascii=False, indent=2) + "\n"
 
 
-# The text of one image's file (image, the file's path) by format.
-PER_IMAGE_TEXT: dict[ExportFormat, Callable[[ExportImage, Path], str]] = {
-    ExportFormat.YOLO: lambda image, _path: yolo_text(image),
-    ExportFormat.VOC: lambda image, _path: voc_xml(image),
+# The text of one image's file (image, the file's path, the model's names) by format.
+PER_IMAGE_TEXT: dict[ExportFormat, Callable[[ExportImage, Path, ModelVocabulary], str]] = {
+    ExportFormat.YOLO: lambda image, _path, _vocabulary: yolo_text(image),
+    ExportFormat.VOC: lambda image, _path, _vocabulary: voc_xml(image),
     ExportFormat.LABELME: _labelme_text,
 }
 
@@ -31,16 +32,18 @@ class PerImageWriter:
     """`write(image)` as results come (any thread), `finish()` once at the end (YOLO's
     classes.txt needs every class seen)."""
 
-    def __init__(self, fmt: ExportFormat, folder: str | Path, labels: Sequence[str] = ()) -> None:
+    def __init__(
+        self, fmt: ExportFormat, folder: str | Path, vocabulary: ModelVocabulary | Sequence[str] = ()
+    ) -> None:
         if fmt not in PER_IMAGE_TEXT:
             raise ValueError(f"not a per-image format: {str(fmt)!r} (one of {', '.join(PER_IMAGE_TEXT)})")
         self.fmt = ExportFormat(fmt)
         self._text = PER_IMAGE_TEXT[self.fmt]
         self.folder = Path(folder)
-        self.labels = list(labels)
+        self.vocabulary = ModelVocabulary.of(vocabulary)
         self.written = 0
         self._stems = StemBook()
-        self._seen: list[ExportImage] = []  # detections only (for class names): small
+        self._seen: dict[int, str] = {}  # class id -> label seen (for YOLO's classes.txt)
         self._lock = threading.Lock()
 
     def path_for(self, image: ExportImage) -> Path:
@@ -49,26 +52,29 @@ class PerImageWriter:
     def write(self, image: ExportImage) -> Path:
         path = self.path_for(image)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self._text(image, path), encoding="utf-8")
+        path.write_text(self._text(image, path, self.vocabulary), encoding="utf-8")
         with self._lock:
             self.written += 1
-            if image.detections:
-                self._seen.append(ExportImage(image.source, image.name, 1, 1, image.detections))
+            for class_id, label in image.class_labels().items():
+                self._seen.setdefault(class_id, label)
         return path
 
     def finish(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         if self.fmt is ExportFormat.YOLO:  # the class names, once every class is seen
             with self._lock:
-                names = class_names(self._seen, self.labels)
+                names = names_by_id(self._seen, self.vocabulary.labels)
             (self.folder / CLASSES_FILE).write_text(classes_text(names), encoding="utf-8")
 
 
 def write_per_image(
-    fmt: ExportFormat, folder: str | Path, images: Iterable[ExportImage], labels: Sequence[str] = ()
+    fmt: ExportFormat,
+    folder: str | Path,
+    images: Iterable[ExportImage],
+    vocabulary: ModelVocabulary | Sequence[str] = (),
 ) -> int:
     """Write every image's file; returns how many."""
-    writer = PerImageWriter(fmt, folder, labels)
+    writer = PerImageWriter(fmt, folder, vocabulary)
     for image in images:
         writer.write(image)
     writer.finish()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from app.inference.result import Detection, InferenceResult
+from app.annotations.regions import region_instances
+from app.inference.result import ClassScore, Detection, InferenceResult, SemanticMask
 
 VIDEO_FRAME_DIGITS = 6
 
@@ -20,6 +22,9 @@ class ExportImage:
     source: the path the pipeline read (to re-read the image, or point a tool at it).
     name: posix path relative to the opened folder (`sub/photo.jpg`), or the file name of
       an image opened on its own; for a video frame the video's name.
+    masks: a semantic segmentation's classes (None: the model gives none); written as their
+      connected regions (`regions`).
+    classes: a classifier's top-k (None: not a classifier); no dataset format holds them.
     """
 
     source: str
@@ -28,6 +33,21 @@ class ExportImage:
     height: int
     detections: list[Detection] = field(default_factory=list)
     frame: int | None = None
+    masks: list[SemanticMask] | None = None
+    classes: list[ClassScore] | None = None
+
+    def class_labels(self) -> dict[int, str]:
+        """The classes this image's results name: class id -> label."""
+        seen = {det.class_id: det.label for det in reversed(self.detections)}
+        for semantic in self.masks or ():
+            seen.setdefault(semantic.class_id, semantic.label)
+        return seen
+
+    @functools.cached_property
+    def regions(self) -> list[Detection]:
+        """The semantic masks as instances: one per connected region of each class (box, mask,
+        score = its share of the class's pixels), as `evaluate` scores them."""
+        return region_instances(self.masks) if self.masks else []
 
     @property
     def stem(self) -> str:
@@ -75,8 +95,12 @@ def export_images(
     for r in results:
         if not r.ok or r.source is None or not r.width or not r.height:
             continue
+        masks = list(r.masks) if r.masks is not None else None
+        classes = list(r.classes) if r.classes is not None else None
         images.append(
-            ExportImage(r.source, name_of(r.source), r.width, r.height, list(r.detections), r.frame)
+            ExportImage(
+                r.source, name_of(r.source), r.width, r.height, list(r.detections), r.frame, masks, classes
+            )
         )
     return images
 
@@ -84,14 +108,19 @@ def export_images(
 def class_names(images: Iterable[ExportImage], labels: Sequence[str] = ()) -> list[str]:
     """Names indexed by class id, for formats that number classes (YOLO, COCO categories).
 
-    The model's labels first; ids beyond them take the name seen on a detection, else
-    `class N`, so the index of a name is always its class id.
+    The model's labels first; ids beyond them take the name seen on a detection (or a semantic
+    mask), else `class N`, so the index of a name is always its class id.
     """
-    names = list(labels)
     seen: dict[int, str] = {}
     for image in images:
-        for det in image.detections:
-            seen.setdefault(det.class_id, det.label)
+        for class_id, label in image.class_labels().items():
+            seen.setdefault(class_id, label)
+    return names_by_id(seen, labels)
+
+
+def names_by_id(seen: dict[int, str], labels: Sequence[str] = ()) -> list[str]:
+    """`labels`, extended to the highest class id seen (its name as seen, else `class N`)."""
+    names = list(labels)
     top = max(seen, default=-1)
     for class_id in range(len(names), top + 1):
         names.append(seen.get(class_id, f"class {class_id}"))

@@ -1,10 +1,13 @@
 """YOLO labels: one `stem.txt` per image, a line `class cx cy w h` (normalised to 0..1) per
-detection, an empty file for an image without any; `classes.txt` lists the names by id."""
+detection (a YOLO-seg or YOLO-pose line for a mask or keypoints), a YOLO-seg polygon line per
+connected region of a semantic segmentation's classes (regions too small for a polygon are left
+out), an empty file for an image without any; `classes.txt` lists the names by id."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.annotations.shapes import yolo_seg_line
 from app.inference.result import Detection
 from app.pipeline.exports.extras import yolo_line_override
 from app.pipeline.exports.images import ExportImage
@@ -28,6 +31,10 @@ def yolo_text(image: ExportImage) -> str:
     for det in image.detections:
         line = yolo_line_override(det, image)
         lines.append(line if line is not None else box_line(det, image.width, image.height))
+    for region in image.regions:
+        seg = yolo_seg_line(region, region.class_id, image.width, image.height)
+        if seg is not None:
+            lines.append(seg)
     return "".join(line + "\n" for line in lines)
 
 

@@ -64,11 +64,21 @@ THROUGHPUT_COLOR = QColor(30, 120, 200)
 P50_COLOR = QColor(230, 120, 20)
 P95_COLOR = QColor(200, 40, 40)
 KNEE_COLOR = QColor(40, 160, 60)
+
+
+def spread_text(result: LevelResult) -> str:
+    """e.g. "4", "31 noisy", "-" (too few requests to tell)."""
+    if result.spread is None:
+        return "-"
+    return f"{result.spread * 100:.0f}" + (" noisy" if result.noisy else "")
+
+
 COLUMNS = (
     "in flight",
     "transport",
     "batch",
     "req/s",
+    "±%",
     "p50 ms",
     "p95 ms",
     "p99 ms",
@@ -407,6 +417,9 @@ class LoadTestWindow(QDialog):
             result.transport,
             result.client_batch,
             f"{result.throughput:.1f}",
+            "-"
+            if result.spread is None
+            else f"{result.spread * 100:.0f}" + (" noisy" if result.noisy else ""),
             result.p50_ms,
             result.p95_ms,
             result.p99_ms,
@@ -416,8 +429,16 @@ class LoadTestWindow(QDialog):
         for col, value in enumerate(values):
             text = "-" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
             self.table.setItem(row, col, QTableWidgetItem(text))
+        spread_item = self.table.item(row, COLUMNS.index("±%"))
+        assert spread_item is not None  # set just above
+        spread_item.setToolTip(
+            "How much the throughput varied while the level ran (± of its median)"
+            + (f"; noisy: measured {result.runs} times, the runs pooled" if result.noisy else "")
+        )
 
     def _on_progress(self, p: SweepProgress) -> None:
+        if p.total_requests > self.progress.maximum():  # a noisy level measured again
+            self.progress.setMaximum(p.total_requests)
         self.progress.setValue(min(p.done_requests, self.progress.maximum()))
         left = "" if p.eta_s is None else f" · {p.eta_s:.0f} s left"
         self.progress.setFormat(f"%p% · {p.step}{left}")
@@ -439,8 +460,8 @@ class LoadTestWindow(QDialog):
         path = path or self._ask("Export the load test (CSV)", "CSV (*.csv)", "load-test.csv")
         if not path:
             return False
-        fields = ("concurrency", "transport", "client_batch", "throughput", "p50_ms", "p95_ms", "p99_ms",
-                  "server_queue_ms", "server_compute_ms", "failed")  # fmt: skip
+        fields = ("concurrency", "transport", "client_batch", "throughput", "spread", "runs", "noisy",
+                  "p50_ms", "p95_ms", "p99_ms", "server_queue_ms", "server_compute_ms", "failed")  # fmt: skip
         try:
             with open(path, "w", newline="", encoding="utf-8") as f:
                 writer = csv.writer(f)

@@ -1,17 +1,19 @@
 """BatchBrowser: moving through a batch like a labelling tool: previous / next / first / last
 over the images the search and filter leave, the "n / N · file · k detections · latency"
-line, and the strip's detection-count marks (they follow the threshold sliders)."""
+line ("person 58 %" for a semantic model), and the strip's count marks (they follow the
+threshold sliders)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Sequence
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.inference.result import InferenceResult
-from app.pipeline.exports.images import relative_name
+from app.inference.result import Detection, InferenceResult
 from app.ui.batch.batch_bar import ALL, CLASS_PREFIX, FAILED, WITH_DETECTIONS, WITHOUT_DETECTIONS, BatchBar
 from app.ui.batch.gallery import Gallery
+from app.ui.batch.result_summary import summarize
+from app.ui.state.viewer_state import Mode
 from app.ui.widgets.thresholds import ThresholdsWidget
 
 RECOUNT_DELAY_MS = 150  # slider drags: recount the marks once the slider rests
@@ -36,22 +38,18 @@ def matches(name: str, result: InferenceResult | None, labels: set[str], text: s
     return choice.removeprefix(CLASS_PREFIX) in labels
 
 
-def info_text(position: int, total: int, name: str, result: InferenceResult | None, shown: int) -> str:
-    """e.g. "3 / 12 · sub/photo.jpg · 2 detections · 41.2 ms"."""
-    parts = [f"{position} / {total}" if position else f"- / {total}", name]
-    if result is None:
-        parts.append("waiting for the result")
-    elif not result.ok:
-        parts.append(f"{result.status.value}: {result.error or ''}".rstrip(": "))
-    else:
-        parts.append("no detections" if shown == 0 else f"{shown} detection{'s' * (shown != 1)}")
-        if result.latency_ms is not None:
-            parts.append(f"{result.latency_ms:.1f} ms")
+def info_text(
+    position: int, total: int, name: str, result: InferenceResult | None, shown: Sequence[Detection]
+) -> str:
+    """e.g. "3 / 12 · sub/photo.jpg · 2 detections · 41.2 ms", "… · person 58 % · 12.0 ms"."""
+    parts = [f"{position} / {total}" if position else f"- / {total}", name, summarize(result, shown).text]
+    if result is not None and result.ok and result.latency_ms is not None:
+        parts.append(f"{result.latency_ms:.1f} ms")
     return " · ".join(parts)
 
 
 class BatchBrowser(QObject):
-    """`roots` are the paths opened (names are relative to the folder that holds them)."""
+    """Names are the state's: relative to the folder each entry was opened through."""
 
     navigated = Signal()  # the user is moving in the batch (the viewer shows the batch again)
     moved = Signal()  # ... and the new image is the current one (its actions can be updated)
@@ -59,7 +57,6 @@ class BatchBrowser(QObject):
     def __init__(self, gallery: Gallery, bar: BatchBar, thresholds: ThresholdsWidget) -> None:
         super().__init__()
         self.gallery, self.bar, self.strip = gallery, bar, gallery.strip
-        self.roots: list[str] = []
         self._labels: dict[str, set[str]] = {}  # key -> classes it shows (under the sliders)
         self.strip.namer = self.name_of
         self._recount = QTimer(self)
@@ -76,16 +73,10 @@ class BatchBrowser(QObject):
         thresholds.changed.connect(lambda *_a: self._recount.start())
 
     # -- names -----------------------------------------------------------------------------
-    def add_roots(self, paths: list[str]) -> None:
-        known = set(self.roots)
-        self.roots += [p for p in paths if p not in known]
-        self.strip.rename_all()
-
     def name_of(self, key: str) -> str:
-        return relative_name(key, self.roots) if self.roots else Path(key).name
+        return self.gallery.state.name_of(key)
 
     def clear(self) -> None:
-        self.roots.clear()
         self._labels.clear()
         self.bar.search.clear()
         self.bar.reset_classes()
@@ -103,12 +94,11 @@ class BatchBrowser(QObject):
             self.update_info()
 
     def _count(self, key: str, result: InferenceResult) -> None:
-        shown = self.gallery.visible_detections(result) if result.ok else []
-        labels = {d.label for d in shown}
-        self._labels[key] = labels
-        for label in sorted(labels):
+        summary = summarize(result, self.gallery.visible_detections(result) if result.ok else [])
+        self._labels[key] = set(summary.labels)
+        for label in sorted(summary.labels):
             self.bar.add_class(label)
-        self.strip.set_count(key, len(shown) if result.ok else None)
+        self.strip.set_count(key, summary.count if result.ok else None, summary.text)
 
     def recount(self) -> None:
         """The sliders moved: every mark and the filter again (no new request)."""
@@ -123,7 +113,8 @@ class BatchBrowser(QObject):
             self._apply_one(key)
         current = self.gallery.current_key
         visible = self.strip.visible_keys()
-        if visible and current not in visible:
+        # Only while the batch is shown: a recount during live video must not take the view.
+        if visible and current not in visible and self.gallery.state.mode is Mode.BATCH:
             self.select(visible[0])
         self.update_info()
 
@@ -197,7 +188,7 @@ class BatchBrowser(QObject):
             return
         position = keys.index(current) + 1 if current in keys else 0
         result = self.gallery.results.get(current)
-        shown = len(self.gallery.visible_detections(result)) if result is not None else 0
+        shown = self.gallery.visible_detections(result) if result is not None else []
         text = info_text(position, len(keys), self.name_of(current), result, shown)
         reason = self.gallery.state.only_reason
         if reason:

@@ -7,6 +7,7 @@ signal here fires on the GUI thread.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable
@@ -28,9 +29,9 @@ class BatchRunner(QObject):
     started = Signal(int, int)  # job id, inputs
     progress = Signal(int, object)  # job id, BatchCounts
     finished = Signal(int, object, float)  # job id, BatchCounts, seconds
-    # key (source), thumbnail (RGB uint8), FileIdentity of what was read (None: unknown)
-    entry_added = Signal(str, object, object)
-    result = Signal(object)  # every result of every job, local failures included
+    # job id, key (source), thumbnail (RGB uint8), FileIdentity of what was read (None: unknown)
+    entry_added = Signal(int, str, object, object)
+    result = Signal(int, object)  # job id, every result of every job, local failures included
 
     def __init__(self, bridge: GuiBridge, window: int = DEFAULT_WINDOW) -> None:
         super().__init__()
@@ -59,13 +60,14 @@ class BatchRunner(QObject):
         assert self._session is not None
         job_id = next(self._ids)
         wrap = self._bridge.wrap
+        added = wrap(functools.partial(self.entry_added.emit, job_id))
         job = BatchJob(
             self._session,
             paths,
             wrap(self._on_result(job_id)),
             window=self.window,
             videos=VideoPolicy.REFUSE,
-            on_thumbnail=self._thumbnail_with_identity(wrap(self.entry_added.emit)),
+            on_thumbnail=self._thumbnail_with_identity(added),
             on_started=wrap(lambda total: self.started.emit(job_id, total)),
             on_finished=wrap(self._on_finished(job_id)),
         )
@@ -91,7 +93,7 @@ class BatchRunner(QObject):
 
     def _on_result(self, job_id: int) -> Callable[[InferenceResult], None]:
         def deliver(result: InferenceResult) -> None:  # GUI thread (through the bridge)
-            self.result.emit(result)
+            self.result.emit(job_id, result)
             job = self._jobs.get(job_id)
             if job is not None:
                 self.progress.emit(job_id, job.counts())

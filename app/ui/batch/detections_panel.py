@@ -1,8 +1,11 @@
-"""DetectionsPanel: the boxes drawn on the shown picture as a list (class, score, box);
-selecting one highlights its box in the view (thicker, the others dimmed) and brings it
-into sight when zoomed in."""
+"""DetectionsPanel: what is drawn on the shown picture as a list: the boxes (class, score, box, a
+mask's area) and a semantic model's class masks (class, their box, area and share of the
+picture); selecting a row highlights it in the view (a box thicker, a mask more opaque, the
+others dimmed) and brings it into sight when zoomed in."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QPen
@@ -16,13 +19,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.inference.result import SemanticMask
+from app.ui.batch.result_summary import share_text
 from app.ui.view.detection_items import BOX_PEN_WIDTH, DetectionItem
 from app.ui.view.image_view import ImageView
+from app.ui.view.overlay_items import MaskItem
 
-COLUMNS = ("#", "Class", "Score", "Box x1, y1, x2, y2")
+COLUMNS = ("#", "Class", "Score", "Box x1, y1, x2, y2", "Area px")
 POLL_MS = 250  # follows the view's boxes (live: at most 4 list updates a second)
 HIGHLIGHT_PEN_WIDTH = 4.0
+HIGHLIGHT_MASK_OPACITY = 0.8
 DIMMED_OPACITY = 0.35
+
+
+def _same(a: Sequence[object], b: Sequence[object]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _box(box: Sequence[float]) -> str:
+    x1, y1, x2, y2 = box
+    return f"{x1:.0f}, {y1:.0f}, {x2:.0f}, {y2:.0f}"
 
 
 class DetectionsPanel(QWidget):
@@ -39,13 +55,14 @@ class DetectionsPanel(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        self.empty = QLabel("No boxes on the picture shown")
+        self.empty = QLabel("Nothing found on the picture shown")
         self.empty.setStyleSheet("color: palette(mid);")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.empty)
         self._items: list[DetectionItem] = []
+        self._masks: list[tuple[SemanticMask, MaskItem]] = []  # rows after the boxes
         self._highlighted: int | None = None
         self.table.itemSelectionChanged.connect(self._on_selection)
         # Polling instead of a signal from the view: a cheap identity check 4 times a second
@@ -56,28 +73,36 @@ class DetectionsPanel(QWidget):
         self._poll.start()
 
     def refresh(self) -> None:
-        """Show the boxes the view draws now (no-op when they have not changed)."""
-        items = self.view.box_items()
-        if len(items) == len(self._items) and all(a is b for a, b in zip(items, self._items, strict=True)):
+        """Show what the view draws now (no-op when it has not changed)."""
+        items, masks = self.view.box_items(), self.view.semantic_items()
+        if _same(items, self._items) and _same([m for _, m in masks], [m for _, m in self._masks]):
             return
         selected = self._highlighted
-        self._items = items
+        self._items, self._masks = items, masks
         self._highlighted = None
         self.table.blockSignals(True)
-        self.table.setRowCount(len(items))
-        for row, item in enumerate(items):
+        self.table.setRowCount(len(items) + len(masks))
+        rows: list[tuple[str, ...]] = []
+        for item in items:
             det = item.detection
-            x1, y1, x2, y2 = det.box
-            cells = (str(row + 1), det.label, f"{det.score:.3f}", f"{x1:.0f}, {y1:.0f}, {x2:.0f}, {y2:.0f}")
-            for col, text in enumerate(cells):
+            area = "" if det.mask is None else str(det.mask.area)
+            rows.append((det.label, f"{det.score:.3f}", _box(det.box), area))
+        size = self.view.image_size()
+        for semantic, _item in masks:
+            x1, y1, x2, y2 = semantic.mask.bbox()
+            share = share_text(semantic, *size) if size else f"{semantic.label}"
+            area = f"{semantic.area} ({share.removeprefix(semantic.label).strip()})"
+            rows.append((semantic.label, "-", _box((x1, y1, x2, y2)), area))
+        for row, cells in enumerate(rows):
+            for col, text in enumerate((str(row + 1), *cells)):
                 cell = QTableWidgetItem(text)
-                if col in (0, 2):
+                if col in (0, 2, 4):
                     cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(row, col, cell)
         self.table.clearSelection()
         self.table.blockSignals(False)
-        self.empty.setVisible(not items)
-        if selected is not None and selected < len(items):
+        self.empty.setVisible(not rows)
+        if selected is not None and selected < len(rows):
             self.select(selected)  # the same position on the next live frame stays highlighted
 
     def select(self, row: int | None) -> None:
@@ -99,5 +124,11 @@ class DetectionsPanel(QWidget):
             item.setPen(pen)
             item.setOpacity(1.0 if row is None or i == row else DIMMED_OPACITY)
             item.setZValue(2 if i == row else 1)
-        if row is not None and row < len(self._items) and not self.view.is_fit_mode():
-            self.view.ensureVisible(self._items[row], 40, 40)
+        opacity = self.view.mask_opacity()
+        for i, (_semantic, mask_item) in enumerate(self._masks, start=len(self._items)):
+            chosen = row is None or i == row
+            shown = max(opacity, HIGHLIGHT_MASK_OPACITY) if i == row else opacity
+            mask_item.setOpacity(shown if chosen else opacity * DIMMED_OPACITY)
+        if row is not None and not self.view.is_fit_mode():
+            target = self._items[row] if row < len(self._items) else self._masks[row - len(self._items)][1]
+            self.view.ensureVisible(target, 40, 40)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
@@ -16,10 +16,11 @@ from typing import Any
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from app.inference.result import InferenceResult
-from app.pipeline.exports import export_images, write_export
+from app.pipeline.exports import ModelVocabulary, export_images, write_export
 from app.pipeline.exports.crops import crop_paths, write_crops
 from app.pipeline.exports.folder import planned_paths
 from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
+from app.pipeline.exports.gaps import export_gaps
 from app.sources.images import read_image
 from app.ui.base.settings import ViewerSettings
 from app.ui.base.tasks import TaskSet
@@ -72,13 +73,13 @@ class Exporter:
         report: Callable[[str, bool], None],  # (message, is_error)
         settings: ViewerSettings,
         name_of: Callable[[str], str],
-        labels: Callable[[], list[str]],
+        vocabulary: Callable[[], ModelVocabulary],
     ) -> None:
         self._parent, self._gallery = parent, gallery
         self._executor, self._tasks, self._report = executor, tasks, report
         self._settings = settings
         self._name_of = name_of
-        self._labels = labels
+        self._vocabulary = vocabulary
         # Asked before replacing files of a folder export; tests and scripts may replace it.
         self.confirm_overwrite: Callable[[list[Path], str], bool] = lambda existing, where: ask_overwrite(
             self._parent, existing, where
@@ -131,11 +132,13 @@ class Exporter:
         if not images:
             self._report("nothing to export: no image has a result yet", True)
             return
-        labels = self._labels()
+        vocabulary = self._vocabulary()
+        # What the format cannot hold (VOC has no masks, ...): said with the result.
+        gaps = export_gaps(fmt, images)
         if not FORMAT_INFO[fmt].folder:  # COCO: one file
             path = path or self.ask_file("Export COCO JSON", "coco", suggested_name("coco"))
             if path:
-                self._run(path, write_export, fmt, path, images, labels)
+                self._run(path, write_export, fmt, path, images, vocabulary, warnings=gaps)
             return
         folder = path or self.ask_folder(FOLDER_TITLES[fmt])
         if not folder:
@@ -150,9 +153,9 @@ class Exporter:
             self._report(f"export to {folder} cancelled: nothing was replaced", False)
             return
         if crops:
-            self._run(folder, write_crops, folder, images, read_image)
+            self._run(folder, write_crops, folder, images, read_image, warnings=gaps)
         else:
-            self._run(folder, write_export, fmt, folder, images, labels)
+            self._run(folder, write_export, fmt, folder, images, vocabulary, warnings=gaps)
 
     def export_table(
         self, title: str, stem: str, write: Callable[[str], Any], path: str | None = None
@@ -187,7 +190,9 @@ class Exporter:
         self._settings.set_last_dir("export", folder)
         return folder
 
-    def _run(self, path: str, fn: Callable[..., Any], *args: Any) -> None:
+    def _run(self, path: str, fn: Callable[..., Any], *args: Any, warnings: Sequence[str] = ()) -> None:
+        """`fn(*args)` on the executor; then "exported", or what failed, or (an error, so it is
+        seen) what the format could not hold."""
         self.running.add(path)
 
         async def write() -> None:
@@ -198,6 +203,9 @@ class Exporter:
                 return
             finally:
                 self.running.discard(path)
-            self._report(f"exported {path}", False)
+            if warnings:
+                self._report(f"exported {path}, but " + "; ".join(warnings), True)
+            else:
+                self._report(f"exported {path}", False)
 
         self._tasks.spawn(write(), name=f"export {path}")

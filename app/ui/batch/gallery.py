@@ -24,7 +24,7 @@ from app.sources.files import FileIdentity, file_identity
 from app.sources.images import read_image
 from app.ui.base.tasks import TaskSet
 from app.ui.batch.thumbnail_strip import ThumbnailStrip
-from app.ui.state.viewer_state import ViewerState
+from app.ui.state.viewer_state import Mode, ViewerState
 from app.ui.view.image_view import ImageView
 from app.ui.widgets.thresholds import ThresholdsWidget
 
@@ -54,7 +54,7 @@ class Gallery(QObject):
         # which entry is selected and whether its picture is drawn).
         self.current_image: np.ndarray | None = None
         self._loading: asyncio.Task[None] | None = None
-        self._auto_show = True  # show the next result that arrives (new job opened)
+        self._auto_show = True  # select the first entry that comes (a new list: 1 / N)
         strip.selected.connect(self.select)
         thresholds.changed.connect(self._refilter)
         state.selection_changed.connect(self._on_selection)
@@ -73,15 +73,22 @@ class Gallery(QObject):
         return self.state.current_key
 
     # -- entries ---------------------------------------------------------------------
-    def add_entry(self, key: str, thumbnail: np.ndarray, identity: FileIdentity | None = None) -> None:
-        """An input was read (its result follows). Read again (opened again): the old result
-        is dropped at once, so the old boxes are never drawn on the new picture."""
-        renewed = self.state.add_entry(key, identity)
+    def add_entry(
+        self, key: str, thumbnail: np.ndarray, identity: FileIdentity | None = None, job: int | None = None
+    ) -> None:
+        """An input was read by `job` (its result follows). Read again (opened again): the old
+        result is dropped at once, so the old boxes are never drawn on the new picture. The
+        first entry of a new list is selected at once: the view opens on 1 / N, whichever
+        image finishes first."""
+        renewed = self.state.add_entry(key, identity, job)
         self.strip.add_item(key, thumbnail, None)
         if renewed and key == self.state.current_key:
             self.current_image = None
             self.view.set_detections([])
             self.select(key)  # the new picture, boxes once its result is here
+        elif self._auto_show and self.state.current_key is None and self.state.mode is Mode.BATCH:
+            self._auto_show = False
+            self.select(key)
 
     def has_entry(self, key: str) -> bool:
         return self.strip.item_for(key) is not None
@@ -96,9 +103,18 @@ class Gallery(QObject):
             self._refilter()
             if self.current_image is not None:
                 self.view.set_overlays(*self._overlays())
-        elif self._auto_show and result.ok:
-            self._auto_show = False
-            self.select(key)
+
+    def forget_results(self) -> None:
+        """The results are of a model no longer in use: every entry waits for its result again
+        and the picture shown keeps none of the old boxes, masks or classes."""
+        self.state.forget_results()
+        entries = self.strip.keys()
+        for key in entries:
+            self.strip.set_status(key, None)
+            self.strip.set_count(key, None)
+        if self.current_image is not None:
+            self.view.set_detections([])
+            self.view.set_overlays(None, None)
 
     def expect_new_job(self) -> None:
         self._auto_show = True

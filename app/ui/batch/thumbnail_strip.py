@@ -1,6 +1,7 @@
 """ThumbnailStrip: a horizontal row of small thumbnails, each marked: failed (red frame and
-dot), pending (grey dot), and how many detections it has (a count badge; a hollow "0" for
-an image without any). Items can be hidden (the batch's search and filters)."""
+dot), pending (grey dot), and how many things it shows (a count badge: detections, or a semantic
+model's classes present; a hollow "0" for an image without any), its tooltip saying what
+("2 detections", "person 58 %"). Items can be hidden (the batch's search and filters)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from app.ui.base.qimage import rgb_to_qimage
 KeyRole = Qt.ItemDataRole.UserRole + 1
 StatusRole = Qt.ItemDataRole.UserRole + 2  # True ok, False failed, None pending
 CountRole = Qt.ItemDataRole.UserRole + 3  # detections shown for it (None: not known)
+SummaryRole = Qt.ItemDataRole.UserRole + 4  # what it shows, in words ("person 58 %")
 FAILED_COLOR = QColor(220, 40, 40)
 PENDING_COLOR = QColor(150, 150, 150)
 BADGE_COLOR = QColor(20, 110, 60)
@@ -70,10 +72,12 @@ class ThumbnailStrip(QListWidget):
         if item is not None:
             self._apply(key, ok, item.data(CountRole))
 
-    def set_count(self, key: str, count: int | None) -> None:
-        """How many detections the image shows (its badge); None: not known."""
+    def set_count(self, key: str, count: int | None, summary: str | None = None) -> None:
+        """How many things the image shows (its badge; None: no badge) and what, in words (its
+        tooltip; default: "n detection(s)")."""
         item = self._items.get(key)
-        if item is not None and item.data(CountRole) != count:
+        if item is not None and (item.data(CountRole), item.data(SummaryRole)) != (count, summary):
+            item.setData(SummaryRole, summary)
             self._apply(key, self.status(key), count)
 
     def status(self, key: str) -> bool | None:
@@ -135,7 +139,8 @@ class ThumbnailStrip(QListWidget):
         elif ok is False:
             state = "failed"
         else:
-            state = "no detections" if count == 0 else f"{count} detection(s)"
+            summary = item.data(SummaryRole)
+            state = summary or ("no detections" if count == 0 else f"{count} detection(s)")
         item.setToolTip(f"{self.namer(key)}\n{state}")
 
     @staticmethod

@@ -1,7 +1,8 @@
 """Two models' results on the same image: side by side (two views whose zoom and pan move
 together) or overlaid in one view, each model in its own colour. Matched detections are
 drawn solid, those only one model found dashed and thicker; masks and keypoints come with
-their detection."""
+their detection. A semantic model's class masks are filled in its model's colour too, in both
+layouts (the draw list's fills, painted by the one backend)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QStackedWidget, QVBoxLayout, QWidget
 
-from app.inference.result import Detection, InferenceResult
+from app.drawing.draw_list import semantic_fill
+from app.inference.result import Detection, InferenceResult, SemanticMask
 from app.pipeline.compare import Side
 from app.pipeline.matching import Match, MatchKind
 from app.ui.view.detection_items import BOX_PEN_WIDTH, DetectionItem
 from app.ui.view.image_view import ImageView
+from app.ui.view.overlay_items import MaskItem
 
 SIDE_COLORS = {Side.A: QColor(30, 144, 255), Side.B: QColor(255, 140, 0)}  # blue, orange
 ONLY_PEN_WIDTH = BOX_PEN_WIDTH + 1.5
@@ -54,6 +57,19 @@ def compare_item(
     return item
 
 
+def side_mask_item(semantic: SemanticMask, side: Side, view: ImageView) -> MaskItem | None:
+    """A semantic class mask filled in its model's colour (None: no pixels)."""
+    color = SIDE_COLORS[side]
+    fill = semantic_fill(semantic, view.overlay_style(), (color.red(), color.green(), color.blue()))
+    if fill is None:
+        return None
+    item = MaskItem(fill)
+    item.setZValue(0.5)  # over the picture, under the boxes
+    item.setOpacity(fill.opacity)
+    item.setToolTip(f"{side.upper()} {semantic.label}: {semantic.area} px")
+    return item
+
+
 class _Layer:
     """The compare items one view draws (kept apart from the view's own boxes)."""
 
@@ -61,12 +77,24 @@ class _Layer:
         self.view = view
         self.items: list[DetectionItem] = []
         self.drawn: list[Drawn] = []
+        self.masks: list[tuple[Side, MaskItem]] = []  # semantic class masks, by model
 
-    def set(self, entries: Sequence[tuple[Side, int, Detection, bool]]) -> None:
+    def set(
+        self,
+        entries: Sequence[tuple[Side, int, Detection, bool]],
+        masks: Sequence[tuple[Side, SemanticMask]] = (),
+    ) -> None:
         scene = self.view.scene()
         for item in self.items:
             scene.removeItem(item)
-        self.items, self.drawn = [], []
+        for _side, old in self.masks:
+            scene.removeItem(old)
+        self.items, self.drawn, self.masks = [], [], []
+        for side, semantic in masks:
+            mask_item = side_mask_item(semantic, side, self.view)
+            if mask_item is not None:
+                scene.addItem(mask_item)
+                self.masks.append((side, mask_item))
         scale, picture = self.view.zoom_factor(), self.view.image_size()
         for side, index, detection, matched in entries:
             item = compare_item(detection, side, matched, picture)
@@ -171,14 +199,15 @@ class CompareView(QWidget):
         entries = {
             side: [(side, i, d, i in matched[side]) for i, d in enumerate(dets[side])] for side in Side
         }
+        masks: dict[Side, list[tuple[Side, SemanticMask]]] = {}
         for side in Side:
             r = results[side]
-            masks = r.masks if r is not None and r.ok else None
+            masks[side] = [(side, m) for m in r.masks or ()] if r is not None and r.ok else []
             classes = r.classes if r is not None and r.ok else None
-            self.views[side].set_image(image, (), masks, classes)
-            self.layers[side].set(entries[side])
+            self.views[side].set_image(image, (), None, classes)
+            self.layers[side].set(entries[side], masks[side])
         self.overlay.set_image(image, ())
-        self.overlay_layer.set(entries[Side.A] + entries[Side.B])
+        self.overlay_layer.set(entries[Side.A] + entries[Side.B], masks[Side.A] + masks[Side.B])
         self.marker.setText(marker)
 
     def clear(self) -> None:
@@ -193,6 +222,12 @@ class CompareView(QWidget):
         if self.layout_mode is Layout.OVERLAY:
             return list(self.overlay_layer.drawn)
         return self.layers[Side.A].drawn + self.layers[Side.B].drawn
+
+    def drawn_masks(self) -> list[tuple[Side, MaskItem]]:
+        """The semantic masks the current layout shows, by model."""
+        if self.layout_mode is Layout.OVERLAY:
+            return list(self.overlay_layer.masks)
+        return self.layers[Side.A].masks + self.layers[Side.B].masks
 
 
 def _matched_sets(match: Match | None, dets: dict[Side, list[Detection]]) -> dict[Side, set[int]]:

@@ -168,6 +168,15 @@ class LiveController(QObject):
         self._run += 1  # results still on their way from this run are logged, not drawn
         self._pending = None
 
+    def forget_results(self) -> None:
+        """The model changed: the frame shown keeps no box, mask or class of the old one (a
+        stream that plays on draws the new model's results with its next frame)."""
+        self._pending = None
+        self._shown = None
+        if self._owns_view:
+            self.view.set_detections([])
+            self.view.set_overlays(None, None)
+
     @property
     def has_source(self) -> bool:
         return self.source is not None

@@ -50,10 +50,19 @@ class LiveTracking(QObject):
             self._panel_timer.stop()
             self.panel.clear()
 
+    def reset(self) -> None:
+        """The stream the tracks belong to is no longer shown (the batch took the view, the list
+        was cleared, another model or source): no trail stays drawn, ids start again at 1."""
+        self.tracker, self._source = None, None
+        self.trails.set_tracks([])
+        if self.enabled:
+            self.panel.clear("Tracking: waiting for the live stream's frames")
+
     def _state_changed(self, state: LiveState, _detail: str) -> None:
-        # A (re)start, not a resume: frame indices start again at 0, so do the tracks.
+        # A (re)start, not a resume: frame indices start again at 0, so do the tracks (and the
+        # last stream's trails are not drawn over the new one's first frames).
         if state is LiveState.PLAYING and self._state is not LiveState.PAUSED:
-            self.tracker = None
+            self.reset()
         self._state = state
 
     def _track(self, result: InferenceResult) -> InferenceResult:

@@ -7,8 +7,11 @@ and writes it back on its own change signal cannot start a loop.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
+from pathlib import Path
 
 from app.inference.result import InferenceResult
+from app.pipeline.exports.images import relative_name
 from app.pipeline.live import LiveState
 from app.sources.files import FileIdentity
 from app.ui.state.events import Event
@@ -30,6 +33,9 @@ class Scope(enum.StrEnum):
     SESSION = "session"
 
 
+RETIRED = -1  # the job id of paths opened into the list by jobs that no longer feed it
+
+
 class ViewerState:
     def __init__(self) -> None:
         self.mode = Mode.EMPTY
@@ -46,6 +52,12 @@ class ViewerState:
         self.only: frozenset[str] | None = None
         self.only_reason = ""
         self.order: tuple[str, ...] | None = None
+        # How the batch was opened: the jobs feeding it (a job's results belong to the list
+        # only while it is one of them) with the paths each opened, and each entry's name
+        # relative to the path of its own job that holds it (never re-rooted later).
+        self.jobs: dict[int, tuple[str, ...]] = {}
+        self.names: dict[str, str] = {}
+        self.model: str | None = None  # the model the results are of
         self.current_key: str | None = None  # the entry selected
         self.shown_key: str | None = None  # ... whose picture is drawn (None: not yet, or none)
         self.live = LiveState.IDLE
@@ -59,13 +71,44 @@ class ViewerState:
         self.scope_changed: Event[Scope] = Event()
 
     # -- the batch -------------------------------------------------------------------------
-    def add_entry(self, key: str, identity: FileIdentity | None = None) -> bool:
-        """An input was read (its result follows). True when it was there before (opened
-        again): its old result is dropped at once, never shown with the new picture."""
+    def add_job(self, job: int, paths: Sequence[str]) -> None:
+        """A job feeds the batch with what `paths` hold (files and folders opened)."""
+        self.jobs[job] = tuple(str(p) for p in paths)
+
+    def retire_jobs(self) -> None:
+        """The jobs so far no longer feed the list (another model runs it again); its paths,
+        entries and names stay (the paths under job id -1, which no job has)."""
+        self.jobs = {RETIRED: tuple(self.roots())} if self.jobs else {}
+
+    def feeds(self, job: int) -> bool:
+        """Whether `job`'s entries and results belong to the batch shown (not to a list that
+        was cleared or replaced since)."""
+        return job in self.jobs
+
+    def roots(self) -> list[str]:
+        """Every path opened into the batch, in order, once each."""
+        return list(dict.fromkeys(p for paths in self.jobs.values() for p in paths))
+
+    def name_of(self, key: str) -> str:
+        """The entry's name relative to the folder it was opened through (`sub/photo.jpg`), or
+        its file name when it was opened on its own."""
+        name = self.names.get(key)
+        if name is not None:
+            return name
+        roots = self.roots()
+        return relative_name(key, roots) if roots else Path(key).name
+
+    def add_entry(self, key: str, identity: FileIdentity | None = None, job: int | None = None) -> bool:
+        """An input was read (its result follows), by `job` when known (it names the entry).
+        True when it was there before (opened again): its old result is dropped at once,
+        never shown with the new picture."""
         renewed = key in self.results or self.entries.get(key) is not None
         self.results.pop(key, None)
         self.stale.discard(key)
         self.entries[key] = identity
+        paths = self.jobs.get(job) if job is not None else None
+        if paths is not None:
+            self.names[key] = relative_name(key, paths)
         if renewed and key == self.shown_key:
             self.set_shown(None)
         self.batch_changed.emit(key)
@@ -85,12 +128,23 @@ class ViewerState:
         self.batch_changed.emit(key)
 
     def clear_batch(self) -> None:
+        """An empty list: no entries, results, jobs or names (a new batch starts here)."""
         self.entries.clear()
         self.results.clear()
         self.stale.clear()
+        self.jobs.clear()
+        self.names.clear()
         self.select(None)
         self.narrow(None)
         self.set_order(None)
+        self.batch_changed.emit(None)
+
+    def forget_results(self) -> None:
+        """The results no longer apply (another model): the entries stay, their results go."""
+        self.results.clear()
+        self.stale.clear()
+        if self.shown_key is not None:
+            self.set_shown(None)  # the picture is drawn again without the old model's boxes
         self.batch_changed.emit(None)
 
     def has_entries(self) -> bool:

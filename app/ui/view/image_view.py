@@ -51,6 +51,7 @@ class ImageView(QGraphicsView):
         self._marks: list[MarkItem] = []  # labelled objects and false positives (an evaluation)
         self._detections: list[Detection] = []
         self._semantic: list[MaskItem] = []
+        self._semantic_masks: list[SemanticMask] = []  # what each of _semantic draws
         self._classes_item: ClassesItem | None = None
         self._style = AnnotationStyle()
         self._image_size: tuple[int, int] | None = None  # (width, height)
@@ -119,7 +120,7 @@ class ImageView(QGraphicsView):
         classes (a table in the top-left corner); emits `classes_changed`."""
         for item in self._semantic:
             self._scene.removeItem(item)
-        self._semantic = []
+        self._semantic, self._semantic_masks = [], []
         for semantic in masks or ():
             fill = semantic_fill(semantic, self._style)
             if fill is None:
@@ -130,6 +131,7 @@ class ImageView(QGraphicsView):
             item.setToolTip(f"{semantic.label} (class {semantic.class_id}): {semantic.area} px")
             self._scene.addItem(item)
             self._semantic.append(item)
+            self._semantic_masks.append(semantic)
         if self._classes_item is not None:
             self._scene.removeItem(self._classes_item)
             self._classes_item = None
@@ -168,6 +170,10 @@ class ImageView(QGraphicsView):
         """Every mask fill drawn: the detections' then the semantic ones."""
         own = [b.mask_item for b in self._boxes if b.mask_item is not None]
         return own + list(self._semantic)
+
+    def semantic_items(self) -> list[tuple[SemanticMask, MaskItem]]:
+        """The semantic class masks drawn, each with its fill item (largest first as given)."""
+        return list(zip(self._semantic_masks, self._semantic, strict=True))
 
     def keypoint_items(self) -> list[KeypointsItem]:
         return [b.keypoints_item for b in self._boxes if b.keypoints_item is not None]

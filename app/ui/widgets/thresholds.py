@@ -1,11 +1,27 @@
-"""Score and IoU threshold sliders (0..1, two decimals), and the mask opacity slider."""
+"""Score and IoU threshold sliders (0..1, two decimals), and the mask opacity slider. A slider
+that does not apply to the model in use (score and IoU for a semantic segmentation, opacity for a
+model without masks) is disabled, its tooltip saying why."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QSlider, QWidget
 
+from app.inference.profile_kinds import Task
+
 STEPS = 100  # slider resolution: 0.01
+
+
+def why_not_applicable(model: str, task: Task) -> tuple[str | None, str | None]:
+    """Why the score/IoU sliders and the opacity slider do not apply to `model` (None: they do)."""
+    thresholds = masks = None
+    if task is Task.SEMANTIC:
+        thresholds = f"{model} is a semantic segmentation model: one mask per class, no scores or boxes"
+    elif task is Task.CLASSIFY:
+        thresholds = f"{model} is a classifier: it gives its top classes, no boxes"
+    if task not in (Task.SEGMENT, Task.SEMANTIC):
+        masks = f"{model} gives no masks"
+    return thresholds, masks
 
 
 class _ThresholdRow(QWidget):
@@ -55,7 +71,7 @@ class ThresholdsWidget(QWidget):
             iou, "Suppress a box overlapping a better box of the same class by more than this IoU"
         )
         self._opacity = _ThresholdRow(mask_opacity, "How opaque mask fills are (0: hidden, 1: solid)")
-        layout = QFormLayout(self)
+        self._form = layout = QFormLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addRow("Score ≥", self._score)
         layout.addRow("IoU (NMS)", self._iou)
@@ -63,6 +79,24 @@ class ThresholdsWidget(QWidget):
         self._score.slider.valueChanged.connect(self._emit)
         self._iou.slider.valueChanged.connect(self._emit)
         self._opacity.slider.valueChanged.connect(lambda _v: self.opacity_changed.emit(self.mask_opacity()))
+        self._tooltips: dict[_ThresholdRow, str] = {}  # each slider's own, while disabled
+
+    def set_applicable(self, thresholds: str | None = None, masks: str | None = None) -> None:
+        """None: the score and IoU sliders (`thresholds`) or the opacity slider (`masks`) apply;
+        else the reason they do not, shown as their tooltip while they are disabled."""
+        for row, why in ((self._score, thresholds), (self._iou, thresholds), (self._opacity, masks)):
+            own = self._tooltips.setdefault(row, row.slider.toolTip())
+            row.setEnabled(why is None)
+            row.slider.setToolTip(own if why is None else f"Does not apply: {why}")
+            row.value_label.setToolTip(row.slider.toolTip())
+            label = self._form.labelForField(row)
+            if label is not None:
+                label.setEnabled(why is None)
+                label.setToolTip(row.slider.toolTip())
+
+    def applies(self) -> tuple[bool, bool]:
+        """(the score and IoU sliders apply, the opacity slider applies)."""
+        return self._score.isEnabled(), self._opacity.isEnabled()
 
     def score(self) -> float:
         return self._score.value()
