@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
 from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
@@ -40,20 +40,33 @@ class UsageError(Exception):
     """A bad option or an unusable server/model: message on stderr, exit status 2."""
 
 
+class LineSink(Protocol):
+    """Where records go: stdout, or a LineFile (app.system.atomic_files)."""
+
+    def write(self, text: str, /) -> Any: ...
+    def flush(self) -> Any: ...
+
+
 def eprint(*parts: object) -> None:
     # A closed terminal (SIGHUP) makes stderr fail with EIO: a message is not worth dying for.
     with contextlib.suppress(OSError, ValueError):
         print(*parts, file=sys.stderr, flush=True)
 
 
-def write_summary(out: TextIO, summary: dict[str, Any], broken: str | None) -> str | None:
-    """The summary line, last; returns why the output is broken (`broken`: an earlier reason,
-    e.g. an export that could not be written), if it is, after saying so on stderr."""
+def write_summary(
+    out: LineSink,
+    summary: dict[str, Any],
+    broken: str | None,
+    describe: Callable[[BaseException], str] | None = None,
+) -> str | None:
+    """The summary line, last (`out`: stdout or a LineFile); returns why the output is broken
+    (`broken`: an earlier reason, e.g. an export that could not be written), if it is, after
+    saying so on stderr. `describe(error)`: the reason for a failed write."""
     try:
         out.write(json.dumps({"summary": summary}) + "\n")
         out.flush()
     except (OSError, ValueError) as e:
-        broken = broken or f"cannot write the output: {e}"
+        broken = broken or (describe(e) if describe is not None else f"cannot write the output: {e}")
     if broken:
         eprint(f"error: {broken}")
     return broken

@@ -1,5 +1,6 @@
 """A tune's results on disk: JSON, CSV (one row per trial and level), and the recommended
-config as `DIR/NAME/config.pbtxt` (a model repository layout Triton loads as it is)."""
+config as `DIR/NAME/config.pbtxt` (a model repository layout Triton loads as it is). Each file
+is written whole or not at all (an existing one stays as it was)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from app.inference.introspection.model_config import to_pbtxt
 from app.pipeline.tune import TuneResult, level_record
+from app.system.atomic_files import replacing, write_whole
 
 CSV_COLUMNS = (
     "instances",
@@ -34,13 +36,13 @@ CSV_COLUMNS = (
 
 
 def write_json(path: str | Path, result: TuneResult) -> None:
-    Path(path).write_text(json.dumps(result.to_record(), indent=2) + "\n", encoding="utf-8")
+    write_whole(path, json.dumps(result.to_record(), indent=2) + "\n")
 
 
 def write_csv(path: str | Path, result: TuneResult) -> None:
     front = {(id(p.level)) for p in result.pareto}
     chosen = id(result.recommendation.level) if result.recommendation is not None else None
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with replacing(path, newline="") as f:
         writer = csv.writer(f)
         writer.writerow(CSV_COLUMNS)
         for trial in result.trials:
@@ -75,5 +77,5 @@ def write_model_config(directory: str | Path, result: TuneResult) -> Path:
         f"# (measured {rec.level.throughput:.1f} req/s, p95 {rec.level.p95_ms or 0:.1f} ms at "
         f"{rec.level.concurrency} in flight); everything else as the original config on {result.url}.\n"
     )
-    path.write_text(header + to_pbtxt(config), encoding="utf-8")
+    write_whole(path, header + to_pbtxt(config))
     return path
