@@ -273,12 +273,14 @@ SERVER_STOP_S = 8.0  # the embedded server's graceful stop (SIGINT), then SIGKIL
 @contextlib.contextmanager
 def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
     """`spec` as it is when it names servers; else with the address of an embedded server
-    started now and stopped (with every child) when the block ends, whatever happens in it."""
+    started now, supervised (started again on the same address if it dies, within its
+    restart budget) and stopped (with every child) when the block ends, whatever happens."""
     if not spec.embedded:
         yield spec
         return
     # Imported here: `--url` users never pay for the server modules.
     from app.pipeline.connection.local_server import LocalServer
+    from app.pipeline.connection.supervisor import ServerSupervisor
     from app.server.errors import ServerError
 
     # keep_ports: should it be started again after a crash, the sessions keep its address.
@@ -293,7 +295,11 @@ def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
         local.stop()
         raise
     eprint(f"embedded server ready at {url}")
+    # Started again on the same address if it dies (within its restart budget): requests
+    # in flight retry until their deadlines meanwhile.
+    supervisor = ServerSupervisor(local, lambda text: eprint(f"note: {text}")).start()
     try:
         yield dataclasses.replace(spec, urls=(url,), metrics_url=local.metrics_address)
     finally:
+        supervisor.stop()
         local.stop(timeout=SERVER_STOP_S)

@@ -96,6 +96,10 @@ def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool) 
     if "shared memory region" in lowered and name_unknown:
         message = f"{url} lost this client's shared-memory regions (restarted?): {text}"
         return Failure(Status.FAILED, ErrorKind.SERVER, message, True, regions_lost=True)
+    if "stub process" in lowered and "not healthy" in lowered:
+        # Triton's Python backend after a pause (SIGSTOP, a suspended laptop): it restarts the
+        # stub, or the server dies and is restarted; either way a later attempt may succeed.
+        return Failure(Status.FAILED, ErrorKind.SERVER, f"{url}: {text}", True)
     if "UNAVAILABLE" in code or "failed to connect" in lowered or "connection refused" in lowered:
         return Failure(Status.FAILED, ErrorKind.UNREACHABLE, unreachable_message(url, text), True)
     if "NOT_FOUND" in code or "unknown model" in lowered or "is not found" in lowered:

@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -88,6 +89,20 @@ class EmbeddedServer:
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    def describe_exit(self) -> str:
+        """How the server process ended, for a message: "crashed (signal SIGSEGV)", "exited
+        with status 1"; "is not running" when that is not known (never started, stopped)."""
+        code = self._process.poll() if self._process is not None else None
+        if code is None:
+            return "is not running"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"crashed ({name})" if -code != signal.SIGKILL else "was killed (SIGKILL)"
+        return f"exited with status {code}"
 
     @property
     def workdir(self) -> Path | None:

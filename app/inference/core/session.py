@@ -663,7 +663,10 @@ class TritonSession:
                 if self._live_members(send) and self._retry(send):
                     return
             elif failure.transient:
-                self._pool.mark_unreachable(channel.url, failure.message)
+                if failure.kind is ErrorKind.UNREACHABLE:
+                    self._pool.mark_unreachable(channel.url, failure.message)
+                else:
+                    self._pool.mark_ok(channel.url)  # it answered: a passing state of the server
                 if self._live_members(send) and self._retry(send):
                     return
             elif failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
