@@ -26,7 +26,8 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "soak.py": (True, r"^ +1 +\d+ +\d+ +\d+ +\d+ +[\d.]+"),  # the first "minute"'s row
     "bench_compare_live.py": (True, r"round 1: single: A displayed +[\d.]+ fps"),
     "bench_live.py": (True, r"annotated display rate +[\d.]+ fps"),
-    # Starts (and SIGKILLs) servers of its own: that is what it measures.
+    # Start servers of their own (and pause or SIGKILL them): that is what they measure.
+    "bench_pause.py": (False, r"pause 1 s: \d+ of 60 ok"),
     "bench_lifeline.py": (False, r"group gone after the owner's SIGKILL \(1 rounds\): median [\d.]+ ms"),
     "bench_infer_vs_plain.py": (True, r"C= 8: app infer +[\d.]+ img/s"),
     "bench_tracking.py": (False, r"20 objects, 10 frames: update median [\d.]+ ms"),
