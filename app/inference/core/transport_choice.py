@@ -10,7 +10,11 @@ from collections.abc import Mapping
 from app.inference.errors import classify_failure, error_text
 from app.inference.introspection.discovery import ModelInfo
 from app.inference.transports.channel import Channel, Headers
-from app.inference.transports.shm import ShmRegion, remove_dead_owners_regions
+from app.inference.transports.shm import (
+    ShmRegion,
+    remove_dead_owners_regions,
+    unregister_dead_owners_regions,
+)
 from app.inference.transports.shm_transport import OutputSpec, ShmTransport
 from app.inference.transports.transport import GrpcTransport, Transport, TransportKind
 
@@ -56,9 +60,14 @@ def choose_transport(
     """(the transport, a note for the user when the choice differs from what was asked)."""
     profile = info.profile
     grpc = GrpcTransport(profile.input_name, profile.input_dtype, profile.output_names)
+    remote = [url for url in channels if not is_loopback(url)]
+    if not remote:
+        # Regions left by a client that was killed: its files here, its registrations there
+        # (whatever this session uses: they hold the server's memory).
+        remove_dead_owners_regions()
+        unregister_dead_owners_regions(channels.values(), headers)
     if kind is TransportKind.GRPC:
         return grpc, ""
-    remote = [url for url in channels if not is_loopback(url)]
     if remote:
         note = (
             f"shared memory needs the server on this machine ({remote[0]} is not); using gRPC"
@@ -66,7 +75,6 @@ def choose_transport(
             else ""
         )
         return grpc, note
-    remove_dead_owners_regions()  # regions left by a client that was killed
 
     def register(region: ShmRegion) -> None:
         for channel in channels.values():
