@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
-from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
+from app.inference.core.spec import (
+    MAX_REQUEST_TIMEOUT_S,
+    Delivery,
+    Limits,
+    ProfileSource,
+    SessionSpec,
+    Timeouts,
+)
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profiles.profile import ProfileError, load_profile_file
 from app.inference.transports.channel import ConnectionOptions
@@ -87,13 +94,17 @@ def concurrency_argument(text: str) -> int:
 
 
 def timeout_argument(text: str) -> float:
-    """--timeout SECONDS: a finite positive number (argparse type)."""
+    """--timeout SECONDS: a finite positive number (argparse type); above a day it is cut to a
+    day, and the user is told."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    if value > MAX_REQUEST_TIMEOUT_S:
+        eprint(f"note: --timeout {text}: {MAX_REQUEST_TIMEOUT_S:.0f} s (a day) is used, the longest timeout")
+        return MAX_REQUEST_TIMEOUT_S
     return value
 
 

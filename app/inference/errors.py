@@ -85,6 +85,9 @@ def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool) 
             f"message limit; send smaller images ({text})",
             False,
         )
+    certificate = _certificate_refused(url, text, lowered)
+    if certificate is not None:
+        return Failure(Status.FAILED, ErrorKind.TLS, certificate, False)
     if _looks_like_tls_mismatch(lowered):
         return Failure(
             Status.FAILED,
@@ -107,6 +110,27 @@ def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool) 
     if "INVALID_ARG" in code:
         return Failure(Status.FAILED, ErrorKind.BAD_INPUT, text, False)
     return Failure(Status.FAILED, ErrorKind.SERVER, text, False)
+
+
+def _certificate_refused(url: str, text: str, lowered: str) -> str | None:
+    """A TLS connection this client refused because of the server's certificate: the name it
+    was issued for, or who signed it. (gRPC reports these as "failed to connect".)"""
+    host = url.rsplit(":", 1)[0]
+    if "hostname verification" in lowered or "peer name" in lowered or "hostname mismatch" in lowered:
+        return (
+            f"TLS: the certificate of the server at {url} is not issued for '{host}' (host name check "
+            f"failed): connect with the host name the certificate names (--url NAME:PORT) ({text})"
+        )
+    if (
+        "certificate verify failed" in lowered
+        or "unable to get local issuer" in lowered
+        or "self signed" in lowered
+    ):
+        return (
+            f"TLS: the certificate of the server at {url} is not trusted: give the certificate "
+            f"authority that signed it with --root-certificates FILE ({text})"
+        )
+    return None
 
 
 def _looks_like_tls_mismatch(lowered: str) -> bool:

@@ -18,6 +18,7 @@ from app.server.health import ModelState, is_live, repository_index
 from app.server.install import TritonInstall, find_tritonserver
 from app.server.lifeline import Lifeline
 from app.server.ports import free_ports
+from app.server.private_regions import PrivateRegions
 from app.server.process_group import stop_group, wait_until_gone
 from app.server.runtime import prepare_backend_dir, server_environment, shell_safe_repository
 from app.system.leftovers import owned_name, remove_dead_owners
@@ -66,6 +67,7 @@ class EmbeddedServer:
         self.grpc_port = self.http_port = self.metrics_port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._lifeline: Lifeline | None = None
+        self._private_regions: PrivateRegions | None = None
         self._workdir: Path | None = None
         self._log_file: Path | None = None
         # Unique per server: lets stop() find (and remove) this server's own /dev/shm regions;
@@ -196,6 +198,8 @@ class EmbeddedServer:
             raise
         lifeline.child_started()
         self._process, self._lifeline = process, lifeline
+        # The Python backend's regions carry the inputs' pixels: 0600, as the client's are.
+        self._private_regions = PrivateRegions(SHM_DIR, self.shm_prefix).start()
 
     def _wait_until_ready(self) -> None:
         assert self._process is not None
@@ -243,6 +247,9 @@ class EmbeddedServer:
         """SIGINT the whole group, wait up to `timeout` (0: kill at once), then SIGKILL what is
         left; remove its shared-memory regions and work folder. Idempotent."""
         proc, self._process = self._process, None
+        guard, self._private_regions = self._private_regions, None
+        if guard is not None:
+            guard.stop()
         if proc is not None:
             stop_group(proc, grace_s=timeout)
         lifeline, self._lifeline = self._lifeline, None

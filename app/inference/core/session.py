@@ -38,7 +38,14 @@ from app.inference.core.group import RequestGroup
 from app.inference.core.model_discovery import discover
 from app.inference.core.pool import ConnectionPool
 from app.inference.core.scheduler import DelayedCalls
-from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
+from app.inference.core.spec import (
+    MAX_REQUEST_TIMEOUT_S,
+    Delivery,
+    Limits,
+    ProfileSource,
+    SessionSpec,
+    Timeouts,
+)
 from app.inference.core.stats import RequestStats
 from app.inference.core.transport_choice import choose_transport
 from app.inference.core.window import Window
@@ -144,6 +151,7 @@ class TritonSession:
             raise ValueError("at least one server URL is needed")
         if not (math.isfinite(timeout_s) and timeout_s > 0):
             raise ValueError(f"the timeout must be a positive number of seconds, not {timeout_s}")
+        timeout_s = min(timeout_s, MAX_REQUEST_TIMEOUT_S)  # beyond it gRPC fails at once
         self.requested_model = model
         # Triton's model version ("": the server's choice, its version policy's latest).
         self.model_version = str(model_version or "").strip()
@@ -439,6 +447,8 @@ class TritonSession:
             return None
         if wait is not None:
             wait = max(0.0, wait - (time.monotonic() - started))
+        if timeout_s is not None:
+            timeout_s = min(timeout_s, MAX_REQUEST_TIMEOUT_S)
         aborted = (lambda: group.cancelled) if group is not None else None
         if not self._window.acquire(wait, aborted):
             if group is not None:

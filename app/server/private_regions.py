@@ -1,0 +1,68 @@
+"""The server's shared-memory regions made readable by their user only.
+
+Triton's Python backend makes its regions in /dev/shm (named `<prefix><uuid>`) with mode 0644
+whatever the umask: Boost.Interprocess sets the permissions explicitly after creating them.
+They hold the inputs' raw pixels, so a thread of the server's owner makes each one 0600 as
+it appears: at the models' load, and whenever the backend grows its memory later. Polling
+rather than inotify: simple, and self-healing should a chmod land between Boost's creation
+and its own chmod.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import threading
+from pathlib import Path
+
+POLL_INTERVAL_S = 0.25
+PRIVATE = 0o600
+
+
+def make_private(folder: Path, prefix: str) -> int:
+    """chmod 0600 every file of this user named `<prefix>...` in `folder` that is not yet;
+    returns how many were changed."""
+    changed = 0
+    uid = os.geteuid()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        with contextlib.suppress(OSError):  # gone meanwhile
+            info = entry.stat(follow_symlinks=False)
+            if info.st_uid == uid and stat.S_IMODE(info.st_mode) != PRIVATE:
+                os.chmod(entry.path, PRIVATE, follow_symlinks=False)
+                changed += 1
+    return changed
+
+
+class PrivateRegions:
+    """`start()` with the server, `stop()` (idempotent) when it stops."""
+
+    def __init__(self, folder: Path, prefix: str, interval_s: float = POLL_INTERVAL_S) -> None:
+        self.folder, self.prefix, self.interval_s = folder, prefix, interval_s
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> PrivateRegions:
+        if self._thread is None:
+            # Daemon: it holds nothing; stop() ends it within one interval.
+            self._thread = threading.Thread(target=self._run, name="private-regions", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            make_private(self.folder, self.prefix)
+            if self._stopping.wait(self.interval_s):
+                return
+
+    def stop(self) -> None:
+        self._stopping.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=2.0)
