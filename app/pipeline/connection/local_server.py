@@ -89,6 +89,11 @@ class LocalServer:
     def stopped(self) -> bool:
         return self._stopped
 
+    @property
+    def keeps_address(self) -> bool:
+        """A restart comes back on the same address (sessions made for it keep working)."""
+        return self._keep_ports
+
     # -- lifecycle ---------------------------------------------------------------------------
     def ensure(self) -> str:
         """The running server's gRPC address, starting it first when it is not running (what
