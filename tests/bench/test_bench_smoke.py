@@ -35,6 +35,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_masks.py": (True, r"face_detector 640x480, one at a time: server compute [\d.]+ ms"),
     "bench_server.py": (True, r"face_detector 640x480 concurrency 16: \d+ frames/s"),
     "bench_pure.py": (False, r"decode\+NMS YOLOv8 .* [\d.]+ ms"),
+    "bench_request_log.py": (False, r"request log full \(500 rows\): \+[\d.]+ MB resident"),
     "plain_infer.py": (True, r"ok=4 failed=0"),
 }
 
