@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import threading
 from pathlib import Path
+
+from app.system.periodic import Periodic
 
 POLL_INTERVAL_S = 0.25
 PRIVATE = 0o600
@@ -44,25 +45,15 @@ class PrivateRegions:
     """`start()` with the server, `stop()` (idempotent) when it stops."""
 
     def __init__(self, folder: Path, prefix: str, interval_s: float = POLL_INTERVAL_S) -> None:
-        self.folder, self.prefix, self.interval_s = folder, prefix, interval_s
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.folder, self.prefix = folder, prefix
+        self._periodic = Periodic(self._step, interval_s, "private-regions")
+
+    def _step(self) -> None:
+        make_private(self.folder, self.prefix)
 
     def start(self) -> PrivateRegions:
-        if self._thread is None:
-            # Daemon: it holds nothing; stop() ends it within one interval.
-            self._thread = threading.Thread(target=self._run, name="private-regions", daemon=True)
-            self._thread.start()
+        self._periodic.start()
         return self
 
-    def _run(self) -> None:
-        while True:
-            make_private(self.folder, self.prefix)
-            if self._stopping.wait(self.interval_s):
-                return
-
     def stop(self) -> None:
-        self._stopping.set()
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=2.0)
+        self._periodic.stop()

@@ -13,10 +13,10 @@ registered again on the new server. Beyond the budget it stops trying and says s
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 from app.pipeline.connection.local_server import LocalServer, LocalServerStopped
+from app.system.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -32,26 +32,18 @@ class ServerSupervisor:
     ) -> None:
         self.local = local
         self._say = say
-        self._interval_s = interval_s
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        # A restart in progress is interrupted by the LocalServer's own stop (the owner's next
+        # step after stop()); a look ends at once.
+        self._periodic = Periodic(self._look, interval_s, "server-supervisor", join_s=2 * interval_s + 1.0)
         self.restarts = 0  # restarts done
         self.gave_up = False  # the budget was spent: the server stays down
 
     def start(self) -> ServerSupervisor:
-        if self._thread is None:
-            # Daemon: it never holds anything the process needs at exit; stop() joins it.
-            self._thread = threading.Thread(target=self._watch, name="server-supervisor", daemon=True)
-            self._thread.start()
+        self._periodic.start()
         return self
 
     def stop(self) -> None:
-        self._stopping.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            # A restart in progress is interrupted by the LocalServer's own stop (the caller's
-            # next step); a poll ends within one interval.
-            thread.join(timeout=2 * self._interval_s + 1.0)
+        self._periodic.stop()
 
     def __enter__(self) -> ServerSupervisor:
         return self.start()
@@ -59,13 +51,12 @@ class ServerSupervisor:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _watch(self) -> None:
-        while not self._stopping.wait(self._interval_s):
-            try:
-                if not self._check():
-                    return
-            except Exception:  # never let a surprise end the supervision silently
-                log.exception("server supervision failed")
+    def _look(self) -> bool:
+        try:
+            return self._check()
+        except Exception:  # never let a surprise end the supervision silently
+            log.exception("server supervision failed")
+            return True
 
     def _check(self) -> bool:
         """One look; False when supervision is over (stopped, or the budget is spent)."""
@@ -89,7 +80,7 @@ class ServerSupervisor:
             return False
         except Exception as e:  # it did not start: the next look sees it dead and decides again
             self._say(f"the embedded Triton server did not start again: {e}")
-            return not self._stopping.is_set()
+            return not self._periodic.stopping
         self.restarts += 1
         self._say(f"the embedded Triton server runs again at {url}; requests in flight are retried")
         return True
