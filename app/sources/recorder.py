@@ -24,8 +24,11 @@ _FOURCC = {".mp4": "mp4v", ".m4v": "mp4v", ".mov": "mp4v", ".avi": "MJPG"}
 
 
 # (image, detections, extra) -> the picture to record; `extra` holds whatever else the frame
-# carries (e.g. semantic masks, top-k classes).
+# carries (e.g. semantic masks, top-k classes) and what only the drawing needs (`draw_extra`).
+# The image is the recorder's own copy: render may draw into it.
 Render = Callable[[np.ndarray, list[Any], dict[str, Any]], np.ndarray]
+# (image, detections, frame, timestamp, extra, draw_extra)
+_Item = tuple[np.ndarray, list[Any], int | None, float, dict[str, Any], dict[str, Any]]
 
 
 class Recorder:
@@ -62,9 +65,7 @@ class Recorder:
         self._render = render
         self._writer: cv2.VideoWriter | None = None
         self._jsonl: LineFile | None = None
-        self._queue: queue.Queue[tuple[np.ndarray, list[Any], int | None, float, dict[str, Any]] | None] = (
-            queue.Queue(queue_size)
-        )
+        self._queue: queue.Queue[_Item | None] = queue.Queue(queue_size)
         self._t0: float | None = None
         self._lock = threading.Lock()  # serialises write() against close() and guards the counters
         self._closed = False
@@ -96,15 +97,18 @@ class Recorder:
         *,
         frame: int | None = None,
         extra: dict[str, Any] | None = None,
+        draw_extra: dict[str, Any] | None = None,
     ) -> bool:
         """Queue one RGB frame with its detections; False if it was not queued.
 
         timestamp: time.monotonic() of the frame (default: now); frame: the source's number;
-        extra: more keys for the frame's JSON record (and for `render`).
+        extra: more keys for the frame's JSON record (and for `render`); draw_extra: more keys
+        for `render` only (e.g. the style the frame is drawn with), not written.
         """
         now = time.monotonic() if timestamp is None else timestamp
         # Copy: the caller may draw into or reuse this buffer after we return.
-        item = (np.array(image, dtype=np.uint8, copy=True), list(detections), frame, now, dict(extra or {}))
+        image = np.array(image, dtype=np.uint8, copy=True)
+        item = (image, list(detections), frame, now, dict(extra or {}), dict(draw_extra or {}))
         with self._lock:
             if self._closed or self._error is not None:
                 return False
@@ -159,6 +163,7 @@ class Recorder:
         frame: int | None,
         timestamp: float,
         extra: dict[str, Any] | None = None,
+        draw_extra: dict[str, Any] | None = None,
     ) -> None:
         try:
             if self._writer is None:
@@ -166,7 +171,7 @@ class Recorder:
                 self._t0 = timestamp
             assert self._writer is not None and self._jsonl is not None and self.size is not None
             if self._render is not None:
-                rgb = self._render(rgb, detections, extra or {})
+                rgb = self._render(rgb, detections, {**(extra or {}), **(draw_extra or {})})
             bgr = cv2.cvtColor(rgb, cv2.COLOR_GRAY2BGR if rgb.ndim == 2 else cv2.COLOR_RGB2BGR)
             if (bgr.shape[1], bgr.shape[0]) != self.size:
                 # A writer given another size silently writes nothing: fit the frame instead.

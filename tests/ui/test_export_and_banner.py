@@ -10,8 +10,8 @@ import pytest
 from PySide6.QtGui import QImage
 from pytestqt.qtbot import QtBot
 
+from app.drawing.style import class_rgb
 from app.inference.result import Detection, InferenceResult, Status
-from app.ui.base.colors import class_rgb
 from app.ui.batch.export import result_json, save_annotated_png, write_jsonl
 from app.ui.widgets.banner import ErrorBanner
 

@@ -38,10 +38,12 @@ class Drawn:
     matched: bool
 
 
-def compare_item(detection: Detection, side: Side, matched: bool) -> DetectionItem:
+def compare_item(
+    detection: Detection, side: Side, matched: bool, picture: tuple[int, int] | None = None
+) -> DetectionItem:
     """A detection in its model's colour: solid when the other model has it too, else dashed."""
     shown = dataclasses.replace(detection, label=f"{side.upper()} {detection.label}")
-    item = DetectionItem(shown, color=SIDE_COLORS[side])
+    item = DetectionItem(shown, color=SIDE_COLORS[side], picture=picture)
     pen = QPen(SIDE_COLORS[side], BOX_PEN_WIDTH if matched else ONLY_PEN_WIDTH)
     pen.setCosmetic(True)
     pen.setStyle(Qt.PenStyle.SolidLine if matched else Qt.PenStyle.DashLine)
@@ -65,11 +67,10 @@ class _Layer:
         for item in self.items:
             scene.removeItem(item)
         self.items, self.drawn = [], []
-        scale = self.view.zoom_factor()
+        scale, picture = self.view.zoom_factor(), self.view.image_size()
         for side, index, detection, matched in entries:
-            item = compare_item(detection, side, matched)
-            if item.keypoints_item is not None:
-                item.keypoints_item.set_view_scale(scale)
+            item = compare_item(detection, side, matched, picture)
+            item.set_view_scale(scale)
             scene.addItem(item)
             self.items.append(item)
             self.drawn.append(Drawn(side, index, matched))

@@ -15,12 +15,13 @@ import enum
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.drawing.draw_list import FrozenTrail, TrailSource, frozen_trails
 from app.inference.core.session import TritonSession
 from app.inference.decoding.filtering import refilter
 from app.inference.result import Detection, InferenceResult
@@ -36,6 +37,7 @@ from app.ui.analysis.stats_panel import StatsPanel, format_ms
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
 from app.ui.view.image_view import ImageView
+from app.ui.view.painter import render_rgb_in_place
 from app.ui.widgets.thresholds import ThresholdsWidget
 
 log = logging.getLogger(__name__)
@@ -99,14 +101,16 @@ class LiveController(QObject):
         self.session: TritonSession | None = None
         self.live: LiveRun | None = None
         self.meter = DisplayMeter()
-        self.recording = LiveRecording()
+        self.recording = LiveRecording(paint=render_rgb_in_place)
         self.armed: Path | None = None  # a recording waiting for the stream's first frame
         self.recording_since: float | None = None  # time.monotonic() of its first frame
-        self._order: FrameOrder[tuple[Frame, InferenceResult]] | None = None
+        self._order: FrameOrder[tuple[Frame, InferenceResult, tuple[FrozenTrail, ...]]] | None = None
         self._recording = RecordingState.OFF
         self.opener: Opener | None = None  # how the capture opens sources (a seam for tests)
         # Applied to every ok result before it is recorded or drawn (e.g. adds track ids).
         self.result_hook: Callable[[InferenceResult], InferenceResult] | None = None
+        # The tracks whose trails the view draws over the frame just hooked (recorded with it).
+        self.trails_hook: Callable[[], Sequence[TrailSource]] | None = None
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
         self._pending_index = -1
@@ -319,13 +323,18 @@ class LiveController(QObject):
         live = self.live
         unfinished = live.unfinished() if live is not None else 0
         quiet = stats is not None and unfinished == 0 and stats.completed <= self.meter.results
-        item = (frame, result) if result.ok else None
-        for ready, done in self._order.push(frame.index, item, quiet):
-            self._write_recorded(ready, done)
+        trails = frozen_trails(self.trails_hook()) if result.ok and self.trails_hook is not None else ()
+        item = (frame, result, trails) if result.ok else None
+        for ready, done, drawn_trails in self._order.push(frame.index, item, quiet):
+            self._write_recorded(ready, done, drawn_trails)
 
-    def _write_recorded(self, frame: Frame, result: InferenceResult) -> None:
-        # What the view shows of that frame: boxes past the sliders, masks, top classes.
-        self.recording.write(frame, self._visible(result), result.masks, result.classes)
+    def _write_recorded(
+        self, frame: Frame, result: InferenceResult, trails: tuple[FrozenTrail, ...] = ()
+    ) -> None:
+        # What the view shows of that frame: boxes past the sliders, masks, top classes, trails,
+        # in the view's style (its mask opacity and skeleton).
+        style = self.view.overlay_style()
+        self.recording.write(frame, self._visible(result), result.masks, result.classes, style, trails)
 
     # -- recording -----------------------------------------------------------------------------------
     def start_recording(self, video_path: str | Path) -> None:
@@ -371,8 +380,8 @@ class LiveController(QObject):
             return
         recording = self.recording
         if self._order is not None:  # the stream stopped: what waited for older frames goes in
-            for frame, done in self._order.drain():
-                self._write_recorded(frame, done)
+            for frame, done, trails in self._order.drain():
+                self._write_recorded(frame, done, trails)
             self._order = None
         summary = await asyncio.get_running_loop().run_in_executor(self._executor, recording.stop)
         self.recording_since = None

@@ -8,7 +8,7 @@ from PySide6.QtCore import QObject, QTimer
 
 from app.inference.result import InferenceResult
 from app.pipeline.live import LiveState
-from app.pipeline.tracking import ObjectTracker
+from app.pipeline.tracking import ObjectTracker, Track
 from app.ui.live.live_controller import LiveController
 from app.ui.live.tracks_panel import TracksPanel
 from app.ui.view.image_view import ImageView
@@ -40,6 +40,7 @@ class LiveTracking(QObject):
         self.enabled = on
         self.tracker, self._source = None, None
         self.live.result_hook = self._track if on else None
+        self.live.trails_hook = self._live_tracks if on else None
         self.trails.set_tracks([])
         self.trails.setVisible(on)
         if on:
@@ -60,6 +61,10 @@ class LiveTracking(QObject):
             self.tracker = ObjectTracker()
             self._source = result.source
         return self.tracker.track(result)
+
+    def _live_tracks(self) -> list[Track]:
+        """The tracks whose trails are drawn over the frame just tracked (the recording's too)."""
+        return self.tracker.book.live() if self.tracker is not None else []
 
     def _painted(self, _result: InferenceResult) -> None:
         if self.enabled and self.tracker is not None:

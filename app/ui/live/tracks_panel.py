@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.pipeline.tracking import FLICKER_FRAMES, FlickerStats, Track
-from app.ui.view.trail_item import track_color
+from app.ui.base.colors import track_color
 
 COLUMNS = ("id", "class", "first", "last", "frames", "state")
 MAX_ROWS = 500  # the newest tracks; older ones still count in the flicker figure

@@ -1,106 +1,127 @@
-"""Graphics items for one detection: a cosmetic-pen box, a zoom-independent label, and its
-mask fill and keypoints when the model gives them (app/ui/view/overlay_items.py)."""
+"""Graphics items for one detection: its box outline, its zoom-independent label, and its mask fill
+and keypoints when the model gives them (app/ui/view/overlay_items.py). They draw the detection's
+shape of the draw list (app/drawing) through the one QPainter backend (painter.py)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
+from PySide6.QtCore import QPointF, QRect, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QTransform
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem, QStyleOptionGraphicsItem, QWidget
 
+from app.drawing.draw_list import DetectionShape, Size, Text, detection_shape
+from app.drawing.style import AnnotationStyle
 from app.inference.result import Detection
-from app.ui.base.colors import class_color, detection_label, text_color_on
-from app.ui.view.overlay_items import KeypointsItem, MaskItem, OverlayStyle
+from app.ui.view.overlay_items import KeypointsItem, MaskItem
+from app.ui.view.painter import DevicePainter, device_box, qcolor, text_layout, text_origin
 
-BOX_PEN_WIDTH = 2.0  # screen pixels, whatever the zoom (cosmetic pen)
-LABEL_PADDING = 3.0
-
-
-def label_font() -> QFont:
-    font = QFont()
-    font.setPointSizeF(9.0)
-    font.setBold(True)
-    return font
+BOX_PEN_WIDTH = AnnotationStyle().box_width  # screen pixels, whatever the zoom (cosmetic pen)
 
 
 class LabelItem(QGraphicsItem):
-    """Text on a filled background, drawn in screen pixels (ignores the view's zoom).
+    """The "label score" tag, drawn in screen pixels (ignores the view's zoom).
 
-    Its origin is the box's top-left corner; it sits just above the box, or just
-    inside it when that would leave the scene (box touching the image top).
+    Its origin is the box's top-left corner; it sits just above the box, or just inside it when
+    the picture has no room above at the current zoom, and stays within the picture's width.
     """
 
-    def __init__(self, text: str, color: QColor, parent: QGraphicsItem | None = None) -> None:
+    def __init__(self, text: Text, picture: Size | None, parent: QGraphicsItem | None = None) -> None:
         super().__init__(parent)
         self._text = text
-        self._color = QColor(color)
-        self._font = label_font()
-        metrics = QFontMetricsF(self._font)
-        self._text_width = metrics.horizontalAdvance(text)
-        self._ascent = metrics.ascent()
-        self._height = metrics.height() + 2 * LABEL_PADDING
-        self._width = self._text_width + 2 * LABEL_PADDING
-        self._inside = False
+        self._picture = picture
+        self._layout = text_layout(text)
+        self._scale = 1.0
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations, True)
 
     def text(self) -> str:
-        return self._text
+        return self._text.lines[0]
 
-    def set_inside(self, inside: bool) -> None:
-        """Place the label inside the box's top edge instead of above it."""
-        if inside != self._inside:
+    def set_view_scale(self, scale: float) -> None:
+        """The view's zoom: where the picture's edges are, in this item's screen pixels."""
+        if scale > 0 and scale != self._scale:
             self.prepareGeometryChange()
-            self._inside = inside
+            self._scale = scale
 
-    def _rect(self) -> QRectF:
-        # Offset by half the box pen so the label is flush with the drawn line.
-        half = BOX_PEN_WIDTH / 2
-        top = -half if self._inside else -self._height - half + 1
-        return QRectF(-half, top, self._width, self._height)
+    def _to_device(self, anchor: QPointF) -> QTransform:
+        """Image pixels -> device pixels, from where the anchor (the box's corner) lands."""
+        x, y = self._text.anchor
+        s = self._scale
+        return QTransform(s, 0, 0, s, anchor.x() - x * s, anchor.y() - y * s)
+
+    def _bounds(self, to_device: QTransform) -> QRect | None:
+        if self._picture is None:
+            return None
+        w, h = self._picture
+        return device_box(to_device, (0.0, 0.0, float(w), float(h)))
 
     def boundingRect(self) -> QRectF:
-        return self._rect()
+        bounds = self._bounds(self._to_device(QPointF(0, 0)))
+        origin = text_origin(self._text, self._layout, QPointF(0, 0), bounds, 1.0)
+        # One pixel more each side: the anchor is rounded to a whole device pixel when painted.
+        return QRectF(origin.x() - 1, origin.y() - 1, self._layout.width + 2, self._layout.height + 2)
 
     def paint(
         self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
     ) -> None:
-        rect = self._rect()
-        painter.fillRect(rect, self._color)
-        painter.setFont(self._font)
-        painter.setPen(text_color_on(self._color))
-        baseline = QPointF(rect.left() + LABEL_PADDING, rect.top() + LABEL_PADDING + self._ascent)
-        painter.drawText(baseline, self._text)
+        anchor = painter.worldTransform().map(QPointF(0, 0))
+        bounds = self._bounds(self._to_device(anchor))
+        with DevicePainter(painter, painter.worldTransform()) as device:
+            device.text(self._text, anchor, bounds, self._layout)
 
 
 class DetectionItem(QGraphicsRectItem):
     """A detection box in scene (= image pixel) coordinates, with its label as a child (and
-    its mask behind the box, its keypoints over it)."""
+    its mask behind the box, its keypoints over it). Its pen (colour, width, dashes) is the
+    outline drawn: the detections list and the compare view change it."""
 
     def __init__(
-        self, detection: Detection, style: OverlayStyle | None = None, color: QColor | None = None
+        self,
+        detection: Detection,
+        style: AnnotationStyle | None = None,
+        color: QColor | None = None,
+        picture: Size | None = None,
     ) -> None:
         x1, y1, x2, y2 = (float(v) for v in detection.box)
         super().__init__(QRectF(x1, y1, x2 - x1, y2 - y1))
+        style = style or AnnotationStyle()
+        rgb = None if color is None else (color.red(), color.green(), color.blue())
+        self.shape_: DetectionShape = detection_shape(detection, style, rgb)  # default: the class's colour
         self.detection = detection
-        color = (
-            QColor(color) if color is not None else class_color(detection.class_id)
-        )  # default: the class's
-        pen = QPen(color, BOX_PEN_WIDTH)
+        self._scale = 1.0
+        pen = QPen(qcolor(self.shape_.outline.color), self.shape_.outline.width)
         pen.setCosmetic(True)  # constant on-screen width at any zoom
         pen.setJoinStyle(Qt.PenJoinStyle.MiterJoin)
         self.setPen(pen)
         self.setBrush(QBrush(Qt.BrushStyle.NoBrush))
-        self.label_item = LabelItem(detection_label(detection.label, detection.score), color, self)
+        self.label_item = LabelItem(self.shape_.tag, picture, self)
         self.label_item.setPos(x1, y1)
-        self.label_item.set_inside(y1 < 1.0)
         self.setToolTip(f"{detection.label} (class {detection.class_id})  score {detection.score:.3f}")
-        style = style or OverlayStyle()
         self.mask_item: MaskItem | None = None
         self.keypoints_item: KeypointsItem | None = None
-        if detection.mask is not None:
-            self.mask_item = MaskItem(detection.mask, color, self)
+        if self.shape_.fill is not None:
+            self.mask_item = MaskItem(self.shape_.fill, self)
             self.mask_item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemStacksBehindParent, True)
-            self.mask_item.setOpacity(style.mask_opacity)
+            self.mask_item.setOpacity(self.shape_.fill.opacity)
         if detection.keypoints:
-            self.keypoints_item = KeypointsItem(
-                detection.keypoints, style.skeleton, color, style.keypoint_names, self, style.keypoint_dots
-            )
+            self.keypoints_item = KeypointsItem(self.shape_, style.keypoint_names, self)
+
+    def set_view_scale(self, scale: float) -> None:
+        """The view's zoom, for the parts drawn in screen pixels."""
+        if scale > 0 and scale != self._scale:
+            self.prepareGeometryChange()
+            self._scale = scale
+        self.label_item.set_view_scale(scale)
+        if self.keypoints_item is not None:
+            self.keypoints_item.set_view_scale(scale)
+
+    def boundingRect(self) -> QRectF:
+        # The outline lies inside the box; one device pixel more for its rounding to whole pixels.
+        margin = 1.0 / self._scale
+        return self.rect().adjusted(-margin, -margin, margin, margin)
+
+    def paint(
+        self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
+    ) -> None:
+        rect = device_box(painter.worldTransform(), self.shape_.outline.box)
+        pen = self.pen()
+        with DevicePainter(painter, painter.worldTransform()) as device:
+            device.outline(rect, pen.color(), pen.widthF(), pen.style() != Qt.PenStyle.SolidLine)

@@ -1,5 +1,7 @@
 """ImageView: an RGB image with detection boxes (and their masks and keypoints), semantic
-masks and a classifier's top-k over it; wheel zoom, drag pan, fit and 1:1."""
+masks and a classifier's top-k over it; wheel zoom, drag pan, fit and 1:1. What is drawn is the
+draw list of app/drawing, one graphics item per shape, painted by the backend in painter.py (the
+PNG export and the recorded video paint the same draw list)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPixmap, QResizeEvent, QShowEvent, QTransform, QWheelEvent
 from PySide6.QtWidgets import QFrame, QGraphicsPixmapItem, QGraphicsScene, QGraphicsView, QWidget
 
+from app.drawing.draw_list import classes_text, semantic_fill
+from app.drawing.style import AnnotationStyle
 from app.inference.result import ClassScore, Detection, SemanticMask
-from app.ui.base.colors import class_color
 from app.ui.base.qimage import rgb_to_qpixmap
 from app.ui.view.classes_item import ClassesItem
 from app.ui.view.detection_items import DetectionItem
-from app.ui.view.overlay_items import KeypointsItem, MaskItem, OverlayStyle
+from app.ui.view.overlay_items import KeypointsItem, MaskItem, ZoomFollowingItem
 
 ZOOM_STEP = 1.25  # per wheel notch (120 eighths of a degree)
 MIN_ZOOM = 0.02
@@ -46,7 +49,7 @@ class ImageView(QGraphicsView):
         self._detections: list[Detection] = []
         self._semantic: list[MaskItem] = []
         self._classes_item: ClassesItem | None = None
-        self._style = OverlayStyle()
+        self._style = AnnotationStyle()
         self._image_size: tuple[int, int] | None = None  # (width, height)
         self._fit_mode = True
 
@@ -100,10 +103,9 @@ class ImageView(QGraphicsView):
         self._detections = list(detections)
         scale = self.zoom_factor()
         for det in self._detections:
-            item = DetectionItem(det, self._style)
+            item = DetectionItem(det, self._style, picture=self._image_size)
             item.setZValue(1)
-            if item.keypoints_item is not None:
-                item.keypoints_item.set_view_scale(scale)
+            item.set_view_scale(scale)
             self._scene.addItem(item)
             self._boxes.append(item)
 
@@ -116,17 +118,21 @@ class ImageView(QGraphicsView):
             self._scene.removeItem(item)
         self._semantic = []
         for semantic in masks or ():
-            item = MaskItem(semantic.mask, class_color(semantic.class_id))
+            fill = semantic_fill(semantic, self._style)
+            if fill is None:
+                continue  # no pixels
+            item = MaskItem(fill)
             item.setZValue(0.5)
-            item.setOpacity(self._style.mask_opacity)
+            item.setOpacity(fill.opacity)
             item.setToolTip(f"{semantic.label} (class {semantic.class_id}): {semantic.area} px")
             self._scene.addItem(item)
             self._semantic.append(item)
         if self._classes_item is not None:
             self._scene.removeItem(self._classes_item)
             self._classes_item = None
-        if classes:
-            self._classes_item = ClassesItem(classes)
+        text = classes_text(classes or (), self._style)
+        if text is not None:
+            self._classes_item = ClassesItem(text)
             self._classes_item.setZValue(2)
             self._scene.addItem(self._classes_item)
         self.classes_changed.emit(list(classes or ()))
@@ -140,8 +146,8 @@ class ImageView(QGraphicsView):
     def set_keypoint_style(
         self, skeleton: Sequence[tuple[int, int]], names: Sequence[str] = (), dots: bool = True
     ) -> None:
-        """The model's skeleton (0-based keypoint pairs), keypoint names and whether each point
-        is a dot (else only under the mouse); redraws."""
+        """The model's skeleton (0-based keypoint pairs), keypoint names and whether the points
+        are drawn as dots (False: the skeleton's edges only, e.g. a face mesh's contours); redraws."""
         self._style = dataclasses.replace(
             self._style, skeleton=tuple(skeleton), keypoint_names=tuple(names), keypoint_dots=dots
         )
@@ -150,8 +156,9 @@ class ImageView(QGraphicsView):
     def mask_opacity(self) -> float:
         return self._style.mask_opacity
 
-    def overlay_style(self) -> OverlayStyle:
-        """The skeleton, keypoint names and mask opacity the view draws with (for exports)."""
+    def overlay_style(self) -> AnnotationStyle:
+        """The style the view draws with (its mask opacity and keypoint settings): the PNG export
+        and the recording draw with it too."""
         return self._style
 
     def mask_items(self) -> list[MaskItem]:
@@ -166,8 +173,10 @@ class ImageView(QGraphicsView):
         return self._classes_item
 
     def _on_zoom(self, scale: float) -> None:
-        for item in self.keypoint_items():
-            item.set_view_scale(scale)
+        # Every item drawn in screen pixels, also those others put in the scene (compare, trails).
+        for item in self._scene.items():
+            if isinstance(item, DetectionItem | ZoomFollowingItem) and item.parentItem() is None:
+                item.set_view_scale(scale)
 
     def clear(self) -> None:
         """Remove the image, every box and every overlay."""

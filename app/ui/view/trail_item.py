@@ -1,40 +1,41 @@
 """Short trails of tracked objects over the image: each track's recent box centres joined by a
-line in the track's colour, with its id at the head. Scene coordinates are image pixels."""
+line in the track's colour, with its id at the head (the draw list's trail shapes, painted by the
+one backend). Scene coordinates are image pixels."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from PySide6.QtCore import QPointF, QRectF
-from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPolygonF
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
-from app.pipeline.tracking import Track
+from app.drawing.draw_list import TrailShape, TrailSource, trail_shape
+from app.drawing.style import AnnotationStyle
+from app.ui.view.overlay_items import ZoomFollowingItem
+from app.ui.view.painter import DevicePainter
 
-TRAIL_WIDTH = 2.5  # screen pixels, whatever the zoom
-HEAD_RADIUS = 3.0
-
-
-def track_color(track_id: int) -> QColor:
-    """A track's colour: vivid hues a golden angle apart, so ids 1, 2, 3 differ strongly."""
-    return QColor.fromHsvF((0.13 + track_id * 0.618034) % 1.0, 0.9, 1.0)
+TEXT_ROOM = 60.0  # screen pixels beside the head for the "#id" text
 
 
-class TrailsItem(QGraphicsItem):
+class TrailsItem(ZoomFollowingItem):
     """The trails of the tracks still followed; `set_tracks()` replaces them."""
 
-    def __init__(self, parent: QGraphicsItem | None = None) -> None:
+    def __init__(self, style: AnnotationStyle | None = None, parent: QGraphicsItem | None = None) -> None:
         super().__init__(parent)
+        self.style = style or AnnotationStyle()
+        self.shapes: list[TrailShape] = []
         self.trails: list[tuple[int, list[QPointF]]] = []
         self._bounds = QRectF()
-        self._font = QFont()
-        self._font.setPointSizeF(8.0)
-        self._font.setBold(True)
         self.setZValue(3)  # over boxes and masks
 
-    def set_tracks(self, tracks: Sequence[Track]) -> None:
+    def set_tracks(self, tracks: Sequence[TrailSource]) -> None:
         self.prepareGeometryChange()
-        self.trails = [(t.track_id, [QPointF(x, y) for x, y in t.trail]) for t in tracks if t.trail]
+        self.shapes = [s for s in (trail_shape(t, self.style) for t in tracks) if s is not None]
+        self.trails = [
+            (s.track_id, [QPointF(x, y) for x, y in (s.line.points if s.line else s.head.points)])
+            for s in self.shapes
+        ]
         points = [p for _, trail in self.trails for p in trail]
         if points:
             xs, ys = [p.x() for p in points], [p.y() for p in points]
@@ -44,25 +45,16 @@ class TrailsItem(QGraphicsItem):
         self.update()
 
     def boundingRect(self) -> QRectF:
-        # Generous margin for the pen, the head dot and the id text (drawn in screen pixels).
-        return self._bounds.adjusted(-60, -40, 60, 40) if self.trails else QRectF()
+        if not self.trails:
+            return QRectF()
+        # The pen, the head dot and the id text are drawn in screen pixels.
+        margin = TEXT_ROOM / self._scale
+        return self._bounds.adjusted(-margin, -margin, margin, margin)
 
     def paint(
         self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
     ) -> None:
-        to_device = painter.worldTransform()
-        painter.save()
-        painter.resetTransform()  # draw in device pixels: constant widths at any zoom
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        painter.setFont(self._font)
-        for track_id, trail in self.trails:
-            color = track_color(track_id)
-            device = [to_device.map(p) for p in trail]
-            painter.setPen(QPen(color, TRAIL_WIDTH))
-            if len(device) > 1:
-                painter.drawPolyline(QPolygonF(device))
-            head = device[-1]
-            painter.setBrush(color)
-            painter.drawEllipse(head, HEAD_RADIUS, HEAD_RADIUS)
-            painter.drawText(head + QPointF(5, -5), f"#{track_id}")
-        painter.restore()
+        with DevicePainter(painter, painter.worldTransform()) as device:
+            for shape in self.shapes:
+                for primitive in shape.primitives():
+                    device.primitive(primitive, None)
