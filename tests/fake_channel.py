@@ -204,6 +204,9 @@ class FakeChannel:
     def unregister_system_shm(self, name: str, *, headers: Mapping[str, str]) -> None:
         pass
 
+    def system_shm_names(self, *, headers: Mapping[str, str], timeout_s: float) -> list[str]:
+        return []
+
     def inference_statistics(
         self, model: str, *, headers: Mapping[str, str], timeout_s: float, version: str = ""
     ) -> dict[str, Any]:

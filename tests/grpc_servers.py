@@ -57,14 +57,15 @@ def recording_server() -> Iterator[RecordingServer]:
         server.stop(0).wait()
 
 
-def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
-    """(key.pem, cert.pem) for 127.0.0.1, made by the openssl command."""
+def self_signed_certificate(folder: Path, host: str | None = None) -> tuple[Path, Path]:
+    """(key.pem, cert.pem) for 127.0.0.1 (or for the DNS name `host`), made by the openssl command."""
     key, cert = folder / "key.pem", folder / "cert.pem"
+    name, alt = (host, f"DNS:{host}") if host else ("127.0.0.1", "IP:127.0.0.1")
     subprocess.run(
         [
             "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
+            "-keyout", str(key), "-out", str(cert), "-subj", f"/CN={name}",
+            "-addext", f"subjectAltName={alt}",
         ],
         check=True,
         capture_output=True,
@@ -73,9 +74,10 @@ def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
 
 
 @contextlib.contextmanager
-def tls_server(folder: Path) -> Iterator[tuple[str, Path]]:
-    """A TLS gRPC server on 127.0.0.1: (url, its certificate as a CA bundle)."""
-    key, cert = self_signed_certificate(folder)
+def tls_server(folder: Path, host: str | None = None) -> Iterator[tuple[str, Path]]:
+    """A TLS gRPC server on 127.0.0.1: (url, its certificate as a CA bundle). `host`: the
+    certificate names that host instead of 127.0.0.1."""
+    key, cert = self_signed_certificate(folder, host)
     server = grpc.server(futures.ThreadPoolExecutor(2))
     credentials = grpc.ssl_server_credentials([(key.read_bytes(), cert.read_bytes())])
     port = server.add_secure_port("127.0.0.1:0", credentials)

@@ -19,7 +19,6 @@ import ssl
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +37,7 @@ from app.commands.common import (
     serving,
     session_spec,
 )
+from app.commands.outputs import check_file_output, write_output
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
@@ -60,6 +60,7 @@ from app.pipeline.sweep import (
     series,
     stage_notes,
 )
+from app.system.atomic_files import replacing, write_whole
 
 CSV_COLUMNS = (
     "concurrency",
@@ -434,7 +435,7 @@ def build_report(sweep: Sweep, url: str, names: list[str], plan: SweepPlan) -> d
 
 
 def write_csv(path: str, results: list[LevelResult]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with replacing(path, newline="") as f:
         writer = csv.writer(f)
         writer.writerow(CSV_COLUMNS)
         for r in results:
@@ -459,6 +460,8 @@ def run(args: argparse.Namespace) -> int:
         # Each step of the sweep sets its transport and client batch; the delay is common.
         spec = session_spec(args, delivery=Delivery(batch_delay_ms=args.batch_delay_ms))
         images, names = load_images(args.image)
+        check_file_output("--output", args.output)  # before the sweep, not after it
+        check_file_output("--csv", args.csv)
         with serving(spec) as spec:
             url = spec.urls[0]  # --url is given once here
             extra, loops = (None, {})
@@ -491,17 +494,13 @@ def run(args: argparse.Namespace) -> int:
     for note in report["notes"]:
         eprint(f"note: {note}")
     print(format_table(report), end="", flush=True)
-    for path, write in ((args.output, _write_json), (args.csv, None)):
-        if not path:
-            continue
-        try:
-            if write is None:
-                write_csv(path, sweep.results)
-            else:
-                write(path, report)
-        except OSError as e:
-            eprint(f"error: {path}: cannot write it ({e.strerror or e})")
-            return EXIT_USAGE
+    writes = (
+        ("--output", args.output, lambda path: _write_json(path, report)),
+        ("--csv", args.csv, lambda path: write_csv(path, sweep.results)),
+    )
+    for option, path, write in writes:
+        if path and not write_output(option, path, functools.partial(write, path)):
+            return EXIT_FAILED
     failed = [r for r in sweep.results if r.failed or r.extra.get("plain_failed")]
     for r in failed:
         eprint(f"{r.concurrency} in flight, {r.transport}: first failure: {r.first_error}")
@@ -509,4 +508,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_json(path: str, report: dict[str, Any]) -> None:
-    Path(path).write_text(strict_json(report, indent=2) + "\n", encoding="utf-8")
+    write_whole(path, strict_json(report, indent=2) + "\n")

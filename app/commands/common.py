@@ -11,12 +11,19 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 from app.commands.arguments import path_argument
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
 from app.inference.core.session import TritonSession
-from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
+from app.inference.core.spec import (
+    MAX_REQUEST_TIMEOUT_S,
+    Delivery,
+    Limits,
+    ProfileSource,
+    SessionSpec,
+    Timeouts,
+)
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profiles.profile import ProfileError, load_profile_file
 from app.inference.protocol import UrlError, parse_url
@@ -41,6 +48,13 @@ DECODE_WORKERS = 1 if SMALL_MACHINE else 2
 
 class UsageError(Exception):
     """A bad option or an unusable server/model: message on stderr, exit status 2."""
+
+
+class LineSink(Protocol):
+    """Where records go: stdout, or a LineFile (app.system.atomic_files)."""
+
+    def write(self, text: str, /) -> Any: ...
+    def flush(self) -> Any: ...
 
 
 def eprint(*parts: object) -> None:
@@ -68,14 +82,20 @@ def tell_session(session: TritonSession) -> None:
         say_once(note)
 
 
-def write_summary(out: TextIO, summary: dict[str, Any], broken: str | None) -> str | None:
-    """The summary line, last; returns why the output is broken (`broken`: an earlier reason,
-    e.g. an export that could not be written), if it is, after saying so on stderr."""
+def write_summary(
+    out: LineSink,
+    summary: dict[str, Any],
+    broken: str | None,
+    describe: Callable[[BaseException], str] | None = None,
+) -> str | None:
+    """The summary line, last (`out`: stdout or a LineFile); returns why the output is broken
+    (`broken`: an earlier reason, e.g. an export that could not be written), if it is, after
+    saying so on stderr. `describe(error)`: the reason for a failed write."""
     try:
         out.write(strict_json({"summary": summary}) + "\n")
         out.flush()
     except (OSError, ValueError) as e:
-        broken = broken or f"cannot write the output: {e}"
+        broken = broken or (describe(e) if describe is not None else f"cannot write the output: {e}")
     if broken:
         eprint(f"error: {broken}")
     return broken
@@ -96,13 +116,17 @@ def concurrency_argument(text: str) -> int:
 
 
 def timeout_argument(text: str) -> float:
-    """--timeout SECONDS: a finite positive number (argparse type)."""
+    """--timeout SECONDS: a finite positive number (argparse type); above a day it is cut to a
+    day, and the user is told."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    if value > MAX_REQUEST_TIMEOUT_S:
+        eprint(f"note: --timeout {text}: {MAX_REQUEST_TIMEOUT_S:.0f} s (a day) is used, the longest timeout")
+        return MAX_REQUEST_TIMEOUT_S
     return value
 
 
@@ -312,12 +336,14 @@ SERVER_STOP_S = 8.0  # the embedded server's graceful stop (SIGINT), then SIGKIL
 @contextlib.contextmanager
 def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
     """`spec` as it is when it names servers; else with the address of an embedded server
-    started now and stopped (with every child) when the block ends, whatever happens in it."""
+    started now, supervised (started again on the same address if it dies, within its
+    restart budget) and stopped (with every child) when the block ends, whatever happens."""
     if not spec.embedded:
         yield spec
         return
     # Imported here: `--url` users never pay for the server modules.
     from app.pipeline.connection.local_server import LocalServer
+    from app.pipeline.connection.supervisor import ServerSupervisor
     from app.server.errors import ServerError
 
     # keep_ports: should it be started again after a crash, the sessions keep its address.
@@ -332,7 +358,11 @@ def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
         local.stop()
         raise
     eprint(f"embedded server ready at {url}")
+    # Started again on the same address if it dies (within its restart budget): requests
+    # in flight retry until their deadlines meanwhile.
+    supervisor = ServerSupervisor(local, lambda text: eprint(f"note: {text}")).start()
     try:
         yield dataclasses.replace(spec, urls=(url,), metrics_url=local.metrics_address)
     finally:
+        supervisor.stop()
         local.stop(timeout=SERVER_STOP_S)

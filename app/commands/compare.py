@@ -31,7 +31,8 @@ from app.commands.common import (
     session_spec,
     write_summary,
 )
-from app.commands.infer import _display_names, _open_output, record_line
+from app.commands.infer import _display_names, record_line
+from app.commands.outputs import LineSink, close_records, discard_records, open_records, records_failure
 from app.commands.progress import Progress
 from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
@@ -41,6 +42,7 @@ from app.inference.result import naming_input
 from app.pipeline.batch import VideoPolicy
 from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Side
 from app.pipeline.matching import DEFAULT_IOU
+from app.system.atomic_files import LineFile
 
 MAX_FAILURE_LINES = 20
 WORST_LISTED = 10  # inputs listed in the summary's "most_disagreement"
@@ -140,7 +142,7 @@ def describe(session: TritonSession) -> dict[str, Any]:
 class PairWriter:
     """Writes each compared input as one JSON line (any thread); echoes failures on stderr."""
 
-    def __init__(self, stream: TextIO, progress: Progress, tally: CompareTally) -> None:
+    def __init__(self, stream: LineSink, progress: Progress, tally: CompareTally) -> None:
         self.stream = stream
         self.progress = progress
         self.tally = tally
@@ -159,7 +161,7 @@ class PairWriter:
                 self.stream.write(line)
                 self.stream.flush()
             except (OSError, ValueError) as e:
-                self.broken = f"cannot write the output: {e}"
+                self.broken = records_failure(self.stream, e)
             else:
                 self.tally.add(pair)
         if self.broken is not None:
@@ -183,28 +185,32 @@ class PairWriter:
 
 
 def run(args: argparse.Namespace) -> int:
-    out: TextIO | None = None
+    out: TextIO | LineFile | None = None
     close_out = False
+    status = EXIT_USAGE
+    ran = False  # records were written (else an --output file is dropped: the old one stays)
     try:
         _models(args)  # usage errors first, before any server starts
         spec = session_spec(args)
-        out, close_out = _open_output(args.output)
+        out, close_out = open_records(args.output)
         if args.url_b and not args.url:
             eprint("note: A uses the embedded server, B the --url-b server(s)")
         with serving(spec) as spec, _sessions(args, spec) as sessions:
-            return _process(sessions, args, out)
+            ran = True
+            status = _process(sessions, args, out)
     except (UsageError, SessionError) as e:
         eprint(f"error: {e}")
-        return EXIT_USAGE
+        status = EXIT_USAGE
     except KeyboardInterrupt:
         eprint("interrupted")
-        return EXIT_INTERRUPTED
+        status = EXIT_INTERRUPTED
     finally:
         if close_out and out is not None:
-            out.close()
+            status = close_records(out, status) if ran else discard_records(out, status)
+    return status
 
 
-def _process(sessions: dict[Side, TritonSession], args: argparse.Namespace, out: TextIO) -> int:
+def _process(sessions: dict[Side, TritonSession], args: argparse.Namespace, out: LineSink) -> int:
     progress = Progress(None, what="inputs")
     tally = CompareTally()
     writer = PairWriter(out, progress, tally)
@@ -247,7 +253,7 @@ def _process(sessions: dict[Side, TritonSession], args: argparse.Namespace, out:
     if interrupted or not_started:
         summary["interrupted"] = interrupted
         summary["not_started"] = not_started
-    writer.broken = write_summary(out, summary, writer.broken)
+    writer.broken = write_summary(out, summary, writer.broken, lambda e: records_failure(out, e))
     if writer.broken:
         return EXIT_FAILED
     eprint(

@@ -13,8 +13,8 @@ import argparse
 import dataclasses
 import sys
 import threading
-from pathlib import Path
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any
 
 from app.commands.common import (
     EXIT_FAILED,
@@ -32,6 +32,14 @@ from app.commands.common import (
     session_spec,
     tell_session,
 )
+from app.commands.outputs import (
+    check_file_output,
+    check_folder_output,
+    close_records,
+    discard_records,
+    records_failure,
+    write_output,
+)
 from app.commands.progress import Progress
 from app.evaluation.classes import ClassMapError, read_class_map
 from app.evaluation.cocoeval import IOU_TYPES
@@ -46,6 +54,7 @@ from app.inference.core.spec import SessionSpec
 from app.inference.errors import SessionError
 from app.inference.profiles.profile import ProfileError
 from app.inference.result import InferenceResult, naming_input, record_line
+from app.system.atomic_files import LineFile, describe_write_error, write_whole
 
 READERS = 0  # images are read on the feeding thread (as `infer` on a small machine)
 PROBLEM_LINES = 20  # dataset problems echoed on stderr (all of them are in the report)
@@ -153,17 +162,20 @@ def open_model(spec: SessionSpec, model: str | None) -> TritonSession:
 
 
 class RecordsFile:
-    """--records: every image's record as `infer` writes it, plus the model's name (any thread)."""
+    """--records: every image's record as `infer` writes it, plus the model's name (any thread).
+    The first record that cannot be written stops the run (`on_broken`); the file then ends on
+    a whole record."""
 
     def __init__(self, path: str | None) -> None:
-        self._stream: TextIO | None = None
+        self._stream: LineFile | None = None
         self._lock = threading.Lock()
         self.broken: str | None = None
+        self.on_broken: Callable[[], None] | None = None
+        self.used = False  # a run wrote through it (else the file is dropped at close)
         if path is not None:
+            check_file_output("--records", path)
             try:
-                # Line-buffered: each record is on disk as its image is answered (a run that is
-                # interrupted or killed still leaves whole records).
-                self._stream = open(path, "w", encoding="utf-8", buffering=1)  # noqa: SIM115 (closed by close())
+                self._stream = LineFile(path)
             except OSError as e:
                 raise UsageError(f"--records {path}: cannot write it ({e.strerror or e})") from None
 
@@ -177,38 +189,46 @@ class RecordsFile:
             try:
                 self._stream.write(line)
             except (OSError, ValueError) as e:
-                self.broken = f"cannot write the records: {e}"
+                self.broken = f"--records {records_failure(self._stream, e)}"
+                stop = self.on_broken
+            else:
+                return
+        eprint(f"error: {self.broken}")
+        if stop is not None:
+            stop()
 
-    def close(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
-
-
-def _check_writable(path: str | None, what: str) -> None:
-    if path is not None and Path(path).is_dir():
-        raise UsageError(f"{what} {path}: a folder; give a file")
+    def close(self, ran: bool = True) -> bool:
+        """Into place (False, after saying why, if that failed); `ran` False: dropped instead."""
+        if self._stream is None:
+            return True
+        status = (close_records if ran else discard_records)(self._stream, EXIT_OK)
+        return status == EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
     records: RecordsFile | None = None
+    status = EXIT_USAGE
     try:
         models = list(args.model) or [None]
         if len(models) > 2:
             raise UsageError(f"--model is given {len(models)} times: evaluate one model, or compare two")
         class_map = read_class_map(args.class_map) if args.class_map else None
-        _check_writable(args.output, "--output")
+        # Every file asked for is checked before any inference: a run is not lost to a typo.
+        check_file_output("--output", args.output)
+        check_folder_output("--plots", args.plots)
         records = RecordsFile(args.records)
         with serving(session_spec(args, delivery=delivery_of(args))) as spec:
-            return _evaluate_all(args, spec, models, class_map, records)
+            status = _evaluate_all(args, spec, models, class_map, records)
     except (UsageError, SessionError, ProfileError, DatasetError, ClassMapError) as e:
         eprint(f"error: {e}")
-        return EXIT_USAGE
+        status = EXIT_USAGE
     except KeyboardInterrupt:  # before any image was sent (e.g. while the server started)
         eprint("interrupted")
-        return EXIT_INTERRUPTED
+        status = EXIT_INTERRUPTED
     finally:
-        if records is not None:
-            records.close()
+        if records is not None and not records.close(ran=records.used):
+            status = status if status != EXIT_OK else EXIT_FAILED
+    return status
 
 
 def _evaluate_all(
@@ -240,6 +260,8 @@ def _evaluate_all(
             _check_iou_type(args.iou_type, name, profile.task, profile.kpt_shape)
             label = f"{side.upper()} '{name}'" if len(models) > 1 else ""
             run = _run(session, dataset, args, name, records, label)
+            if records.broken:  # said when it happened: no report on the images answered before
+                return EXIT_FAILED
             interrupted = interrupted or run.interrupted
             evaluation = evaluate_results(
                 dataset,
@@ -260,16 +282,17 @@ def _evaluate_all(
         unsuccessful = unsuccessful or bool(evaluation.failed) or _left_out(evaluation)
         if args.plots:
             prefix = f"{side}_" if len(models) > 1 else ""
-            written = write_plots(evaluation, args.plots, prefix)
-            eprint(f"plots: {len(written)} PNG file(s) in {args.plots}")
+            try:
+                written = write_plots(evaluation, args.plots, prefix)
+                eprint(f"plots: {len(written)} PNG file(s) in {args.plots}")
+            except OSError as e:  # the first file that could not be written (none is left partial)
+                eprint(f"error: --plots {describe_write_error(e.filename or args.plots, e)}")
+                unsuccessful = True
         _say_metrics(report, label)
         reports.append(report)
         if interrupted:
             break
     final = comparison_report(reports[0], reports[1]) if len(reports) == 2 else reports[0]
-    if records.broken:
-        eprint(f"error: {records.broken}")
-        unsuccessful = True
     if not _write_report(final, args.output):
         return EXIT_FAILED
     if interrupted:
@@ -311,6 +334,7 @@ def _run(
     run = DatasetRun(
         session, dataset, window=args.concurrency, on_result=on_result, on_started=started, readers=READERS
     )
+    records.on_broken, records.used = run.cancel, True
     try:
         run.run()
     except KeyboardInterrupt:
@@ -369,15 +393,15 @@ def _say_metrics(report: dict[str, Any], label: str) -> None:
 
 def _write_report(report: dict[str, Any], path: str | None) -> bool:
     text = dumps(report)
+    if path is not None:
+        if not write_output("--output", path, lambda: write_whole(path, text)):
+            return False
+        eprint(f"report: {path}")
+        return True
     try:
-        if path is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            Path(path).write_text(text, encoding="utf-8")
+        sys.stdout.write(text)
+        sys.stdout.flush()
     except (OSError, ValueError) as e:
         eprint(f"error: cannot write the report: {e}")
         return False
-    if path is not None:
-        eprint(f"report: {path}")
     return True

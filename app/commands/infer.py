@@ -10,7 +10,6 @@ appear as soon as they are known).
 from __future__ import annotations
 
 import argparse
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from app.commands.common import (
     tell_session,
     write_summary,
 )
+from app.commands.outputs import LineSink, close_records, discard_records, open_records, records_failure
 from app.commands.progress import Progress
 from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
@@ -48,11 +48,12 @@ from app.inference.profiles.profile import ProfileError
 from app.inference.result import InferenceResult, Status, naming_input, record_line
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.exports import FORMATS
-from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
+from app.pipeline.exports.formats import ExportFormat
 from app.pipeline.exports.stream import ExportStream
 from app.pipeline.exports.vocabulary import ModelVocabulary
 from app.pipeline.frame_order import StreamsInOrder
 from app.pipeline.tracking import StreamTrackers
+from app.system.atomic_files import LineFile
 
 # Image-decoding threads (OpenCV releases the GIL while decoding); 0: the main thread reads.
 READERS = 0 if SMALL_MACHINE else 2
@@ -101,7 +102,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 class RecordWriter:
     """One JSON Lines writer shared by every thread; counts what it wrote, by status."""
 
-    def __init__(self, stream: TextIO | None, progress: Progress, export: ExportStream | None = None) -> None:
+    def __init__(
+        self, stream: LineSink | None, progress: Progress, export: ExportStream | None = None
+    ) -> None:
         self.stream = stream  # None: records are not written out (another --format is)
         self.export = export
         self.progress = progress
@@ -119,7 +122,8 @@ class RecordWriter:
             try:
                 self.export.add(result)
             except OSError as e:
-                self._break(f"cannot write the {self.export.fmt} export: {e}")
+                # The first file that cannot be written stops the run (not after all inference).
+                self._break(f"cannot write the {self.export.fmt} export: {e}; the run stopped there")
                 return
         self.write(result.to_record())
 
@@ -144,7 +148,7 @@ class RecordWriter:
                     self.stream.write(line)
                     self.stream.flush()
             except (OSError, ValueError) as e:
-                self.broken = f"cannot write the output: {e}"
+                self.broken = records_failure(self.stream, e)
                 newly_broken = True
             else:
                 self.counts = self.counts.add(status)  # counted once written
@@ -173,29 +177,15 @@ def _display_names(paths: Sequence[str]) -> dict[str, str]:
     return {str(Path(p)): p for p in paths}
 
 
-def _open_output(path: str | None, fmt: ExportFormat = ExportFormat.JSONL) -> tuple[TextIO, bool]:
-    if fmt is not ExportFormat.JSONL:
-        folder = FORMAT_INFO[fmt].folder
-        if path is None:
-            raise UsageError(f"--format {fmt} needs --output {'FOLDER' if folder else 'FILE'}")
-        if folder and Path(path).exists() and not Path(path).is_dir():
-            raise UsageError(f"--output {path}: --format {fmt} writes one file per image into a folder")
-        return sys.stdout, False  # the summary record
-    if path is None:
-        return sys.stdout, False
-    try:
-        return open(path, "w", encoding="utf-8"), True
-    except OSError as e:
-        raise UsageError(f"--output {path}: cannot write it ({e.strerror or e})") from None
-
-
 def run(args: argparse.Namespace) -> int:
-    out: TextIO | None = None
+    out: TextIO | LineFile | None = None
     close_out = False
+    status = EXIT_USAGE
+    ran = False  # records were written (else an --output file is dropped: the old one stays)
     try:
         spec = session_spec(args, delivery=delivery_of(args))
         fmt = ExportFormat(getattr(args, "format", ExportFormat.JSONL))
-        out, close_out = _open_output(args.output, fmt)
+        out, close_out = open_records(args.output, fmt)
         with serving(spec) as spec:
             session = open_session(spec)
             try:
@@ -203,27 +193,29 @@ def run(args: argparse.Namespace) -> int:
                 if fmt is not ExportFormat.JSONL:
                     vocabulary = ModelVocabulary.from_profile(session.info.profile) if session.info else ()
                     export = ExportStream(fmt, args.output, args.paths, vocabulary)
-                return _process(
+                ran = True
+                status = _process(
                     session, args.paths, args.concurrency, out, export, getattr(args, "track", False)
                 )
             finally:
                 session.close(drain_timeout=0.5)
     except (UsageError, SessionError, ProfileError) as e:
         eprint(f"error: {e}")
-        return EXIT_USAGE
+        status = EXIT_USAGE
     except KeyboardInterrupt:  # before processing began (e.g. while the server started)
         eprint("interrupted")
-        return EXIT_INTERRUPTED
+        status = EXIT_INTERRUPTED
     finally:
         if close_out and out is not None:
-            out.close()
+            status = close_records(out, status) if ran else discard_records(out, status)
+    return status
 
 
 def _process(
     session: TritonSession,
     paths: Sequence[str],
     concurrency: int,
-    out: TextIO,
+    out: LineSink,
     export: ExportStream | None = None,
     track: bool = False,
 ) -> int:
@@ -282,7 +274,7 @@ def _process(
             source: tracker.book.flicker(ended_only=False).to_record()
             for source, tracker in trackers.trackers.items()
         }
-    writer.broken = write_summary(out, summary, writer.broken)
+    writer.broken = write_summary(out, summary, writer.broken, lambda e: records_failure(out, e))
     if writer.broken:
         return EXIT_FAILED
     if interrupted:

@@ -1,4 +1,5 @@
-"""`python -m app serve`: the embedded Triton server in the foreground."""
+"""`python -m app serve`: the embedded Triton server in the foreground, supervised: started
+again on the same ports if it dies (within its restart budget: 3 in 5 minutes)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ import argparse
 import sys
 import time
 
-from app.commands.common import path_argument
+from app.commands.common import int_range, path_argument
 from app.commands.interrupts import termination_as_interrupt
+from app.pipeline.connection.local_server import LocalServer
+from app.pipeline.connection.supervisor import ServerSupervisor
 from app.resources import model_repository
-from app.server.embedded import EmbeddedServer
 from app.server.errors import ServerError
+
+port_argument = int_range("port", 1, 65535)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,41 +24,52 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=str(model_repository()),
         help="a standard Triton model repository (default: the bundled face detector)",
     )
-    p.add_argument("--grpc-port", type=int, default=None, help="default: a free port")
-    p.add_argument("--http-port", type=int, default=None, help="default: a free port")
-    p.add_argument("--metrics-port", type=int, default=None, help="default: a free port")
+    p.add_argument("--grpc-port", type=port_argument, default=None, help="default: a free port")
+    p.add_argument("--http-port", type=port_argument, default=None, help="default: a free port")
+    p.add_argument("--metrics-port", type=port_argument, default=None, help="default: a free port")
     p.add_argument(
         "--tritonserver", type=path_argument, default=None, help="path of a tritonserver binary to use"
     )
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
     # Installed before the server starts: SIGTERM or SIGHUP during start-up still stops the
     # child cleanly, like Ctrl-C.
     with termination_as_interrupt():
-        server: EmbeddedServer | None = None
+        local: LocalServer | None = None
+        supervisor: ServerSupervisor | None = None
         try:
-            server = EmbeddedServer(
-                args.model_repository,
-                tritonserver=args.tritonserver,
-                grpc_port=args.grpc_port,
-                http_port=args.http_port,
-                metrics_port=args.metrics_port,
+            ports = {
+                "grpc_port": args.grpc_port,
+                "http_port": args.http_port,
+                "metrics_port": args.metrics_port,
+            }
+            local = LocalServer(
+                args.model_repository, tritonserver=args.tritonserver, keep_ports=True, ports=ports
             )
-            print("starting tritonserver ...", file=sys.stderr, flush=True)
-            server.start()
+            _say("starting tritonserver ...")
+            local.ensure()
+            server = local.server
+            assert server is not None
             names = ", ".join(m.name for m in server.models) or "(none)"
-            print(f"models ready: {names}", file=sys.stderr, flush=True)
+            _say(f"models ready: {names}")
             print(f"grpc={server.grpc_url} http={server.http_url}", flush=True)
-            while server.running:
+            supervisor = ServerSupervisor(local, _say).start()
+            while not supervisor.gave_up:
                 time.sleep(0.5)
-            print("error: tritonserver exited unexpectedly", file=sys.stderr)
+            _say("error: tritonserver keeps exiting; serve stops")
             return 1
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP
             return 0
         except ServerError as e:
-            print(f"error: {e}", file=sys.stderr)
+            _say(f"error: {e}")
             return 2
         finally:
-            if server is not None:
-                server.stop()
+            if supervisor is not None:
+                supervisor.stop()
+            if local is not None:
+                local.stop(timeout=8.0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import sys
 import threading
 import time
@@ -31,6 +32,7 @@ from app.commands.common import (
     serving,
     session_spec,
 )
+from app.commands.outputs import check_file_output, check_folder_output, write_output
 from app.commands.progress import format_seconds
 from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
@@ -42,6 +44,7 @@ from app.pipeline.sweep import Sweep, SweepPlan, SweepProgress
 from app.pipeline.tune import TuneError, TunePlan, TuneProgress, Tuner, TuneResult
 from app.pipeline.tune_export import write_csv, write_json, write_model_config
 from app.pipeline.tune_settings import parse_delay_list, parse_int_list
+from app.system.atomic_files import describe_write_error
 
 T = TypeVar("T")
 DEFAULT_LEVELS = "1,4,16"
@@ -321,6 +324,10 @@ def run(args: argparse.Namespace) -> int:
     tuner: Tuner | None = None
     try:
         plan = _plan(args)
+        # Checked before the first trial: a tune takes minutes.
+        check_file_output("--output", args.output)
+        check_file_output("--csv", args.csv)
+        check_folder_output("--write-config", args.write_config)
         with (
             _connect(args, plan.sweep) as (repository, new_sweep, metrics_url),
             MetricsPoller(MetricsReader(metrics_url), history := MetricsHistory()) as _poller,
@@ -372,13 +379,9 @@ def _report(args: argparse.Namespace, result: TuneResult, interrupted: bool) -> 
         f"{'was restored' if result.restored else 'was NOT restored'}"
     )
     status = EXIT_OK
-    for path, write in ((args.output, write_json), (args.csv, write_csv)):
-        if path:
-            try:
-                write(path, result)
-            except OSError as e:
-                eprint(f"error: {path}: cannot write it ({e.strerror or e})")
-                status = EXIT_USAGE
+    for option, path, write in (("--output", args.output, write_json), ("--csv", args.csv, write_csv)):
+        if path and not write_output(option, path, functools.partial(write, path, result)):
+            status = EXIT_FAILED
     if args.write_config:
         if interrupted:
             eprint("note: interrupted: no config written (the recommendation is from part of the trials)")
@@ -389,8 +392,8 @@ def _report(args: argparse.Namespace, result: TuneResult, interrupted: bool) -> 
             except ValueError as e:
                 eprint(f"note: {e}")
             except OSError as e:
-                eprint(f"error: {args.write_config}: cannot write the config ({e.strerror or e})")
-                status = EXIT_USAGE
+                eprint(f"error: --write-config {describe_write_error(e.filename or args.write_config, e)}")
+                status = EXIT_FAILED
     if interrupted:
         return EXIT_INTERRUPTED
     if status != EXIT_OK:

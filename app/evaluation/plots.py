@@ -12,6 +12,7 @@ import numpy as np
 
 from app.evaluation.confusion import ConfusionMatrix
 from app.evaluation.evaluate import Evaluation, Thresholds
+from app.pipeline.exports.crops import write_png
 
 FONT = cv2.FONT_HERSHEY_SIMPLEX
 WHITE, BLACK, GREY, LIGHT = (255, 255, 255), (30, 30, 30), (120, 120, 120), (225, 225, 225)
@@ -141,6 +142,4 @@ def write_plots(
 
 
 def _write(path: Path, img: np.ndarray) -> Path:
-    if not cv2.imwrite(str(path), img):
-        raise OSError(f"cannot write {path}")
-    return path
+    return write_png(path, img)  # whole or not at all

@@ -180,6 +180,9 @@ def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool, 
             f"server's (or a proxy's) message limit; send smaller images ({text})",
             False,
         )
+    certificate = _certificate_refused(url, text, lowered)
+    if certificate is not None:
+        return Failure(Status.FAILED, ErrorKind.TLS, certificate, False)
     if tls or _looks_like_tls_mismatch(lowered):
         how = (
             "use https:// for a TLS server, http:// for a plain one"
@@ -195,6 +198,10 @@ def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool, 
     if "shared memory region" in lowered and name_unknown:
         message = f"{url} lost this client's shared-memory regions (restarted?): {text}"
         return Failure(Status.FAILED, ErrorKind.SERVER, message, True, regions_lost=True)
+    if "stub process" in lowered and "not healthy" in lowered:
+        # Triton's Python backend after a pause (SIGSTOP, a suspended laptop): it restarts the
+        # stub, or the server dies and is restarted; either way a later attempt may succeed.
+        return Failure(Status.FAILED, ErrorKind.SERVER, f"{url}: {text}", True)
     if "UNAVAILABLE" in code or "failed to connect" in lowered or "connection refused" in lowered:
         return Failure(Status.FAILED, ErrorKind.UNREACHABLE, unreachable_message(url, text), True)
     if "NOT_FOUND" in code or "unknown model" in lowered or "is not found" in lowered:
@@ -216,6 +223,27 @@ _REGION_TOO_SMALL = re.compile(
     r"shared memory size specified with the request for output '([^']+)' \((\d+) bytes\) "
     r"should be at least (\d+) bytes"
 )
+
+
+def _certificate_refused(url: str, text: str, lowered: str) -> str | None:
+    """A TLS connection this client refused because of the server's certificate: the name it
+    was issued for, or who signed it. (gRPC reports these as "failed to connect".)"""
+    host = url.split("://", 1)[-1].rsplit(":", 1)[0]
+    if "hostname verification" in lowered or "peer name" in lowered or "hostname mismatch" in lowered:
+        return (
+            f"TLS: the certificate of the server at {url} is not issued for '{host}' (host name check "
+            f"failed): connect with the host name the certificate names (--url NAME:PORT) ({text})"
+        )
+    if (
+        "certificate verify failed" in lowered
+        or "unable to get local issuer" in lowered
+        or "self signed" in lowered
+    ):
+        return (
+            f"TLS: the certificate of the server at {url} is not trusted: give the certificate "
+            f"authority that signed it with --root-certificates FILE ({text})"
+        )
+    return None
 
 
 def _looks_like_tls_mismatch(lowered: str) -> bool:

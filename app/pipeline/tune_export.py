@@ -1,5 +1,6 @@
 """A tune's results on disk: JSON, CSV (one row per trial and level), and the recommended
-config as `DIR/NAME/config.pbtxt` (a model repository layout Triton loads as it is)."""
+config as `DIR/NAME/config.pbtxt` (a model repository layout Triton loads as it is). Each file
+is written whole or not at all (an existing one stays as it was)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from app.inference.introspection.model_config import to_pbtxt
 from app.inference.result import strict_json
 from app.pipeline.tune import TuneResult, level_record
+from app.system.atomic_files import replacing, write_whole
 
 CSV_COLUMNS = (
     "instances",
@@ -34,13 +36,13 @@ CSV_COLUMNS = (
 
 
 def write_json(path: str | Path, result: TuneResult) -> None:
-    Path(path).write_text(strict_json(result.to_record(), indent=2) + "\n", encoding="utf-8")
+    write_whole(path, strict_json(result.to_record(), indent=2) + "\n")
 
 
 def write_csv(path: str | Path, result: TuneResult) -> None:
     front = {(id(p.level)) for p in result.pareto}
     chosen = id(result.recommendation.level) if result.recommendation is not None else None
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with replacing(path, newline="") as f:
         writer = csv.writer(f)
         writer.writerow(CSV_COLUMNS)
         for trial in result.trials:
@@ -83,5 +85,5 @@ def write_model_config(directory: str | Path, result: TuneResult) -> Path:
     folder = Path(directory) / result.model
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "config.pbtxt"
-    path.write_text(text, encoding="utf-8")
+    write_whole(path, text)
     return path

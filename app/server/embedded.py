@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -17,6 +18,7 @@ from app.server.health import ModelState, is_live, repository_index
 from app.server.install import TritonInstall, find_tritonserver
 from app.server.lifeline import Lifeline
 from app.server.ports import free_ports
+from app.server.private_regions import PrivateRegions
 from app.server.process_group import stop_group, wait_until_gone
 from app.server.runtime import prepare_backend_dir, server_environment, shell_safe_repository
 from app.system.leftovers import owned_name, remove_dead_owners
@@ -65,6 +67,7 @@ class EmbeddedServer:
         self.grpc_port = self.http_port = self.metrics_port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._lifeline: Lifeline | None = None
+        self._private_regions: PrivateRegions | None = None
         self._workdir: Path | None = None
         self._log_file: Path | None = None
         # Unique per server: lets stop() find (and remove) this server's own /dev/shm regions;
@@ -88,6 +91,20 @@ class EmbeddedServer:
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    def describe_exit(self) -> str:
+        """How the server process ended, for a message: "crashed (signal SIGSEGV)", "exited
+        with status 1"; "is not running" when that is not known (never started, stopped)."""
+        code = self._process.poll() if self._process is not None else None
+        if code is None:
+            return "is not running"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"crashed ({name})" if -code != signal.SIGKILL else "was killed (SIGKILL)"
+        return f"exited with status {code}"
 
     @property
     def workdir(self) -> Path | None:
@@ -181,6 +198,8 @@ class EmbeddedServer:
             raise
         lifeline.child_started()
         self._process, self._lifeline = process, lifeline
+        # The Python backend's regions carry the inputs' pixels: 0600, as the client's are.
+        self._private_regions = PrivateRegions(SHM_DIR, self.shm_prefix).start()
 
     def _wait_until_ready(self) -> None:
         assert self._process is not None
@@ -228,6 +247,9 @@ class EmbeddedServer:
         """SIGINT the whole group, wait up to `timeout` (0: kill at once), then SIGKILL what is
         left; remove its shared-memory regions and work folder. Idempotent."""
         proc, self._process = self._process, None
+        guard, self._private_regions = self._private_regions, None
+        if guard is not None:
+            guard.stop()
         if proc is not None:
             stop_group(proc, grace_s=timeout)
         lifeline, self._lifeline = self._lifeline, None

@@ -11,10 +11,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
 import cv2
 import numpy as np
+
+from app.system.atomic_files import LineFile, describe_write_error
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +39,9 @@ class Recorder:
     applies `render(image, detections)` (e.g. drawing the boxes) before encoding. When
     the queue is full the frame is left out of the recording and counted in `dropped`.
     Each JSONL record carries the source's frame number ("frame", when given), the
-    recording's own index ("recording_frame") and the time since the first frame.
+    recording's own index ("recording_frame") and the time since the first frame. The JSONL
+    file is written beside its name and renamed into place at the end, holding whole records
+    only (a full disk stops the recording at the last whole one: `error` says so).
     """
 
     def __init__(
@@ -60,7 +64,7 @@ class Recorder:
         self.fps = float(fps)
         self._render = render
         self._writer: cv2.VideoWriter | None = None
-        self._jsonl: IO[str] | None = None
+        self._jsonl: LineFile | None = None
         self._queue: queue.Queue[_Item | None] = queue.Queue(queue_size)
         self._t0: float | None = None
         self._lock = threading.Lock()  # serialises write() against close() and guards the counters
@@ -128,7 +132,11 @@ class Recorder:
             if self._writer is not None:
                 self._writer.release()
             if self._jsonl is not None:
-                self._jsonl.close()
+                try:
+                    self._jsonl.close()
+                except OSError as exc:
+                    self._error = self._error or describe_write_error(self.jsonl_path, exc)
+                    log.error(self._error)
 
     def _open(self, width: int, height: int) -> None:
         assert self._codec is not None
@@ -142,7 +150,7 @@ class Recorder:
                 f"cannot record to {self.video_path}: OpenCV cannot open a {self._codec} writer there"
             )
         try:
-            self._jsonl = self.jsonl_path.open("w", encoding="utf-8")
+            self._jsonl = LineFile(self.jsonl_path)
         except OSError as exc:
             writer.release()
             raise ValueError(f"cannot write {self.jsonl_path}: {exc.strerror or exc}") from exc
@@ -176,7 +184,13 @@ class Recorder:
                 "detections": detections,
                 **(extra or {}),
             }
-            self._jsonl.write(json.dumps(record, default=_jsonable) + "\n")
+            try:
+                self._jsonl.write(json.dumps(record, default=_jsonable) + "\n")
+            except OSError as exc:
+                raise ValueError(
+                    f"{describe_write_error(self.jsonl_path, exc)}; the recording stopped there "
+                    f"({self._jsonl.lines} frame record(s) kept, each a whole line)"
+                ) from exc
             self._written += 1
         except Exception as exc:
             self._error = (

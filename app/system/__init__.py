@@ -1,2 +1,3 @@
-"""Facts about this machine's processes, shared by every layer: /proc readers, names that
-carry their owner, removal of what dead owners left behind. No Qt, no app imports."""
+"""Facts about this machine's processes and files, shared by every layer: /proc readers, names
+that carry their owner, removal of what dead owners left behind, files written whole or not at
+all (atomic_files). No Qt, no app imports."""

@@ -14,6 +14,7 @@ import itertools
 import os
 import re
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 from app.system.proc import stat_fields
@@ -52,6 +53,12 @@ def sweep_enabled() -> bool:
     return start_time(os.getpid()) is not None
 
 
+def owner_of(name: str, prefix: str) -> tuple[int, int] | None:
+    """(pid, start time) of the owner a name from owned_name(prefix) carries, None for another name."""
+    match = re.match(re.escape(prefix) + r"(\d+)-(\d+)(?!\d)", name)
+    return None if match is None else (int(match[1]), int(match[2]))
+
+
 def dead_owners_leftovers(folder: Path, prefix: str) -> list[Path]:
     """Entries of `folder` named by owned_name(prefix) whose owner no longer runs.
 
@@ -59,7 +66,6 @@ def dead_owners_leftovers(folder: Path, prefix: str) -> list[Path]:
     """
     if not sweep_enabled():
         return []
-    pattern = re.compile(re.escape(prefix) + r"(\d+)-(\d+)(?!\d)")
     uid = os.geteuid()
     found = []
     try:
@@ -67,16 +73,38 @@ def dead_owners_leftovers(folder: Path, prefix: str) -> list[Path]:
     except OSError:
         return []
     for entry in entries:
-        match = pattern.match(entry.name)
-        if match is None:
+        owner = owner_of(entry.name, prefix)
+        if owner is None:
             continue
         try:
             if entry.lstat().st_uid != uid:
                 continue
         except OSError:
             continue
-        if not owner_alive(int(match[1]), int(match[2])):
+        if not owner_alive(*owner):
             found.append(entry)
+    return found
+
+
+def dead_owners_names(names: Iterable[str], prefix: str, folder: Path) -> list[str]:
+    """Of `names` (e.g. the shared-memory regions a server has registered), those made by
+    owned_name(prefix) whose owner no longer runs. A name whose entry in `folder` still
+    exists and belongs to another user is never one of them (that user's processes may be
+    hidden from /proc); nor is any name when /proc cannot be read."""
+    if not sweep_enabled():
+        return []
+    uid = os.geteuid()
+    found = []
+    for name in names:
+        owner = owner_of(name, prefix)
+        if owner is None or owner_alive(*owner):
+            continue
+        try:
+            if (folder / name).lstat().st_uid != uid:
+                continue
+        except OSError:
+            pass  # its file is gone already (swept, or unlinked at the owner's close)
+        found.append(name)
     return found
 
 

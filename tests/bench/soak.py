@@ -1,5 +1,10 @@
 """Soak: the real viewer playing a looped face video live for --minutes, plus a batch of
-images every minute; one line of figures per minute, a summary at the end.
+images every minute, both at once; one line of figures per minute, a summary at the end.
+
+Each minute goes as a user would do it: open the batch's folder (the viewer stops the stream
+to show the batch), then play the video again at once: the stream takes the view back while
+the batch goes on in the background. "live fps in batch" is the display rate while the
+batch ran (0 would mean they did not run together).
 
 Per minute: the viewer's resident memory (RSS), its threads (OS threads, gRPC's included;
 Python threads), open file descriptors, the live display rate, capture-to-display latency
@@ -13,8 +18,9 @@ Run under a virtual display (the window is really drawn):
         [--in-flight 2] [--url HOST:PORT] [--tracemalloc]
 Without a display it runs offscreen. --tracemalloc (slower) also prints where Python's own
 allocations grew from the end of minute 2 to the end: growth in RSS that is not there is
-native (Qt, gRPC, the allocator). --smoke: two "minutes" of 1 s with 3 images each on a
+native (Qt, gRPC, the allocator). --smoke: two "minutes" of 1 s with 30 images each on a
 short video (seconds; what `make test` runs so the script cannot rot).
+The batch is big enough (150 images) to take a few seconds beside the live stream.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ import skimage.data
 from PySide6.QtCore import qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
-from app.inference.result import InferenceResult
+from app.inference.result import InferenceResult, Status
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from app.server.process_group import live_members
@@ -81,22 +87,29 @@ class Minute:
     """What the GUI thread saw during one minute (signals arrive on the GUI thread)."""
 
     display_ages: list[float] = field(default_factory=list)
+    shown_at: list[float] = field(default_factory=list)  # monotonic time of each frame shown
     latencies: list[float] = field(default_factory=list)
     failures: int = 0
 
     def on_shown(self, _index: int, age_ms: float) -> None:
         self.display_ages.append(age_ms)
+        self.shown_at.append(time.monotonic())
+
+    def fps_between(self, start: float, end: float) -> float:
+        return sum(1 for t in self.shown_at if start <= t <= end) / (end - start) if end > start else 0.0
 
     def on_result(self, result: InferenceResult) -> None:
         if result.ok and result.latency_ms is not None:
             self.latencies.append(result.latency_ms)
-        elif not result.ok:
+        elif result.status in (Status.FAILED, Status.TIMEOUT):  # not those the stream's stop cancels
             self.failures += 1
 
 
 class Soak:
-    def __init__(self, viewer: Viewer, folder: Path, images: int, server: EmbeddedServer | None) -> None:
-        self.viewer, self.folder, self.images, self.server = viewer, folder, images, server
+    def __init__(
+        self, viewer: Viewer, video: Path, folder: Path, images: int, server: EmbeddedServer | None
+    ) -> None:
+        self.viewer, self.video, self.folder, self.images, self.server = viewer, video, folder, images, server
         self.minute = Minute()
         viewer.live.frame_shown.connect(lambda i, age: self.minute.on_shown(i, age))
         viewer.live.result.connect(lambda r: self.minute.on_result(r))
@@ -119,7 +132,7 @@ class Soak:
             await asyncio.sleep(0.1)
         print(
             "min  rss MB  os thr  py thr  fds  display fps  display p50/p95 ms  request p50/p95/p99 ms"
-            "  fails  batch ok/n  batch s  server MB",
+            "  fails  batch ok/n  batch s  live fps in batch  log rows  server MB",
             flush=True,
         )
         end = time.monotonic() + minutes * minute_s
@@ -128,15 +141,17 @@ class Soak:
             index += 1
             self.minute = Minute()
             started = time.monotonic()
-            batch_seconds, batch_ok = await self.batch()
+            batch_seconds, batch_ok, live_fps = await self.batch()
             await asyncio.sleep(max(0.0, started + minute_s - time.monotonic()))
-            self.report(index, time.monotonic() - started, batch_ok, batch_seconds)
+            self.report(index, time.monotonic() - started, batch_ok, batch_seconds, live_fps)
             if index == 2 and tracemalloc.is_tracing():
                 self.baseline = tracemalloc.take_snapshot()
 
-    async def batch(self) -> tuple[float, int]:
+    async def batch(self) -> tuple[float, int, float]:
         """The same folder each minute: entries are replaced, not added (memory stays a
-        measure of leaks, not of more images kept)."""
+        measure of leaks, not of more images kept). Opening it stops the stream; the video
+        is played again at once and shows while the batch runs. (seconds, images ok, display
+        frames per second while the batch ran)."""
         runner = self.viewer.runner
         finished = asyncio.Event()
 
@@ -147,13 +162,15 @@ class Soak:
         started = time.monotonic()
         try:
             self.viewer.open_paths([str(self.folder)])
+            self.viewer.live.open(str(self.video))  # the stream takes the view back
             await finished.wait()
         finally:
             runner.finished.disconnect(on_finished)
+        ended = time.monotonic()
         counts = runner.latest_counts()
-        return time.monotonic() - started, counts.ok if counts else 0
+        return ended - started, counts.ok if counts else 0, self.minute.fps_between(started, ended)
 
-    def report(self, index: int, seconds: float, batch_ok: int, batch_s: float) -> None:
+    def report(self, index: int, seconds: float, batch_ok: int, batch_s: float, live_fps: float) -> None:
         m = self.minute
         row = {
             "minute": index,
@@ -170,6 +187,8 @@ class Soak:
             "failures": m.failures,
             "batch_ok": batch_ok,
             "batch_s": batch_s,
+            "live_in_batch_fps": live_fps,
+            "log_rows": self.viewer.window.request_log.model.rowCount(),
             "server_rss": self.server_rss(),
         }
         self.rows.append(row)
@@ -177,7 +196,8 @@ class Soak:
             f"{index:3d}  {row['rss']:6.0f}  {row['os_threads']:6d}  {row['py_threads']:6d}  {row['fds']:3d}"
             f"  {row['display_fps']:11.1f}  {row['display_p50']:7.0f} / {row['display_p95']:5.0f}     "
             f"  {row['request_p50']:5.0f} / {row['request_p95']:4.0f} / {row['request_p99']:4.0f}    "
-            f"  {m.failures:5d}  {batch_ok:4d}/{self.images:<4d}  {batch_s:7.1f}  {row['server_rss']:9.0f}",
+            f"  {m.failures:5d}  {batch_ok:4d}/{self.images:<4d}  {batch_s:7.1f}  {live_fps:17.1f}"
+            f"  {row['log_rows']:8.0f}  {row['server_rss']:9.0f}",
             flush=True,
         )
 
@@ -196,6 +216,7 @@ class Soak:
         print(f"  OS threads      {first['os_threads']} -> {last['os_threads']}; "
               f"Python threads {first['py_threads']} -> {last['py_threads']}")  # fmt: skip
         print(f"  open fds        {first['fds']} -> {last['fds']}")
+        print(f"  Python threads at the end: {', '.join(sorted(t.name for t in threading.enumerate()))}")
         print(f"  server RSS      {first['server_rss']:.0f} MB -> {last['server_rss']:.0f} MB")
         print(f"  batches         {sum(r['batch_ok'] for r in rows)} of {len(rows) * self.images} images ok")
         print(f"  failed requests {sum(r['failures'] for r in rows)}")
@@ -221,12 +242,12 @@ def run(args: argparse.Namespace, url: str, video: Path, folder: Path, server: E
     viewer.live_ui.toolbar.in_flight.setValue(args.in_flight)
     viewer.live_ui.toolbar.loop.setChecked(True)
     viewer.live_ui.apply_options()
-    soak = Soak(viewer, folder, args.batch_images, server)
+    soak = Soak(viewer, video, folder, args.batch_images, server)
     try:
         viewer.window.show()
         viewer.start()
         viewer.live.open(str(video))
-        loop.run_until_complete(soak.run(args.minutes, SMOKE_MINUTE_S if args.smoke else 60.0))
+        loop.run_until_complete(soak.run(args.minutes, SMOKE_MINUTE_S if args.smoke else args.minute_seconds))
         viewer.request_close()
         loop.run_until_complete(viewer.closed.wait())
     finally:
@@ -251,16 +272,19 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--batch-images", type=int, default=20)
+    parser.add_argument("--batch-images", type=int, default=150)
     parser.add_argument("--in-flight", type=int, default=2)
     parser.add_argument(
         "--url", default=None, help="Triton gRPC HOST:PORT (default: start the embedded server)"
     )
     parser.add_argument("--tracemalloc", action="store_true", help="where Python allocations grew")
+    parser.add_argument(
+        "--minute-seconds", type=float, default=60.0, help='how long a "minute" lasts (shorter: quicker runs)'
+    )
     parser.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     args = parser.parse_args()
     if args.smoke:
-        args.minutes, args.batch_images = 2, 3
+        args.minutes, args.batch_images = 2, 30
     if args.tracemalloc:
         tracemalloc.start()
     with ExitStack() as stack:

@@ -27,7 +27,8 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "soak.py": (True, r"^ +1 +\d+ +\d+ +\d+ +\d+ +[\d.]+"),  # the first "minute"'s row
     "bench_compare_live.py": (True, r"round 1: single: A displayed +[\d.]+ fps"),
     "bench_live.py": (True, r"annotated display rate +[\d.]+ fps"),
-    # Starts (and SIGKILLs) servers of its own: that is what it measures.
+    # Start servers of their own (and pause or SIGKILL them): that is what they measure.
+    "bench_pause.py": (False, r"pause 1 s: \d+ of 60 ok"),
     "bench_lifeline.py": (False, r"group gone after the owner's SIGKILL \(1 rounds\): median [\d.]+ ms"),
     "bench_infer_vs_plain.py": (True, r"C= 8: app infer +[\d.]+ img/s"),
     "bench_tracking.py": (False, r"20 objects, 10 frames: update median [\d.]+ ms"),
@@ -42,6 +43,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_evaluate.py": (False, r"an operating point at new thresholds +[\d.]+ ms"),
     "bench_render.py": (False, r"detections 1280x720, 10 boxes +[\d.]+ +[\d.]+"),
     "bench_evaluation_panel.py": (False, r"a slider step \(GUI thread\) +[\d.]+ ms"),
+    "bench_request_log.py": (False, r"request log full \(500 rows\): \+[\d.]+ MB resident"),
     "plain_infer.py": (True, r"ok=4 failed=0"),
 }
 

@@ -594,10 +594,10 @@ def test_ctrl_c_evaluates_the_images_answered_and_exits_130(triton: EmbeddedServ
             if "image(s) -> model" in line:
                 break
         # The two quick images answered (their records written), two slow ones in flight.
-        records = tmp_path / "records.jsonl"
+        # Streamed into a temporary file beside records.jsonl, renamed into place at the end.
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (
-            records.exists() and len(records.read_text().splitlines()) >= 2
+        while time.monotonic() < deadline and not any(
+            len(part.read_text().splitlines()) >= 2 for part in tmp_path.glob("records.jsonl.*.part")
         ):
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)

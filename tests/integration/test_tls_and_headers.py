@@ -45,6 +45,26 @@ def test_a_plain_client_on_a_tls_port_is_told_to_add_ssl(tmp_path: Path) -> None
     assert "HTTP port" not in message
 
 
+def test_a_certificate_for_another_host_name_is_reported_as_such(tmp_path: Path) -> None:
+    with tls_server(tmp_path, host="inference.example") as (url, cert):
+        options = ConnectionOptions(ssl=True, root_certificates=str(cert))
+        with pytest.raises(SessionError) as caught:
+            TritonSession(url, timeout_s=3, options=options).open()
+    message = str(caught.value)
+    assert caught.value.kind is ErrorKind.TLS
+    assert f"the certificate of the server at {url} is not issued for '127.0.0.1'" in message
+    assert "nothing is listening" not in message
+
+
+def test_a_certificate_nobody_vouches_for_asks_for_its_authority(tmp_path: Path) -> None:
+    with tls_server(tmp_path) as (url, _cert), pytest.raises(SessionError) as caught:
+        TritonSession(url, timeout_s=3, options=ConnectionOptions(ssl=True)).open()
+    assert caught.value.kind is ErrorKind.TLS
+    assert "is not trusted: give the certificate authority that signed it with --root-certificates" in str(
+        caught.value
+    )
+
+
 def test_a_plain_client_on_the_http_port_is_told_it_is_the_http_port(triton: EmbeddedServer) -> None:
     assert what_listens(triton.http_url) == "http"
     with pytest.raises(SessionError) as caught:

@@ -42,6 +42,14 @@ def error(message: str, status: str) -> InferenceServerException:
             True,
         ),
         (
+            # Triton's Python backend after a pause (SIGSTOP/SIGCONT): retried until the deadline.
+            "Stub process 'face_detector_0_0' is not healthy.",
+            "StatusCode.INTERNAL",
+            Status.FAILED,
+            "is not healthy",
+            True,
+        ),
+        (
             "Tls handshake failed (TSI_PROTOCOL_FAILURE): WRONG_VERSION_NUMBER",
             "StatusCode.UNAVAILABLE",
             Status.FAILED,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.system.leftovers import owned_name, owner_tag, remove_dead_owners, start_time
+from app.system.leftovers import dead_owners_names, owned_name, owner_tag, remove_dead_owners, start_time
 from tests.integration.procs import eventually
 
 SHM_DIR = Path("/dev/shm")
@@ -115,3 +115,14 @@ def test_another_users_entries_stay(prefix: str) -> None:
         assert theirs.exists()
     else:  # a file of another user cannot be made here: the entry of this user goes
         assert remove_dead_owners(SHM_DIR, prefix) == [theirs]
+
+
+def test_dead_owners_names_are_those_of_ended_owners_only(prefix: str) -> None:
+    pid, start = dead_owner()
+    dead = f"{prefix}{pid}-{start}-3"
+    alive = owned_name(prefix)  # this process
+    reused = f"{prefix}{os.getpid()}-{start_time(os.getpid()) or 0}1-2"  # this pid, another start
+    names = [dead, alive, reused, "other-program-region", f"{prefix}garbage"]
+    assert dead_owners_names(names, prefix, SHM_DIR) == [dead, reused]
+    (SHM_DIR / dead).write_bytes(b"")  # its file still there, this user's: still the dead owner's
+    assert dead_owners_names([dead], prefix, SHM_DIR) == [dead]

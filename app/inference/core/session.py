@@ -39,7 +39,14 @@ from app.inference.core.group import RequestGroup
 from app.inference.core.model_discovery import discover
 from app.inference.core.pool import ConnectionPool
 from app.inference.core.scheduler import DelayedCalls
-from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
+from app.inference.core.spec import (
+    MAX_REQUEST_TIMEOUT_S,
+    Delivery,
+    Limits,
+    ProfileSource,
+    SessionSpec,
+    Timeouts,
+)
 from app.inference.core.stats import RequestStats
 from app.inference.core.transport_choice import choose_transport
 from app.inference.core.window import Window
@@ -160,6 +167,7 @@ class TritonSession:
         self.protocol = protocols.pop()
         if not (math.isfinite(timeout_s) and timeout_s > 0):
             raise ValueError(f"the timeout must be a positive number of seconds, not {timeout_s}")
+        timeout_s = min(timeout_s, MAX_REQUEST_TIMEOUT_S)  # beyond it gRPC fails at once
         self.requested_model = model
         # Triton's model version ("": the server's choice, its version policy's latest).
         self.model_version = str(model_version or "").strip()
@@ -508,6 +516,8 @@ class TritonSession:
             return None
         if wait is not None:
             wait = max(0.0, wait - (time.monotonic() - started))
+        if timeout_s is not None:
+            timeout_s = min(timeout_s, MAX_REQUEST_TIMEOUT_S)
         aborted = (lambda: group.cancelled) if group is not None else None
         if not self._window.acquire(wait, aborted):
             if group is not None:
@@ -732,7 +742,10 @@ class TritonSession:
                 if self._live_members(send) and self._retry(send):
                     return
             elif failure.transient:
-                self._pool.mark_unreachable(channel.url, failure.message)
+                if failure.kind is ErrorKind.UNREACHABLE:
+                    self._pool.mark_unreachable(channel.url, failure.message)
+                else:
+                    self._pool.mark_ok(channel.url)  # it answered: a passing state of the server
                 if self._live_members(send) and self._retry(send):
                     return
             elif failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):

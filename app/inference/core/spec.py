@@ -57,10 +57,16 @@ class Delivery:
     batch_delay_ms: float = 2.0
 
 
+# The longest request timeout used: gRPC turns a deadline beyond its range (`--timeout 1e10`)
+# into an immediate "deadline exceeded", and a day is longer than any request should wait.
+MAX_REQUEST_TIMEOUT_S = 86_400.0
+
+
 @dataclass(frozen=True)
 class Timeouts:
-    """`request_s`: each request's deadline. `retries` None: transient failures (server
-    unreachable) are retried until that deadline, so a restart shorter than it fails nothing."""
+    """`request_s`: each request's deadline (at most MAX_REQUEST_TIMEOUT_S: more is cut to
+    it). `retries` None: transient failures (server unreachable) are retried until that
+    deadline, so a restart shorter than it fails nothing."""
 
     request_s: float = 10.0
     retries: int | None = None
@@ -69,6 +75,8 @@ class Timeouts:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.request_s) and self.request_s > 0):
             raise ValueError(f"the timeout must be a positive number of seconds, not {self.request_s}")
+        if self.request_s > MAX_REQUEST_TIMEOUT_S:
+            object.__setattr__(self, "request_s", MAX_REQUEST_TIMEOUT_S)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,11 @@ from app.inference.introspection.discovery import ModelInfo
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.protocol import UrlError, parse_url
 from app.inference.transports.channel import MAX_OUTPUT_BYTES, Channel, Headers
-from app.inference.transports.shm import ShmRegion, remove_dead_owners_regions
+from app.inference.transports.shm import (
+    ShmRegion,
+    remove_dead_owners_regions,
+    unregister_dead_owners_regions,
+)
 from app.inference.transports.shm_transport import OutputSpec, ShmTransport
 from app.inference.transports.transport import GrpcTransport, Transport, TransportKind
 from app.inference.transports.wire import Wire
@@ -67,9 +71,14 @@ def choose_transport(
     profile = info.profile
     wire = wire or Wire()
     grpc = GrpcTransport(profile.input_name, profile.input_dtype, profile.output_names, wire)
+    remote = [url for url in channels if not is_loopback(url)]
+    if not remote and (features is None or not features.lacks(Extension.SHARED_MEMORY)):
+        # Regions left by a client that was killed: its files here, its registrations there
+        # (whatever this session uses: they hold the server's memory).
+        remove_dead_owners_regions()
+        unregister_dead_owners_regions(channels.values(), headers)
     if kind is TransportKind.GRPC:
         return grpc, ""
-    remote = [url for url in channels if not is_loopback(url)]
     if remote:
         note = (
             f"shared memory needs the server on this machine ({remote[0]} is not); using {wire.description}"
@@ -79,7 +88,6 @@ def choose_transport(
         return grpc, note
     if features is not None and features.lacks(Extension.SHARED_MEMORY):
         return grpc, MISSING[Extension.SHARED_MEMORY]
-    remove_dead_owners_regions()  # regions left by a client that was killed
 
     def register(region: ShmRegion) -> None:
         for channel in channels.values():

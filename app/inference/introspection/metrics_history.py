@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 
 from app.inference.introspection.server_metrics import MetricsReader, MetricsSnapshot
+from app.system.periodic import Periodic
 
 DEFAULT_CAPACITY = 600  # ten minutes at one read a second
 
@@ -86,25 +87,16 @@ class MetricsPoller:
         self.reader = reader
         self.history = history
         self.interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._periodic = Periodic(
+            lambda: history.add(reader.read()), interval_s, "metrics poller", join_s=reader.timeout_s + 1.0
+        )
 
     def start(self) -> MetricsPoller:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="metrics poller", daemon=True)
-            self._thread.start()
+        self._periodic.start()
         return self
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.history.add(self.reader.read())
-            self._stop.wait(self.interval_s)
-
     def stop(self) -> None:
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(self.reader.timeout_s + 1.0)
+        self._periodic.stop()
 
     def __enter__(self) -> MetricsPoller:
         return self.start()

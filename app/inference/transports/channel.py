@@ -116,6 +116,8 @@ class Channel(Protocol):
     ) -> Call: ...
     def register_system_shm(self, name: str, key: str, byte_size: int, *, headers: Headers) -> None: ...
     def unregister_system_shm(self, name: str, *, headers: Headers) -> None: ...
+    # The names of the system shared-memory regions registered on the server (every client's).
+    def system_shm_names(self, *, headers: Headers, timeout_s: float) -> list[str]: ...
     def inference_statistics(
         self, model: str, *, headers: Headers, timeout_s: float, version: str = ""
     ) -> dict[str, Any]: ...
@@ -215,6 +217,12 @@ class GrpcChannel:
     def unregister_system_shm(self, name: str, *, headers: Headers) -> None:
         # By name, never "all": that would free other clients' regions too.
         self.client.unregister_system_shared_memory(name, headers=dict(headers))
+
+    def system_shm_names(self, *, headers: Headers, timeout_s: float) -> list[str]:
+        status = self.client.get_system_shared_memory_status(
+            headers=dict(headers), as_json=True, client_timeout=timeout_s
+        )
+        return sorted((status or {}).get("regions", {}))
 
     def inference_statistics(
         self, model: str, *, headers: Headers, timeout_s: float, version: str = ""

@@ -284,6 +284,15 @@ class HttpChannel:
             LOOP_GRACE_S * 2,
         )
 
+    def system_shm_names(self, *, headers: Headers, timeout_s: float) -> list[str]:
+        status = self._run(
+            lambda: self.client.get_system_shared_memory_status(headers=http_headers(headers)), timeout_s
+        )
+        # KServe's HTTP status is a list of regions (gRPC's JSON: {"regions": {name: ...}}).
+        if isinstance(status, dict):
+            return sorted(status.get("regions", {}))
+        return sorted(str(region.get("name", "")) for region in status or [] if region.get("name"))
+
     def inference_statistics(
         self, model: str, *, headers: Headers, timeout_s: float, version: str = ""
     ) -> dict[str, Any]:

@@ -6,21 +6,31 @@ re-spawned through `sys.executable` in a frozen app. A region here is a file in 
 mapped once; Triton opens the same file with `shm_open(key)`.
 
 Names carry the owner's pid and process start time (`tviewer-c<pid>-<start>-<n>`), so the
-regions of a process that died can be told from a live one's and removed at the next start.
+regions of a process that died can be told from a live one's and removed at the next start:
+their files unlinked here, and their registrations on the server (which keep the server's
+own mapping, i.e. the memory, alive) unregistered by name (never "unregister all", which
+would take live clients' regions too).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import mmap
 import os
 import threading
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
-from app.system.leftovers import owned_name, remove_dead_owners
+from app.inference.errors import classify_failure
+from app.inference.transports.channel import Channel, Headers
+from app.system.leftovers import dead_owners_names, owned_name, remove_dead_owners
+
+log = logging.getLogger(__name__)
 
 SHM_DIR = Path("/dev/shm")
 PREFIX = "tviewer-c"
@@ -41,6 +51,43 @@ def remove_dead_owners_regions(folder: Path = SHM_DIR) -> list[Path]:
     """Unlink the client regions whose owner process has ended (a crash, a SIGKILL); never a
     live one's."""
     return remove_dead_owners(folder, PREFIX)
+
+
+def unregister_dead_owners_regions(
+    channels: Iterable[Channel], headers: Headers, timeout_s: float = 5.0, in_use_wait_s: float = 2.0
+) -> list[str]:
+    """Unregister, on each server, the client regions whose owner process has ended (by the
+    name scheme; never a live owner's, never another program's); returns their names. The
+    server refuses a region a request still uses (a killed client's last requests may still
+    run): those are tried again for up to `in_use_wait_s`, then left to the next start. A
+    server that cannot say (an old one, an error) is left as it is."""
+    done = []
+    for channel in channels:
+        try:
+            names = channel.system_shm_names(headers=headers, timeout_s=timeout_s)
+        except Exception as e:
+            log.debug("no shared-memory status from %s: %s", channel.url, e)
+            continue
+        pending = dead_owners_names(names, PREFIX, SHM_DIR)
+        give_up = time.monotonic() + in_use_wait_s
+        while pending:
+            refused = []
+            for name in pending:
+                try:
+                    channel.unregister_system_shm(name, headers=headers)
+                except Exception as e:
+                    if not classify_failure(e, channel.url).name_unknown:  # not gone meanwhile
+                        log.debug("cannot unregister %s on %s: %s", name, channel.url, e)
+                        refused.append(name)  # still in use by a request
+                else:
+                    done.append(name)
+            if not refused or time.monotonic() >= give_up:
+                break
+            pending = refused
+            time.sleep(0.1)
+    if done:
+        log.info("unregistered %d shared-memory region(s) of ended clients", len(done))
+    return done
 
 
 class ShmRegion:

@@ -36,11 +36,13 @@ class LocalServer:
         tritonserver: str | None = None,
         budget: RestartBudget | None = None,
         keep_ports: bool = False,
+        ports: dict[str, int | None] | None = None,
         factory: ServerFactory = EmbeddedServer,
     ) -> None:
         """`keep_ports`: a server started again takes the first one's ports (the command
         line: its sessions keep the address). Otherwise fresh free ports (the viewer
-        rebuilds its session on the new address)."""
+        rebuilds its session on the new address). `ports`: grpc_port, http_port,
+        metrics_port to start on (None or absent: a free one)."""
         self._repository = repository
         self._tritonserver = tritonserver
         self.budget = budget or RestartBudget()
@@ -51,7 +53,7 @@ class LocalServer:
         self._server: EmbeddedServer | None = None
         self._starting = False
         self._stopped = False
-        self._ports: dict[str, int] = {}
+        self._ports: dict[str, int] = {k: v for k, v in (ports or {}).items() if v}
 
     # -- state (any thread) ----------------------------------------------------------------
     @property
@@ -86,6 +88,11 @@ class LocalServer:
     @property
     def stopped(self) -> bool:
         return self._stopped
+
+    @property
+    def keeps_address(self) -> bool:
+        """A restart comes back on the same address (sessions made for it keep working)."""
+        return self._keep_ports
 
     # -- lifecycle ---------------------------------------------------------------------------
     def ensure(self) -> str:
@@ -124,7 +131,7 @@ class LocalServer:
             if self._stopped:
                 server.stop(timeout=2.0)
         self._check_not_stopped()
-        if self._keep_ports and not self._ports:
+        if self._keep_ports:
             self._ports = {
                 "grpc_port": server.grpc_port,
                 "http_port": server.http_port,

@@ -370,8 +370,33 @@ class ConnectionManager:
             return
         with self._lock:
             session, target = self.session, self.target
+        if (
+            session is not None
+            and session.info is not None
+            and self.local.keeps_address
+            and self.session_in_use()
+        ):
+            self._restart_under(token, session)
+            return
         if target is not None:
             self._reconnect(session, target)
+
+    def _restart_under(self, token: RunToken, session: TritonSession) -> None:
+        """The server comes back on the same address under a session in use (a batch runs):
+        its requests retry until their deadlines meanwhile, and the session is kept."""
+        try:
+            self.local.ensure()
+        except LocalServerStopped:
+            return
+        except Exception as e:
+            self._set_state(
+                token, ConnectionState.FAILED, f"the local Triton server did not start again: {e}"
+            )
+            return
+        assert session.info is not None
+        detail = f"{', '.join(self.urls)} · model {session.info.name} (local server restarted)"
+        if self._set_state(token, ConnectionState.CONNECTED, detail):
+            self._schedule_probe(token, HEALTH_INTERVAL_S)
 
     def _reconnect(self, session: TritonSession | None, target: SessionSpec) -> None:
         """Connect again as last asked, to the model that was open (the server's default may

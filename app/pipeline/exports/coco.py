@@ -20,6 +20,7 @@ from app.annotations.shapes import coco_segmentation
 from app.pipeline.exports.extras import coco_annotation_extras
 from app.pipeline.exports.images import ExportImage, class_names
 from app.pipeline.exports.vocabulary import ModelVocabulary
+from app.system.atomic_files import replacing
 
 
 def box_xywh(box: Sequence[float]) -> list[float]:
@@ -112,8 +113,9 @@ def coco_document(
 def write_coco(
     path: str | Path, images: Sequence[ExportImage], vocabulary: ModelVocabulary | Sequence[str] = ()
 ) -> int:
-    """Write the COCO file; returns the number of annotations."""
+    """Write the COCO file whole (an existing one stays as it was if that fails); returns the
+    number of annotations."""
     doc = coco_document(images, vocabulary)
-    with open(path, "w", encoding="utf-8") as f:
+    with replacing(path) as f:
         json.dump(doc, f, ensure_ascii=False)
     return len(doc["annotations"])

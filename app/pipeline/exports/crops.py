@@ -11,6 +11,7 @@ import cv2
 import numpy as np
 
 from app.pipeline.exports.images import ExportImage, StemBook
+from app.system.atomic_files import write_whole
 
 _UNSAFE = re.compile(r"[^\w.-]+")
 
@@ -24,6 +25,16 @@ def crop_box(image: np.ndarray, box: tuple[float, float, float, float]) -> np.nd
     if right <= left or bottom <= top:
         return None
     return image[top:bottom, left:right]
+
+
+def write_png(path: str | Path, bgr: np.ndarray) -> Path:
+    """`path` as a PNG of the BGR image, whole or not at all (OSError). Encoded in memory first:
+    cv2.imwrite reports success over a file a full disk left empty."""
+    encoded, png = cv2.imencode(".png", bgr)
+    if not encoded:
+        raise OSError(f"cannot encode {path} as PNG")
+    write_whole(path, png.tobytes())
+    return Path(path)
 
 
 def crop_paths(folder: Path, images: Iterable[ExportImage]) -> list[tuple[ExportImage, int, Path]]:
@@ -55,8 +66,6 @@ def write_crops(
         if crop is None:
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        bgr = cv2.cvtColor(np.ascontiguousarray(crop), cv2.COLOR_RGB2BGR)
-        if not cv2.imwrite(str(path), bgr):
-            raise OSError(f"cannot write {path}")
+        write_png(path, cv2.cvtColor(np.ascontiguousarray(crop), cv2.COLOR_RGB2BGR))
         written += 1
     return written

@@ -14,6 +14,7 @@ from app.pipeline.exports.labelme import labelme_document
 from app.pipeline.exports.voc import voc_xml
 from app.pipeline.exports.vocabulary import ModelVocabulary
 from app.pipeline.exports.yolo import CLASSES_FILE, classes_text, yolo_text
+from app.system.atomic_files import check_writable, write_whole
 
 
 def _labelme_text(image: ExportImage, path: Path, vocabulary: ModelVocabulary) -> str:
@@ -30,7 +31,8 @@ PER_IMAGE_TEXT: dict[ExportFormat, Callable[[ExportImage, Path, ModelVocabulary]
 
 class PerImageWriter:
     """`write(image)` as results come (any thread), `finish()` once at the end (YOLO's
-    classes.txt needs every class seen)."""
+    classes.txt needs every class seen). Each file is written whole or not at all; the first
+    that cannot be written raises OSError (the caller stops there)."""
 
     def __init__(
         self, fmt: ExportFormat, folder: str | Path, vocabulary: ModelVocabulary | Sequence[str] = ()
@@ -46,13 +48,17 @@ class PerImageWriter:
         self._seen: dict[int, str] = {}  # class id -> label seen (for YOLO's classes.txt)
         self._lock = threading.Lock()
 
+    def check(self) -> None:
+        """OSError now (before any inference) when no file can be written into the folder."""
+        check_writable(self.folder, create=True)
+
     def path_for(self, image: ExportImage) -> Path:
         return self.folder / f"{self._stems.claim(image.stem)}{FORMAT_INFO[self.fmt].suffix}"
 
     def write(self, image: ExportImage) -> Path:
         path = self.path_for(image)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self._text(image, path, self.vocabulary), encoding="utf-8")
+        write_whole(path, self._text(image, path, self.vocabulary))
         with self._lock:
             self.written += 1
             for class_id, label in image.class_labels().items():
@@ -64,7 +70,7 @@ class PerImageWriter:
         if self.fmt is ExportFormat.YOLO:  # the class names, once every class is seen
             with self._lock:
                 names = names_by_id(self._seen, self.vocabulary.labels)
-            (self.folder / CLASSES_FILE).write_text(classes_text(names), encoding="utf-8")
+            write_whole(self.folder / CLASSES_FILE, classes_text(names))
 
 
 def write_per_image(

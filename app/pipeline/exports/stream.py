@@ -1,6 +1,7 @@
 """An export written as results arrive (the command line): per-image files at once, COCO at
 the end. `add()` may be called from any thread; `warnings()` says what the format could not
-hold (app.pipeline.exports.gaps)."""
+hold (app.pipeline.exports.gaps). Every file is written whole or not at all
+(app.system.atomic_files); `check()` before the run says whether it can be written at all."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
 from app.pipeline.exports.gaps import ExportGaps
 from app.pipeline.exports.images import ExportImage, export_images, relative_name
 from app.pipeline.exports.vocabulary import ModelVocabulary
+from app.system.atomic_files import check_writable
 
 
 class ExportStream:
@@ -35,6 +37,13 @@ class ExportStream:
         self._coco: list[ExportImage] = []
         # A folder format writes each image's file at once; COCO writes its one file at the end.
         self._writer = PerImageWriter(fmt, output, self.vocabulary) if FORMAT_INFO[fmt].folder else None
+
+    def check(self) -> None:
+        """OSError unless the export's folder (per-image formats: made now) takes a file."""
+        if self._writer is not None:
+            self._writer.check()
+        else:
+            check_writable(self.output.parent)
 
     def add(self, result: InferenceResult) -> None:
         for image in export_images([result], lambda s: relative_name(s, self.roots)):

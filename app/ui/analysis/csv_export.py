@@ -1,4 +1,5 @@
-"""CSV files of the statistics (one row per scope) and of the request log (the rows shown)."""
+"""CSV files of the statistics (one row per scope) and of the request log (the rows shown),
+each written whole or not at all."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 
+from app.system.atomic_files import replacing
 from app.ui.analysis.scoped_stats import ScopeSnapshot
 
 STATS_COLUMNS = [f.name for f in dataclasses.fields(ScopeSnapshot)]
@@ -28,7 +30,7 @@ def stats_rows(snapshots: Iterable[ScopeSnapshot]) -> list[dict[str, object]]:
 
 def write_stats_csv(path: str | os.PathLike[str], snapshots: Iterable[ScopeSnapshot]) -> int:
     rows = stats_rows(snapshots)
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with replacing(path, newline="") as f:
         writer = csv.DictWriter(f, STATS_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
@@ -39,7 +41,7 @@ def write_table_csv(
     path: str | os.PathLike[str], header: Sequence[str], rows: Iterable[Sequence[str]]
 ) -> int:
     n = 0
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with replacing(path, newline="") as f:
         writer = csv.writer(f)
         writer.writerow(header)
         for row in rows:

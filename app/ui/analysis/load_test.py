@@ -20,7 +20,6 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QFontMetricsF,
-    QImageWriter,
     QPainter,
     QPainterPath,
     QPaintEvent,
@@ -57,7 +56,9 @@ from app.pipeline.sweep import (
     recommend,
     series,
 )
+from app.system.atomic_files import describe_write_error, replacing
 from app.ui.base.bridge import GuiBridge
+from app.ui.base.qimage import write_png
 from app.ui.widgets.live_plot import axis_max, format_tick
 
 THROUGHPUT_COLOR = QColor(30, 120, 200)
@@ -463,14 +464,14 @@ class LoadTestWindow(QDialog):
         fields = ("concurrency", "transport", "client_batch", "throughput", "spread", "runs", "noisy",
                   "p50_ms", "p95_ms", "p99_ms", "server_queue_ms", "server_compute_ms", "failed")  # fmt: skip
         try:
-            with open(path, "w", newline="", encoding="utf-8") as f:
+            with replacing(path, newline="") as f:
                 writer = csv.writer(f)
                 writer.writerow(fields)
                 for r in self.results:
                     record = r.to_record()
                     writer.writerow(["" if record.get(k) is None else record[k] for k in fields])
         except OSError as e:
-            self.summary.setText(f"<b>cannot write {path}: {e.strerror or e}</b>")
+            self.summary.setText(f"<b>{describe_write_error(path, e)}</b>")
             return False
         return True
 
@@ -478,9 +479,10 @@ class LoadTestWindow(QDialog):
         path = path or self._ask("Export the load test plot (PNG)", "PNG image (*.png)", "load-test.png")
         if not path:
             return False
-        writer = QImageWriter(path, b"png")
-        if not writer.write(self.plot.grab().toImage()):
-            self.summary.setText(f"<b>cannot write {path}: {writer.errorString()}</b>")
+        try:
+            write_png(path, self.plot.grab().toImage())
+        except (OSError, ValueError) as e:
+            self.summary.setText(f"<b>{describe_write_error(path, e)}</b>")
             return False
         return True
 

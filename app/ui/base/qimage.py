@@ -1,9 +1,15 @@
-"""numpy RGB uint8 image -> QImage / QPixmap, safely (see NOTES.md, PySide6)."""
+"""numpy RGB uint8 image -> QImage / QPixmap, safely (see NOTES.md, PySide6); a QImage to a
+PNG file written whole or not at all."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
-from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtCore import QBuffer, QIODevice
+from PySide6.QtGui import QImage, QImageWriter, QPixmap
+
+from app.system.atomic_files import write_whole
 
 
 def rgb_to_qimage(image: np.ndarray) -> QImage:
@@ -31,3 +37,21 @@ def rgb_to_qimage(image: np.ndarray) -> QImage:
 
 def rgb_to_qpixmap(image: np.ndarray) -> QPixmap:
     return QPixmap.fromImage(rgb_to_qimage(image))
+
+
+def png_bytes(image: QImage) -> bytes:
+    """`image` encoded as PNG in memory (ValueError if Qt cannot)."""
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    # QImageWriter: PNG whatever the file name's suffix (QImage.save(path, b"PNG")
+    # is rejected by PySide6 6.12 at runtime although its stub declares bytes).
+    writer = QImageWriter(buffer, b"png")
+    if not writer.write(image):
+        raise ValueError(f"cannot encode the picture as PNG: {writer.errorString()}")
+    return bytes(buffer.data().data())
+
+
+def write_png(path: str | os.PathLike[str], image: QImage) -> None:
+    """`path` as a PNG of `image`, whole or not at all (encoded first: Qt's file writer reports
+    success over a file a full disk left empty)."""
+    write_whole(path, png_bytes(image))

@@ -4,6 +4,10 @@
 A settings file can be edited by hand or left by another version: every value read is
 checked, and a bad one is ignored with a warning naming the file and the key (the viewer
 then uses its default), never passed on to break something later.
+
+The file is readable by its user only (0600: it names servers, models and folders). A
+settings folder that cannot be used (a file, not creatable, read-only) is a warning that
+nothing will be saved, never a traceback: the viewer runs on its defaults.
 """
 
 from __future__ import annotations
@@ -17,19 +21,48 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QSettings
 
 from app.inference.transports.transport import TransportKind
+from app.system.atomic_files import check_writable
 
 log = logging.getLogger(__name__)
 
 SETTINGS_DIR_ENV = "TRITON_VIEWER_SETTINGS_DIR"
 MAX_RECENT_SERVERS = 10
+MAX_CLIENT_BATCH = 64
+
+
+NOT_SAVED = "nothing will be saved this session (the viewer uses its defaults)"
 
 
 def open_settings() -> QSettings:
     folder = os.environ.get(SETTINGS_DIR_ENV)
     if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
         return QSettings(str(Path(folder) / "triton-viewer.ini"), QSettings.Format.IniFormat)
     return QSettings("triton-viewer", "viewer")
+
+
+def prepare_settings_file(path: str | os.PathLike[str]) -> str | None:
+    """Make the settings file's folder and the file itself, readable by this user only (Qt
+    keeps a file's permissions when it saves it again). Why it cannot be used, if it cannot."""
+    file = Path(path)
+    folder = file.parent
+    if folder.exists() and not folder.is_dir():
+        return f"settings folder {folder} is a file, not a folder: {NOT_SAVED}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        return f"settings folder {folder} cannot be created ({e.strerror or e}): {NOT_SAVED}"
+    try:
+        check_writable(folder)
+    except OSError as e:
+        return f"settings folder {folder} cannot be written ({e.strerror or e}): {NOT_SAVED}"
+    try:
+        fd = os.open(file, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+        if file.stat().st_uid == os.geteuid():
+            file.chmod(0o600)
+    except OSError as e:
+        return f"settings file {file} cannot be written ({e.strerror or e}): {NOT_SAVED}"
+    return None
 
 
 class ViewerSettings:
@@ -37,14 +70,35 @@ class ViewerSettings:
 
     def __init__(self, settings: QSettings | None = None) -> None:
         self.qsettings = settings or open_settings()
-        # Where warnings about bad values go besides the log (the viewer shows them).
-        self.on_warning: Callable[[str], None] | None = None
+        self._on_warning: Callable[[str], None] | None = None
+        self._pending: list[str] = []  # warnings from before anyone listened
+        problem = prepare_settings_file(self.qsettings.fileName())
+        if problem is not None:
+            self.warn(problem)
+
+    @property
+    def on_warning(self) -> Callable[[str], None] | None:
+        """Where warnings go besides the log (the viewer shows them); set, it gets those of
+        the start (an unusable settings folder) first."""
+        return self._on_warning
+
+    @on_warning.setter
+    def on_warning(self, listener: Callable[[str], None] | None) -> None:
+        self._on_warning = listener
+        if listener is not None:
+            pending, self._pending = self._pending, []
+            for message in pending:
+                listener(message)
+
+    def warn(self, message: str) -> None:
+        log.warning("%s", message)
+        if self._on_warning is not None:
+            self._on_warning(message)
+        else:
+            self._pending.append(message)
 
     def warn_ignored(self, key: str, value: object, why: str) -> None:
-        message = f"settings {self.qsettings.fileName()}: {key} = {value!r} {why}; ignored"
-        log.warning("%s", message)
-        if self.on_warning is not None:
-            self.on_warning(message)
+        self.warn(f"settings {self.qsettings.fileName()}: {key} = {value!r} {why}; ignored")
 
     def recent_servers(self) -> list[str]:
         value = self.qsettings.value("servers/recent", [])
@@ -84,24 +138,45 @@ class ViewerSettings:
 
     def mask_opacity(self) -> float | None:
         """The mask opacity slider's value, None when not set or not a number within 0..1."""
-        try:
-            value = float(str(self.qsettings.value("display/mask_opacity")))
-        except (TypeError, ValueError):
+        raw = self.qsettings.value("display/mask_opacity")
+        if raw is None:
             return None
-        return value if 0.0 <= value <= 1.0 else None
+        value = _unit_interval(raw)
+        if value is None:
+            self.warn_ignored(
+                "display/mask_opacity", raw, "is not a number within 0..1 (the default is used)"
+            )
+        return value
 
     def set_mask_opacity(self, opacity: float) -> None:
         self.qsettings.setValue("display/mask_opacity", opacity)
 
     def transport(self) -> tuple[TransportKind, int]:
-        """(TransportKind, client batch); unknown or out-of-range values are ignored."""
-        value = str(self.qsettings.value("transport/kind", "auto"))
-        try:
-            batch = int(str(self.qsettings.value("transport/client_batch", 1)))
-        except (TypeError, ValueError):
-            batch = 1
-        kind = TransportKind(value) if value in TransportKind.__members__.values() else TransportKind.AUTO
-        return kind, batch if 1 <= batch <= 64 else 1
+        """(TransportKind, client batch); unknown or out-of-range values are ignored, with a
+        warning naming the key."""
+        kind, batch = TransportKind.AUTO, 1
+        raw_kind = self.qsettings.value("transport/kind")
+        if raw_kind is not None:
+            if str(raw_kind) in TransportKind.__members__.values():
+                kind = TransportKind(str(raw_kind))
+            else:
+                choices = ", ".join(k.value for k in TransportKind)
+                self.warn_ignored("transport/kind", raw_kind, f"is not one of {choices} (auto is used)")
+        raw_batch = self.qsettings.value("transport/client_batch")
+        if raw_batch is not None:
+            try:
+                value = int(str(raw_batch))
+            except (TypeError, ValueError):
+                value = 0
+            if 1 <= value <= MAX_CLIENT_BATCH:
+                batch = value
+            else:
+                self.warn_ignored(
+                    "transport/client_batch",
+                    raw_batch,
+                    f"is not a whole number from 1 to {MAX_CLIENT_BATCH} (1 is used)",
+                )
+        return kind, batch
 
     def set_transport(self, kind: TransportKind, client_batch: int) -> None:
         self.qsettings.setValue("transport/kind", kind.value)

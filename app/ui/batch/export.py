@@ -5,20 +5,18 @@ app.pipeline.exports."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TextIO
+from collections.abc import Iterable, Sequence
 
 import numpy as np
-from PySide6.QtGui import QImage, QImageWriter
+from PySide6.QtGui import QImage
 
 from app.drawing.draw_list import draw_list
 from app.drawing.style import AnnotationStyle
 from app.inference.result import ClassScore, Detection, InferenceResult, SemanticMask, record_line
-from app.ui.base.qimage import rgb_to_qimage
+from app.system.atomic_files import replacing
+from app.ui.base.qimage import rgb_to_qimage, write_png
 from app.ui.view.painter import render_rgb
 
 PathLike = str | os.PathLike[str]
@@ -53,33 +51,12 @@ def save_annotated_png(
     classes: Sequence[ClassScore] | None = None,
     style: AnnotationStyle | None = None,
 ) -> None:
-    # QImageWriter: PNG whatever the file name's suffix (QImage.save(path, b"PNG")
-    # is rejected by PySide6 6.12 at runtime although its stub declares bytes).
-    writer = QImageWriter(os.fspath(path), b"png")
-    if not writer.write(annotate(image_rgb, detections, masks, classes, style)):
-        raise OSError(f"could not write PNG {os.fspath(path)!r}: {writer.errorString()}")
+    write_png(path, annotate(image_rgb, detections, masks, classes, style))
 
 
 def result_json(result: InferenceResult, indent: int | None = 2) -> str:
     """The JSON text of one result (the JSONL record of DESIGN.md)."""
     return json.dumps(result.to_record(), indent=indent, ensure_ascii=False)
-
-
-@contextlib.contextmanager
-def replacing(path: PathLike) -> Iterator[TextIO]:
-    """Write a file whole or not at all: into a temporary file beside it, renamed over `path`
-    only once everything was written (a failure leaves any previous file as it was)."""
-    target = os.fspath(path)
-    # open(): the usual permissions (umask), unlike mkstemp's 0600.
-    tmp = f"{target}.{uuid.uuid4().hex[:8]}.part"
-    try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            yield f
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def write_jsonl(path: PathLike, results: Iterable[InferenceResult]) -> int:

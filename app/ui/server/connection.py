@@ -67,7 +67,9 @@ class ConnectionController(QObject):
         self.manager = ConnectionManager(
             executor,
             bridge.wrap(self._on_event),
-            local=LocalServer(tritonserver=tritonserver),
+            # keep_ports: restarted after a crash, it comes back on the same address, so a
+            # batch's session (its requests retrying until their deadlines) is kept.
+            local=LocalServer(tritonserver=tritonserver, keep_ports=True),
             session_in_use=lambda: self.session_in_use(),
         )
 

@@ -18,7 +18,8 @@ from app.inference.introspection.repository import RepositoryControl, Repository
 from app.inference.transports.channel import ConnectionOptions
 from app.pipeline.tune import TuneResult
 from app.pipeline.tune_export import recommended_config_text, write_csv
-from app.ui.base.atomic_files import write_png, write_text, write_whole
+from app.system.atomic_files import write_whole
+from app.ui.base.qimage import write_png
 
 # kind: (dialog title, file filter, suggested name with {stem})
 SAVE_DIALOGS = {
@@ -110,10 +111,10 @@ class TuneOutputs:
         except ValueError as e:
             self._say(str(e), True)
             return False
-        return await self._write(path, write_text, path, text)
+        return await self._write(path, write_whole, path, text)
 
     async def save_csv(self, result: TuneResult, path: str) -> bool:
-        return await self._write(path, write_whole, path, lambda tmp: write_csv(tmp, result))
+        return await self._write(path, write_csv, path, result)  # itself whole or not at all
 
     async def save_png(self, plot: QWidget, path: str) -> bool:
         image = plot.grab().toImage()  # drawn here, on the GUI thread; written on the executor
