@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Executor
 
+import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QMainWindow
@@ -76,8 +77,13 @@ class AnalysisUi:
         models = sorted({m.name for m in session.models if m.state == "READY"})
         self.dialog = dialog = CompareDialog(models, session.info.name, self.window)
         dialog.accepted.connect(lambda: self._tasks.spawn(self.start_compare(dialog.choice(), session)))
-        dialog.finished.connect(lambda _r: dialog.deleteLater())
+        dialog.finished.connect(lambda _r: self._dialog_closed(dialog))
         dialog.open()  # window-modal, without a nested event loop
+
+    def _dialog_closed(self, dialog: CompareDialog) -> None:
+        if self.dialog is dialog:
+            self.dialog = None  # deleted below: never closed again at shutdown
+        dialog.deleteLater()
 
     async def start_compare(self, choice: CompareChoice, session: TritonSession | None = None) -> bool:
         """A and B opened as the current session is (transport, client batching, TLS, limits)
@@ -89,6 +95,7 @@ class AnalysisUi:
         return await self.compare.start(choice, session.spec, self.profile_for)
 
     async def shutdown(self) -> None:
-        if self.dialog is not None:
-            self.dialog.close()
+        dialog, self.dialog = self.dialog, None
+        if dialog is not None and shiboken6.isValid(dialog):
+            dialog.close()
         await self.compare.shutdown()

@@ -7,14 +7,16 @@ in `ViewerState` (app/ui/state); the profile choice, the server statistics and t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
+import inspect
 import logging
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import shiboken6
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QDialog, QInputDialog
 
@@ -567,26 +569,47 @@ class Viewer(QObject):
         self.tasks.spawn(self._shutdown(), name="shutdown")
 
     async def _shutdown(self) -> None:
+        """Each step on its own: one that fails (logged) never skips the ones after it, so
+        the batch is always cancelled and the connection always closed."""
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("settings", self._save_settings),
+            ("timers", self._stop_timers),
+            ("help dialog", self._close_help_dialog),
+            ("batch", self.runner.cancel),  # stop submitting first: nothing new goes out
+            ("bridge", self.bridge.close),  # from now on results are dropped, not delivered
+            ("live", self.live.shutdown),  # stop the stream, release the capture on its thread
+            ("load test", self._close_load_test),  # a sweep in progress stops, its thread ends
+            ("analysis", self.analysis.shutdown),  # the compare window's runs and sessions
+            ("connection", lambda: self.connection.shutdown(CLOSE_DRAIN_S)),  # cancel, close, stop
+            ("tasks", self.tasks.cancel_all),  # nothing left pending when the loop closes
+        ]
         try:
-            self.settings.set_last_dir("record", self.live_ui.record_dir)
-            self.settings.sync()
-            self.stats.stop()
-            self.server_split.stop()
-            self._flush_timer.stop()
-            if self.dialog is not None:
-                with contextlib.suppress(RuntimeError):  # closed by the user: already deleted
-                    self.dialog.close()
-            self.bridge.close()  # from now on results are dropped, not delivered
-            await self.live.shutdown()  # stop the stream, release the capture on its thread
-            if self.load_test is not None:
-                await self.load_test.shutdown()  # a sweep in progress stops, its thread ends
-            await self.analysis.shutdown()  # the compare window's runs and sessions
-            self.runner.cancel()  # stop submitting
-            await self.connection.shutdown(CLOSE_DRAIN_S)  # cancel in flight, close channels, stop server
-            await self.tasks.cancel_all()  # nothing left pending when the loop closes
-        except Exception:
-            log.exception("error while closing")
+            for name, step in steps:
+                try:
+                    outcome = step()
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except Exception:
+                    log.exception("error while closing (%s)", name)
         finally:
             self.window.allow_close()
             self.window.close()
             self.closed.set()
+
+    def _save_settings(self) -> None:
+        self.settings.set_last_dir("record", self.live_ui.record_dir)
+        self.settings.sync()
+
+    def _stop_timers(self) -> None:
+        self.stats.stop()
+        self.server_split.stop()
+        self._flush_timer.stop()
+
+    def _close_help_dialog(self) -> None:
+        dialog, self.dialog = self.dialog, None
+        if dialog is not None and shiboken6.isValid(dialog):  # closed by the user: deleted
+            dialog.close()
+
+    async def _close_load_test(self) -> None:
+        if self.load_test is not None:
+            await self.load_test.shutdown()
