@@ -69,6 +69,11 @@ class AnalysisUi:
         if self.track_action.isChecked() != on:
             self.track_action.setChecked(on)
 
+    def restore_docks(self) -> None:
+        """After View > Reset layout: the Tracks dock shows only while tracking is on."""
+        self.tracks_dock.setFloating(False)
+        self.tracks_dock.setVisible(self.tracking.enabled)
+
     def ask_compare(self) -> None:
         session = self.session
         if session is None or session.info is None:

@@ -89,6 +89,7 @@ class MainWindow(QMainWindow):
     paths_opened = Signal(list)
     sample_requested = Signal()
     close_requested = Signal()
+    layout_reset = Signal()  # View > Reset layout: docks of other parts follow their own state
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -219,7 +220,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.log_dock], [LOG_HEIGHT], Qt.Orientation.Vertical)
 
     def docks(self) -> list[QDockWidget]:
-        return [self.server_dock, self.detections_dock, self.stats_dock, self.log_dock]
+        return [self.server_dock, self.detections_dock, self.stats_dock, self.time_dock, self.log_dock]
 
     def save_layout(self) -> QByteArray:
         return self.saveState(LAYOUT_VERSION)
@@ -234,6 +235,7 @@ class MainWindow(QMainWindow):
             dock.setFloating(False)
             dock.show()
         self._default_sizes()
+        self.layout_reset.emit()
 
     def hide_all(self) -> None:
         """The window and its floating docks (top-level windows of their own) go at once."""

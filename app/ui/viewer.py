@@ -196,6 +196,7 @@ class Viewer(QObject):
         w.sample_requested.connect(self.try_sample)
         w.empty_state.open_camera.connect(self.live_ui.open_camera)
         w.close_requested.connect(self.request_close)
+        w.layout_reset.connect(self.analysis.restore_docks)
         w.batch_panel.cancel_requested.connect(lambda: self.runner.cancel())
         w.thresholds.changed.connect(self._save_thresholds)
         w.thresholds.opacity_changed.connect(self.settings.set_mask_opacity)
