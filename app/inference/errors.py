@@ -7,7 +7,7 @@ Messages lead with what happened and what to do; the raw detail comes last.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.inference.result import ErrorKind, Status
@@ -15,12 +15,20 @@ from app.inference.result import ErrorKind, Status
 
 class SessionError(RuntimeError):
     """The session cannot be used: server unreachable, model missing or not ready, not
-    understood, bad settings. `models`: what the server has, when it was read."""
+    understood, bad settings. `models`: what the server has, when it was read; `states`:
+    their states as it said (name -> "READY", "UNAVAILABLE"...), when known."""
 
-    def __init__(self, message: str, kind: ErrorKind = ErrorKind.SERVER, models: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        message: str,
+        kind: ErrorKind = ErrorKind.SERVER,
+        models: Sequence[str] = (),
+        states: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.models = tuple(models)
+        self.states = dict(states or {})
 
 
 class SessionClosedError(SessionError):

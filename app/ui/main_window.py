@@ -47,7 +47,7 @@ from app.ui.view.image_view import ImageView
 from app.ui.widgets.banner import ErrorBanner
 from app.ui.widgets.empty_state import EmptyState
 from app.ui.widgets.live_plot import LivePlot
-from app.ui.widgets.overlays import DropHighlight, local_paths
+from app.ui.widgets.overlays import DropHighlight, ViewNote, local_paths
 from app.ui.widgets.thresholds import ThresholdsWidget
 
 SERVER_THRESHOLD_NOTE = (
@@ -155,6 +155,7 @@ class MainWindow(QMainWindow):
             "Request log", "LogDock", self.request_log, Qt.DockWidgetArea.BottomDockWidgetArea, scroll=False
         )
         self.drop_highlight = DropHighlight(self)
+        self.view_note = ViewNote(self.view)  # e.g. what the inputs opened wait for
         self._build_menus()
         self._default_sizes()
         self._default_state = self.saveState(LAYOUT_VERSION)

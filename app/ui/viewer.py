@@ -274,14 +274,40 @@ class Viewer(QObject):
         self.window.banner.clear(Context.BATCH)  # a new batch: the last one's errors are history
         if self.connection.session is None:
             self._pending_paths.extend(paths)
-            self.window.statusBar().showMessage(f"{len(paths)} input(s) will run once connected")
+            self.window.statusBar().showMessage(self._show_pending())
             return
+        self.window.view_note.hide()
         self.gallery.expect_new_job()
         self.stats.batch_started()
         self.runner.start(paths)
 
     def try_sample(self) -> None:
         self.open_paths([str(sample_image())])
+
+    def _show_pending(self) -> str:
+        """Inputs opened before a model is open: the batch's bar and the picture say what they
+        wait for (not "0 / 0", not a dark empty picture). Returns what they say."""
+        paths = self._pending_paths
+        if not paths:
+            self.window.view_note.hide()
+            return ""
+        if len(paths) > 1:
+            what, verb = f"{len(paths)} inputs", "wait"
+        else:
+            what, verb = "The sample" if paths[0] == str(sample_image()) else Path(paths[0]).name, "waits"
+        state = self.connection.state
+        if state is ConnectionState.FAILED and self._models_listed:
+            text = f"{what} {verb} for a model: choose one under Server and model"
+        elif state is ConnectionState.FAILED:
+            text = f"{what} {verb} for a server: connect under Server and model"
+        elif state is ConnectionState.STARTING:
+            text = f"{what} will run once the local server has started"
+        else:
+            text = f"{what} will run once connected to the server"
+        self.window.batch_panel.wait(text)
+        if self.state.mode is Mode.BATCH:
+            self.window.view_note.show_text(text)
+        return text
 
     # -- modes: what the middle of the window shows (the state's; the window follows) ----------
     def _show_mode(self, mode: Mode) -> None:
@@ -343,6 +369,7 @@ class Viewer(QObject):
             # What was shown belongs to the old connection: never left as if still valid.
             panel.set_info(None)
             panel.set_models([], None)
+            self._models_listed = []
             self.window.banner.clear(Context.CONNECTION)
         elif state is ConnectionState.CONNECTED:
             # Back: what the banner said (the outage, the requests it failed) is over; the
@@ -360,13 +387,16 @@ class Viewer(QObject):
                 panel.set_info(None)
                 self._failure = detail
             self.window.banner.show_error(detail, Context.CONNECTION)
+        self._show_pending()
 
-    def _on_models_listed(self, names: list[str]) -> None:
-        """A connect failed but the server answered: offer its models to choose from."""
+    def _on_models_listed(self, names: list[str], states: dict[str, str]) -> None:
+        """A connect failed but the server answered: offer its models to choose from, with
+        the states it gave (a ready model is not "not loaded")."""
         self._models_listed = list(names)
-        entries = [ModelEntry(name, "", "", "") for name in names]
+        entries = [ModelEntry(name, "", states.get(name, ""), "") for name in names]
         target = self.connection.target
         self.window.server_panel.set_models(entries, target.model if target is not None else None)
+        self._show_pending()
 
     # -- what a session is opened with ---------------------------------------------------------------
     def session_spec(self, urls: list[str], model: str | None) -> SessionSpec:
@@ -511,6 +541,8 @@ class Viewer(QObject):
             self.settings.set_thresholds(self._model, score, iou)
 
     def _clear(self) -> None:
+        self._pending_paths = []
+        self._show_pending()
         self.gallery.clear()
         self.browser.clear()
         self.window.request_log.clear()

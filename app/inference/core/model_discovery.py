@@ -20,6 +20,7 @@ from app.inference.introspection.discovery import (
     choose_model,
     list_models,
     model_info,
+    model_states,
 )
 from app.inference.transports.channel import Headers
 
@@ -52,7 +53,8 @@ def discover(
         info = model_info(first, name, headers, dict(overrides or {}) or None, timeout_s, version)
     except SessionError as e:
         # The models there, so that the user can choose another one.
-        raise SessionError(str(e), e.kind, e.models or sorted({m.name for m in models})) from None
+        names = e.models or sorted({m.name for m in models})
+        raise SessionError(str(e), e.kind, names, e.states or model_states(models)) from None
     for url in live[1:]:
         others = list_models(pool.first_channel(url), headers, timeout_s)
         choose_model(others, name, url)

@@ -271,7 +271,8 @@ class ConnectionManager:
         if not isinstance(error, SessionError):
             log.error("connecting to %s failed", spec.urls, exc_info=error)
         if isinstance(error, SessionError) and error.models:
-            self._emit_if_current(token, ModelsListed(tuple(error.models)))
+            states = tuple(sorted(error.states.items()))
+            self._emit_if_current(token, ModelsListed(tuple(error.models), states))
         if decision is AfterFailedConnect.KEEP_PROBING:
             # Back but not ready yet (models still loading), or gone again: keep probing.
             with self._lock:

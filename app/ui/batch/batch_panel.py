@@ -69,6 +69,16 @@ class BatchPanel(QWidget):
         self.cancel_button.setEnabled(self._total > 0)
         self.summary.clear()
 
+    def wait(self, text: str) -> None:
+        """Inputs are opened but cannot run yet (no server or no model): say what they wait
+        for rather than "0 / 0"."""
+        self._total = 0
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat(text)
+        self.cancel_button.setEnabled(False)
+        self.summary.clear()
+
     def set_progress(self, done: int) -> None:
         done = min(max(int(done), 0), max(self._total, 1))
         self.progress.setValue(done)

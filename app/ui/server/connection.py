@@ -37,8 +37,9 @@ from app.ui.base.bridge import GuiBridge
 
 class ConnectionController(QObject):
     state_changed = Signal(object, str)  # ConnectionState, detail
-    # A connect failed on a server that answered: the models it has (to choose another).
-    models_listed = Signal(object)
+    # A connect failed on a server that answered: the models it has (to choose another) and
+    # their states ({name: "READY", ...}; empty when not known).
+    models_listed = Signal(object, object)
     # The profile file chosen for a model could not be read: (model, path, why); the model
     # was opened with its detected profile.
     profile_ignored = Signal(str, str, str)
@@ -127,8 +128,8 @@ class ConnectionController(QObject):
                 if self.session is session:
                     self.session = None
                 self.session_closing.emit(session)
-            case ModelsListed(names):
-                self.models_listed.emit(list(names))
+            case ModelsListed(names, states):
+                self.models_listed.emit(list(names), dict(states))
             case ProfileIgnored(model, path, why):
                 self.profile_ignored.emit(model, path, why)
             case LocalServerUnavailable(reason):
