@@ -28,7 +28,8 @@ def summary_text(counts: BatchCounts, seconds: float) -> str:
     cancelled = counts.cancelled + counts.not_started
     if cancelled:
         parts.append(f"{cancelled} cancelled")
-    parts += [f"{seconds:.1f} s", f"{format_rate(counts.done - counts.cancelled, seconds)} img/s"]
+    # Images the server answered per second: a file that could not be read is no request.
+    parts += [f"{seconds:.1f} s", f"{format_rate(counts.answered, seconds)} img/s"]
     return " · ".join(parts)
 
 
