@@ -239,6 +239,8 @@ class Viewer(QObject):
             self.window.default_dock_sizes()
         self.window.open_dir = self.settings.last_dir("open")
         self.live_ui.record_dir = self.settings.last_dir("record")
+        self.live_ui.opened_dir = lambda: self.window.open_dir
+        self.live_ui.remember_record_dir = lambda folder: self.settings.set_last_dir("record", folder)
         url_text = ", ".join(self.options.urls) if self.options.urls else LOCAL_SERVER
         self.window.server_panel.set_recent(self.settings.recent_servers(), url_text)
         opacity = self.settings.mask_opacity()

@@ -25,9 +25,9 @@ from app.ui.base.tasks import TaskSet
 VIDEO_FILTER = "Videos (*.mp4 *.avi *.mkv *.mov *.m4v *.webm *.mpg *.mpeg *.wmv);;All files (*)"
 
 
-def ask_video_file(parent: QWidget) -> str | None:
+def ask_video_file(parent: QWidget, folder: str = "") -> str | None:
     path, _ = QFileDialog.getOpenFileName(
-        parent, "Open a video", "", VIDEO_FILTER, options=QFileDialog.Option.DontUseNativeDialog
+        parent, "Open a video", folder, VIDEO_FILTER, options=QFileDialog.Option.DontUseNativeDialog
     )
     return path or None
 
