@@ -10,11 +10,12 @@ from PySide6.QtWidgets import QApplication
 
 from app.server.embedded import EmbeddedServer
 from app.ui.analysis.scoped_stats import Scope
+from app.ui.base.settings import ViewerSettings
 from app.ui.main_window import Mode
 from app.ui.viewer import Viewer
-from tests.media import make_index_video
+from tests.media import index_frame, make_index_video
 from tests.ui.live_fixtures import make_slow_video
-from tests.ui.viewer_fixtures import Harness, until
+from tests.ui.viewer_fixtures import Harness, until, write_png
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -86,3 +87,31 @@ def test_the_live_label_never_cuts_a_word(harness: Harness, triton: EmbeddedServ
     kept = shown[:-1].rstrip(" :")
     assert full.startswith(kept) and full[len(kept)] in " :", f"cut mid-word: {shown!r}"
     assert label.toolTip() and full.split(": ", 1)[1] in label.toolTip()
+
+
+def test_the_record_dialog_starts_in_the_last_used_folder(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    photos, videos, records = (tmp_path / name for name in ("photos", "videos", "records"))
+    for folder in (photos, videos, records):
+        folder.mkdir()
+    image = write_png(photos / "a.png", index_frame(1, (160, 120)))
+    viewer = harness.viewer(triton.grpc_url, "face_detector", open_paths=[str(image)])
+    harness.connected(viewer)
+    live_ui = viewer.live_ui
+    assert Path(live_ui.record_default_path()).parent == photos, "the folder last opened from"
+    video = videos / "clip.avi"
+    make_index_video(video, frames=300)
+    live_ui.open_source(str(video))
+    harness.run(until(lambda: viewer.live.meter.shown >= 1, what="the video"))
+    default = Path(live_ui.record_default_path())
+    assert default.parent == videos and default.suffix == ".mp4", "the video's own folder"
+    live_ui.record_to(str(records / "take1.mp4"))
+    assert ViewerSettings().last_dir("record") == str(records), "remembered at once, not only at exit"
+    harness.run(until(lambda: viewer.live.recording.active, what="recording"))
+    viewer.live.stop()
+    harness.run(until(lambda: viewer.live.idle and not viewer.live.recording.active, what="stopped"))
+    assert Path(live_ui.record_default_path()).parent == records
+    harness.close(viewer)
+    again = harness.viewer(triton.grpc_url, "face_detector")  # the same settings folder
+    assert Path(again.live_ui.record_default_path()).parent == records
