@@ -8,7 +8,6 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 
 import shiboken6
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
@@ -50,9 +49,7 @@ class AnalysisUi:
         self.tracks_panel = TracksPanel()
         self.tracks_dock = QDockWidget("Tracks", window)
         self.tracks_dock.setObjectName("TracksDock")
-        self.tracks_dock.setWidget(self.tracks_panel)
-        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.tracks_dock)
-        self.tracks_dock.hide()
+        self.tracks_dock.setWidget(self.tracks_panel)  # the window places it (a side tab)
         self.tracking = LiveTracking(live, view, self.tracks_panel)
         self.compare = CompareController(executor, tasks, bridge, report)
         self.dialog: CompareDialog | None = None
@@ -66,6 +63,8 @@ class AnalysisUi:
     def set_tracking(self, on: bool) -> None:
         self.tracking.set_enabled(on)
         self.tracks_dock.setVisible(on)
+        if on:
+            self.tracks_dock.raise_()  # the front tab of the side column
         if self.track_action.isChecked() != on:
             self.track_action.setChecked(on)
 

@@ -43,6 +43,7 @@ from app.ui.analysis.stats_controller import StatsController
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.settings import ViewerSettings
 from app.ui.base.tasks import TaskSet
+from app.ui.base.window_fit import fit_window
 from app.ui.batch.batch_browser import BatchBrowser
 from app.ui.batch.batch_runner import PLACEHOLDER, BatchRunner
 from app.ui.batch.export_actions import Exporter
@@ -123,12 +124,19 @@ class Viewer(QObject):
         )
         self.live_ui = LiveUi(w, w.file_menu, w.view, self.live, executor, self.tasks)
         self.stats = StatsController(
-            self.state, w.stats_panel, w.live_plot, self._in_flight, self.live.update_stats_panel
+            self.state,
+            w.stats_panel,
+            w.live_plot,
+            self._in_flight,
+            self.live.update_stats_panel,
+            line=w.stats_line.setText,
         )
         self.server_split = ServerSplitPoller(
             w.time_split, lambda: self.connection.session, executor, self.tasks
         )
         self.analysis = AnalysisUi(w, w.view, self.live, executor, self.tasks, self.bridge, self.report)
+        w.add_side_dock(self.analysis.tracks_dock)
+        self.analysis.tracks_dock.hide()  # until tracking is on
         self.actions = ActionStates(self.state, w, self.browser)
         # --profile/--labels apply to --model, else to the model opened first; once the user
         # chooses a profile for that model (Model menu) the choice wins.
@@ -232,11 +240,17 @@ class Viewer(QObject):
 
     # -- start -----------------------------------------------------------------------
     def start(self) -> None:
+        """Shows the window (with its remembered size and layout) and starts connecting."""
         geometry, state = self.settings.window_state()
         if geometry is None or not self.window.restoreGeometry(geometry):
             self.window.fit_to_screen()
+        else:
+            fit_window(self.window)  # saved on a larger screen: still fits this one
         if state is None or not self.window.restore_layout(state):
             self.window.default_dock_sizes()
+        # Shown once its geometry is set: the window manager places the window once, and the
+        # frame it adds is fitted to the screen as soon as it is known (keep_on_screen).
+        self.window.show()
         self.window.open_dir = self.settings.last_dir("open")
         self.live_ui.record_dir = self.settings.last_dir("record")
         self.live_ui.opened_dir = lambda: self.window.open_dir

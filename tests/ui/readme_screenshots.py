@@ -64,8 +64,7 @@ def grab(viewer: Viewer, path: Path) -> None:
 async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     viewer = Viewer(ViewerOptions(), executor)
     window = viewer.window
-    window.show()
-    viewer.start()
+    viewer.start()  # shows the window
     window.resize(*SIZE)
     await until(lambda: viewer.connection.state == "connected")
     await asyncio.sleep(0.5)

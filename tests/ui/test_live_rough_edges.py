@@ -76,13 +76,13 @@ def test_the_live_label_never_cuts_a_word(harness: Harness, triton: EmbeddedServ
     harness.run(until(lambda: ended(viewer), what="the video to end"))
     assert w.mode is Mode.LIVE
     label = viewer.live_ui.toolbar.state_label
-    full = label.full_text().strip()
+    full = label.text().strip()
     assert full == f"Ended: {video.name}: end of the file", full
     QApplication.processEvents()
-    assert label.text().strip() == full, "at 1280 px the whole state shows"
+    assert label.shown_text().strip() == full, "at 1280 px the whole state shows"
     w.resize(1024, 640)
     label.resize(label.fontMetrics().horizontalAdvance(full) // 2, label.height())  # a narrow toolbar
-    shown = label.text().strip()
+    shown = label.shown_text().strip()
     assert shown.endswith("…") and len(shown) < len(full), shown
     kept = shown[:-1].rstrip(" :")
     assert full.startswith(kept) and full[len(kept)] in " :", f"cut mid-word: {shown!r}"

@@ -6,9 +6,10 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
 from app.pipeline.batch import BatchCounts
+from app.ui.widgets.elided_label import ElidedLabel
 
 
 def format_rate(count: int, seconds: float) -> str:
@@ -47,16 +48,14 @@ class BatchPanel(QWidget):
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
         self.cancel_button = QPushButton("Cancel")
-        self.summary = QLabel()
-        self.summary.setWordWrap(True)
-        row = QHBoxLayout()
+        # One line under the thumbnails (the picture keeps the height): the progress, Cancel,
+        # and the summary once the batch is done (the whole of it in its tooltip).
+        self.summary = ElidedLabel()
+        row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.progress, 1)
+        row.addWidget(self.progress, 2)
         row.addWidget(self.cancel_button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(row)
-        layout.addWidget(self.summary)
+        row.addWidget(self.summary, 3)
         self.cancel_button.clicked.connect(self._on_cancel)
         self.start(0)
 
@@ -93,6 +92,7 @@ class BatchPanel(QWidget):
         self.progress.setFormat(f"{done} / {total}" + (" · cancelled" if cancelled else ""))
         self.cancel_button.setEnabled(False)
         self.summary.setText(summary_text(counts, seconds))
+        self.summary.setToolTip(self.summary.text())
 
     def progress_text(self) -> str:
         return self.progress.text()

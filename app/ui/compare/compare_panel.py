@@ -61,6 +61,7 @@ class ComparePanel(QWidget):
                 grid.addWidget(cell, r, column)
         self.agreement = QLabel("agreement")
         self.agreement.setStyleSheet("font-weight: bold")
+        self.agreement.setWordWrap(True)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from app.sources.cameras import CameraInfo, list_cameras
 from app.ui.base.tasks import TaskSet
+from app.ui.base.window_fit import secondary_window
 
 VIDEO_FILTER = "Videos (*.mp4 *.avi *.mkv *.mov *.m4v *.webm *.mpg *.mpeg *.wmv);;All files (*)"
 
@@ -75,6 +76,7 @@ class CameraPicker(QDialog):
         )
         self.video_button.clicked.connect(self._choose_video)
         self.url_button.clicked.connect(self._choose_url)
+        secondary_window(self)
         self._task = tasks.spawn(self._find(executor), name="list cameras")
         self.finished.connect(lambda _r: self._task.cancel())
 

@@ -1,10 +1,11 @@
-"""ElidedLabel: one line of text that, when narrower than its text, drops whole words and
-ends with "…" (never cut mid-word, never clipped silently); the whole text in its tooltip."""
+"""ElidedLabel: one line of plain text that, when narrower than its text, drops whole words
+and ends with "…" (never cut mid-word, never clipped silently). `text()` stays the whole
+text; `shown_text()` is what is painted."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QFontMetrics, QResizeEvent
+from PySide6.QtGui import QFontMetrics, QPainter, QPaintEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 ELLIPSIS = "…"
@@ -27,29 +28,24 @@ def elide_words(text: str, metrics: QFontMetrics, width: int) -> str:
 
 class ElidedLabel(QLabel):
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._full = ""
+        super().__init__(text, parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        self.setText(text)
 
-    def setText(self, text: str) -> None:
-        self._full = text
-        self._elide()
-
-    def full_text(self) -> str:
-        return self._full
+    def shown_text(self) -> str:
+        room = self.contentsRect().width() - 2 * self.margin()
+        return elide_words(self.text(), self.fontMetrics(), max(room, 0))
 
     def sizeHint(self) -> QSize:
-        hint = super().sizeHint()
-        return QSize(self.fontMetrics().horizontalAdvance(self._full) + 8, hint.height())
+        return QSize(self.fontMetrics().horizontalAdvance(self.text()) + 8, super().sizeHint().height())
 
     def minimumSizeHint(self) -> QSize:
         return QSize(self.fontMetrics().horizontalAdvance("M" * 6), super().minimumSizeHint().height())
 
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def _elide(self) -> None:
-        room = self.contentsRect().width() - 2 * self.margin() - 4
-        super().setText(elide_words(self._full, self.fontMetrics(), max(room, 0)))
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        rect = self.contentsRect().adjusted(self.margin(), self.margin(), -self.margin(), -self.margin())
+        align = int(self.alignment() | Qt.AlignmentFlag.AlignVCenter)
+        text, role = self.shown_text(), self.foregroundRole()
+        self.style().drawItemText(painter, rect, align, self.palette(), self.isEnabled(), text, role)
+        painter.end()
