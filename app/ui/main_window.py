@@ -62,7 +62,7 @@ SERVER_THRESHOLD_NOTE = (
 LAYOUT_VERSION = 3
 DEFAULT_SIZE = QSize(1280, 760)  # or the screen's free area less the frame, when smaller
 SIDE_WIDTH = 380
-SERVER_HEIGHT = 230  # the server dock over the side column's tabs
+SERVER_HEIGHT = 265  # the server dock over the side column's tabs: its content once connected
 IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.webp);;All files (*)"
 
 
@@ -150,8 +150,11 @@ class MainWindow(QMainWindow):
             _group("Latency p50 and requests/s, last minute", self.live_plot, stretch_last=True), 1
         )
         self.stats_dock = self._add_dock("Statistics", "StatsDock", stats, right)
-        self.time_dock = self._add_dock("Where the time goes", "TimeSplitDock", self.time_split, right)
-        self.time_dock.setToolTip("Mean per request over the last 10 s, client and server")
+        # A short title: the side column's tabs show it whole.
+        self.time_dock = self._add_dock("Time split", "TimeSplitDock", self.time_split, right)
+        self.time_dock.setToolTip(
+            "Where the time goes: the mean request over the last 10 s, client and server"
+        )
         self.log_dock = self._add_dock("Request log", "LogDock", self.request_log, right, scroll=False)
         # One column of tabs under the server: the picture keeps the window's whole height.
         self.tabifyDockWidget(self.detections_dock, self.stats_dock)
@@ -224,7 +227,11 @@ class MainWindow(QMainWindow):
 
     def _default_sizes(self) -> None:
         self.resizeDocks([self.server_dock], [SIDE_WIDTH], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.server_dock], [SERVER_HEIGHT], Qt.Orientation.Vertical)
+        # Its content's minimum plus the dock's title bar: no scroll bar, the rest for the tabs.
+        server = max(
+            SERVER_HEIGHT, self.server_panel.minimumSizeHint().height() + 2 * self.fontMetrics().height()
+        )
+        self.resizeDocks([self.server_dock], [server], Qt.Orientation.Vertical)
 
     def add_side_dock(self, dock: QDockWidget) -> None:
         """A dock of another part (e.g. Tracks) as one more tab of the side column."""
@@ -263,7 +270,7 @@ class MainWindow(QMainWindow):
         self.pages.setCurrentWidget(self.empty_state if mode is Mode.EMPTY else self.view)
         self.thumbnails_action.setChecked(mode is Mode.BATCH)
         self._show_batch_widgets(mode is Mode.BATCH)
-        if mode is Mode.BATCH:
+        if mode in (Mode.BATCH, Mode.EMPTY):
             self.detections_dock.raise_()
         elif mode is Mode.LIVE:
             self.stats_dock.raise_()

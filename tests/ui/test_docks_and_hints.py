@@ -27,10 +27,10 @@ def test_every_dock_comes_back_from_the_view_menu(harness: Harness, triton: Embe
     w.time_dock.toggleViewAction().trigger()  # closed (its own close button does the same)
     QApplication.processEvents()
     assert w.time_dock.isHidden()
-    (entry,) = [a for a in w.view_menu.actions() if a.text() == "Where the time goes"]
+    (entry,) = [a for a in w.view_menu.actions() if a.text() == "Time split"]
     entry.trigger()
     QApplication.processEvents()
-    assert not w.time_dock.isHidden(), "View > Where the time goes brings it back"
+    assert not w.time_dock.isHidden(), "View > Time split (where the time goes) brings it back"
 
 
 def test_the_time_split_keeps_the_last_requests_split_when_idle(
