@@ -62,7 +62,7 @@ SERVER_THRESHOLD_NOTE = (
 LAYOUT_VERSION = 3
 DEFAULT_SIZE = QSize(1280, 760)  # or the screen's free area less the frame, when smaller
 SIDE_WIDTH = 380
-SERVER_HEIGHT = 265  # the server dock over the side column's tabs: its content once connected
+SERVER_HEIGHT = 260  # the server dock over the side column's tabs: its content once connected
 IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.webp);;All files (*)"
 
 

@@ -1,16 +1,21 @@
-"""The README's screenshots: the real window at 1280x720 against the embedded server.
+"""The README's screenshots: the real windows at 1280x720 with a window manager's frame
+(Xvfb and openbox, started here), against the embedded server.
 
-    xvfb-run -a -s "-screen 0 1280x720x24" .venv/bin/python -m tests.ui.readme_screenshots resources/
+    .venv/bin/python -m tests.ui.readme_screenshots resources/
 
-Writes screenshot.png (a batch: the picture, its boxes listed, the thumbnails and the batch's
-statistics), screenshot-live.png (live video being recorded) and screenshot-start.png (the
-first screen). Settings go to a temporary folder: the user's own are never touched.
+Writes screenshot-start.png (the first screen), screenshot.png (a batch: the picture, its
+boxes listed, the thumbnails and the batch's statistics), screenshot-live.png (live video
+being recorded) and screenshot-compare.png (two versions of the test model fixed_versions,
+served with the bundled models, side by side). Each is the whole screen: the window as a
+user sees it, title bar included. Settings go to a temporary folder: the user's own are
+never touched.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -21,12 +26,19 @@ import qasync
 from PySide6.QtWidgets import QApplication
 from skimage import data
 
+from app.resources import model_repository
+from app.server.embedded import EmbeddedServer
 from app.ui.analysis.scoped_stats import Scope
+from app.ui.compare.compare_window import CompareChoice
 from app.ui.main_window import Mode
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.media import make_face_video
+from tests.ui.window_frames import framed
+from tests.ui.x_display import x_display
 
 SIZE = (1280, 720)
+TEST_MODELS = Path(__file__).resolve().parents[1] / "models"
+IN_DISPLAY = "README_SCREENSHOTS_DISPLAY"  # set for the run inside Xvfb + openbox
 
 
 async def until(condition, timeout: float = 120.0) -> None:  # type: ignore[no-untyped-def]
@@ -55,20 +67,34 @@ def sample_folder(root: Path) -> Path:
     return root
 
 
-def grab(viewer: Viewer, path: Path) -> None:
+def grab(path: Path) -> None:
+    """The whole screen: the window with its title bar and borders, as a user sees it."""
     QApplication.processEvents()
-    viewer.window.grab().save(str(path))
+    screen = QApplication.primaryScreen()
+    assert screen is not None
+    screen.grabWindow(0).save(str(path))
     print(f"wrote {path}", flush=True)
+
+
+def repository_with(root: Path, *test_models: str) -> Path:
+    """The bundled models plus some of tests/models, as one repository of symlinks."""
+    root.mkdir(parents=True, exist_ok=True)
+    for model in sorted(model_repository().iterdir()):
+        if (model / "config.pbtxt").is_file():
+            (root / model.name).symlink_to(model, target_is_directory=True)
+    for name in test_models:
+        (root / name).symlink_to(TEST_MODELS / name, target_is_directory=True)
+    return root
 
 
 async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     viewer = Viewer(ViewerOptions(), executor)
     window = viewer.window
-    viewer.start()  # shows the window
-    window.resize(*SIZE)
+    viewer.start()  # shows the window, fitted to the screen with its frame
     await until(lambda: viewer.connection.state == "connected")
+    await framed(window)
     await asyncio.sleep(0.5)
-    grab(viewer, out / "screenshot-start.png")
+    grab(out / "screenshot-start.png")
 
     viewer.open_paths([str(sample_folder(work / "shoot"))])
     await until(lambda: not viewer.runner.active() and viewer.runner.latest_counts() is not None)
@@ -79,7 +105,7 @@ async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     window.detections_panel.select(1)
     viewer.stats.poll()
     await asyncio.sleep(1.0)
-    grab(viewer, out / "screenshot.png")
+    grab(out / "screenshot.png")
 
     video = work / "walk.mp4"
     make_face_video(video, frames=600, fps=30, size=(640, 480))
@@ -88,13 +114,54 @@ async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     viewer.live_ui.record_to(str(work / "recording.mp4"))
     window.stats_panel.set_scope(Scope.LIVE)
     await asyncio.sleep(3.5)  # a few seconds of statistics and of the REC timer
-    grab(viewer, out / "screenshot-live.png")
+    grab(out / "screenshot-live.png")
 
     viewer.request_close()
     await viewer.closed.wait()
 
 
+async def shoot_compare(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
+    """Analyse > Compare with…: fixed_versions v1 against v2 on two photographs."""
+    server = EmbeddedServer(repository_with(work / "compare-repository", "fixed_versions"))
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(executor, server.start)
+    try:
+        viewer = Viewer(ViewerOptions(urls=[server.grpc_url], model="face_detector"), executor)
+        viewer.start()
+        await until(lambda: viewer.connection.state == "connected")
+        choice = CompareChoice("fixed_versions", "1", "fixed_versions", "2", [])
+        assert await viewer.analysis.start_compare(choice)
+        compare = viewer.analysis.compare
+        photos = work / "compare"
+        photos.mkdir()
+        for name, rgb in (("astronaut.png", data.astronaut()), ("coffee.png", data.coffee())):
+            cv2.imwrite(str(photos / name), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+        compare.open_paths([str(photos / "astronaut.png"), str(photos / "coffee.png")])
+        await until(lambda: compare.batch is not None and compare.batch.finished and len(compare.pairs) == 2)
+        await until(lambda: compare.shown_key is not None)
+        await framed(compare.window)
+        await asyncio.sleep(1.0)
+        grab(out / "screenshot-compare.png")
+        viewer.request_close()
+        await viewer.closed.wait()
+    finally:
+        await loop.run_in_executor(executor, server.stop)
+
+
+async def shoot_all(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
+    await shoot(out, executor, work)
+    await shoot_compare(out, executor, work)
+
+
 def main(out_dir: str) -> None:
+    if os.environ.get(IN_DISPLAY) != "1":
+        # A screen of the README's size with a window manager, then this again inside it.
+        with x_display(*SIZE) as env:
+            env[IN_DISPLAY] = "1"
+            subprocess.run(
+                [sys.executable, "-m", "tests.ui.readme_screenshots", out_dir], env=env, check=True
+            )
+        return
     out = Path(out_dir)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["TRITON_VIEWER_SETTINGS_DIR"] = str(Path(tmp) / "settings")
@@ -104,7 +171,7 @@ def main(out_dir: str) -> None:
         asyncio.set_event_loop(loop)
         executor = ThreadPoolExecutor(4)
         try:
-            loop.run_until_complete(shoot(out, executor, Path(tmp)))
+            loop.run_until_complete(shoot_all(out, executor, Path(tmp)))
         finally:
             executor.shutdown(wait=True)
             loop.close()

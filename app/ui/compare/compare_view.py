@@ -113,8 +113,7 @@ class CompareView(QWidget):
             "dashed: only one model"
         )
         self.legend.setWordWrap(True)
-        top.addWidget(self.legend)
-        top.addStretch(1)
+        top.addWidget(self.legend, 1)  # the room it has; wrapped only on a narrow screen
         top.addWidget(self.marker)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
