@@ -43,7 +43,7 @@ def fit_window(window: QWidget, preferred: QSize | None = None) -> None:
     """Size `window` to `preferred` (default: its size) or less, so that with its frame it
     fits the screen's free area, and move its frame inside that area. Not on the offscreen
     platform, not when maximized or full screen (the window manager fits those)."""
-    if not _real_screen() or window.isMaximized() or window.isFullScreen():
+    if not _real_screen() or not window.isWindow() or window.isMaximized() or window.isFullScreen():
         return
     area = available_area(window)
     if area.isEmpty():
