@@ -134,7 +134,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self._central())
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         right = Qt.DockWidgetArea.RightDockWidgetArea
-        self.server_dock = self._add_dock("Server and model", "ServerDock", self.server_panel, right)
+        # Not scrolled: it keeps its few rows whole; the tabs under it give up the height.
+        self.server_dock = self._add_dock(
+            "Server and model", "ServerDock", self.server_panel, right, scroll=False
+        )
         detections = QWidget()
         column = QVBoxLayout(detections)
         column.setContentsMargins(0, 0, 0, 0)
