@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages the viewer and its tests need, when missing.
 # Qt's offscreen and xcb platforms need the X/GL libraries; xvfb gives the tests
-# and screenshots a virtual display.
+# and screenshots a virtual display, openbox the window frames a desktop has.
 set -euo pipefail
 
 packages=(
   xvfb xauth                       # virtual display: real-window checks, screenshots
+  openbox x11-utils                # a window manager (title bars, borders) on it; xprop sees it start
   libgl1 libegl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3
   libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0
   libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-xfixes0

@@ -109,6 +109,9 @@ class RecordWriter:
         self.export = export
         self.progress = progress
         self.counts = StatusCounts()  # of the records written
+        # Records of requests the server answered (ok, failed or timed out there): the run's
+        # throughput. A file that cannot be read never was a request: it does not count.
+        self.answered = 0
         self.broken: str | None = None  # why output cannot be written any more (e.g. closed pipe)
         self.on_broken: list[Any] = []  # called once when the output breaks (stop feeding)
         self._failure_lines = 0
@@ -152,6 +155,8 @@ class RecordWriter:
                 newly_broken = True
             else:
                 self.counts = self.counts.add(status)  # counted once written
+                if record.get("request_id") is not None and status is not Status.CANCELLED:
+                    self.answered += 1
             echo = (
                 not ok
                 and status is not Status.SKIPPED
@@ -324,7 +329,7 @@ def _summary(writer: RecordWriter, counts: BatchCounts, seconds: float, interrup
         "failed": written.unsuccessful,
         "skipped": written.skipped,
         "seconds": round(seconds, 3),
-        "throughput": round(written.ended / seconds, 2) if seconds > 0 else 0.0,
+        "throughput": round(writer.answered / seconds, 2) if seconds > 0 else 0.0,
     }
     if interrupted or counts.not_started:
         summary["interrupted"] = interrupted

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.inference.protocol import ServerProtocol, UrlError, parse_url, protocol_of, same_server_over
@@ -19,7 +19,8 @@ from app.inference.result import ErrorKind, Status
 
 class SessionError(RuntimeError):
     """The session cannot be used: server unreachable, model missing or not ready, not
-    understood, bad settings. `models`: what the server has, when it was read. `offer`: a URL
+    understood, bad settings. `models`: what the server has, when it was read; `states`:
+    their states as it said (name -> "READY", "UNAVAILABLE"...), when known. `offer`: a URL
     that would work instead, offered to the user (the same server over the other protocol,
     e.g. "that is Triton's HTTP port: connect over HTTP?")."""
 
@@ -29,10 +30,12 @@ class SessionError(RuntimeError):
         kind: ErrorKind = ErrorKind.SERVER,
         models: Sequence[str] = (),
         offer: str | None = None,
+        states: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.models = tuple(models)
+        self.states = dict(states or {})
         self.offer = offer
 
 

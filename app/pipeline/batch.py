@@ -72,11 +72,17 @@ class BatchCounts:
     cancelled: int = 0
     skipped: int = 0
     not_started: int = 0  # inputs never sent because the job was cancelled first
+    sent: int = 0  # inputs that became requests (not an unreadable file, not a skipped entry)
 
     @classmethod
     def of(cls, total: int, counts: StatusCounts) -> BatchCounts:
         c = counts
-        return cls(total, c.ok, c.failed, c.timeout, c.cancelled, c.skipped, c.not_started)
+        return cls(total, c.ok, c.failed, c.timeout, c.cancelled, c.skipped, c.not_started, c.sent)
+
+    @property
+    def answered(self) -> int:
+        """Requests that ended other than cancelled: what a throughput counts."""
+        return max(self.sent - self.cancelled, 0)
 
     @property
     def done(self) -> int:

@@ -253,6 +253,11 @@ class LiveRun:
     def job(self) -> LiveJob | None:
         return self._job
 
+    def set_loop(self, on: bool) -> None:
+        """Applies at once: a file playing starts again at its end (unless it has ended)."""
+        self.options.loop = bool(on)
+        self.capture.set_loop(on)
+
     def set_max_in_flight(self, value: int) -> None:
         self.options.max_in_flight = max(1, int(value))
         if self._job is not None:

@@ -110,6 +110,11 @@ class LiveCapture:
     def paused(self) -> bool:
         return not self._running.is_set()
 
+    def set_loop(self, on: bool) -> None:
+        """Files: start again at the end (or not), from the next end on. The capture thread
+        reads the flag when it reaches the end (one attribute: no lock needed)."""
+        self._loop = bool(on)
+
     def stop(self, timeout: float = 2.0) -> bool:
         """Ask the thread to end and wait up to `timeout` s; True if it has ended (idempotent).
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Executor
 
-from PySide6.QtCore import Qt
+import shiboken6
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
@@ -55,9 +55,7 @@ class AnalysisUi:
         self.tracks_panel = TracksPanel()
         self.tracks_dock = QDockWidget("Tracks", window)
         self.tracks_dock.setObjectName("TracksDock")
-        self.tracks_dock.setWidget(self.tracks_panel)
-        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.tracks_dock)
-        self.tracks_dock.hide()
+        self.tracks_dock.setWidget(self.tracks_panel)  # the window places it (a side tab)
         self.tracking = LiveTracking(live, view, self.tracks_panel)
         self.compare = CompareController(executor, tasks, bridge, report)
         self.dialog: CompareDialog | None = None
@@ -72,8 +70,15 @@ class AnalysisUi:
     def set_tracking(self, on: bool) -> None:
         self.tracking.set_enabled(on)
         self.tracks_dock.setVisible(on)
+        if on:
+            self.tracks_dock.raise_()  # the front tab of the side column
         if self.track_action.isChecked() != on:
             self.track_action.setChecked(on)
+
+    def restore_docks(self) -> None:
+        """After View > Reset layout: the Tracks dock shows only while tracking is on."""
+        self.tracks_dock.setFloating(False)
+        self.tracks_dock.setVisible(self.tracking.enabled)
 
     def ask_compare(self) -> None:
         session = self.session
@@ -83,8 +88,13 @@ class AnalysisUi:
         models = sorted({m.name for m in session.models if m.state == "READY"})
         self.dialog = dialog = CompareDialog(models, session.info.name, self.window)
         dialog.accepted.connect(lambda: self._tasks.spawn(self.start_compare(dialog.choice(), session)))
-        dialog.finished.connect(lambda _r: dialog.deleteLater())
+        dialog.finished.connect(lambda _r: self._dialog_closed(dialog))
         dialog.open()  # window-modal, without a nested event loop
+
+    def _dialog_closed(self, dialog: CompareDialog) -> None:
+        if self.dialog is dialog:
+            self.dialog = None  # deleted below: never closed again at shutdown
+        dialog.deleteLater()
 
     async def start_compare(self, choice: CompareChoice, session: TritonSession | None = None) -> bool:
         """A and B opened as the current session is (transport, client batching, TLS, limits)
@@ -96,6 +106,7 @@ class AnalysisUi:
         return await self.compare.start(choice, session.spec, self.profile_for)
 
     async def shutdown(self) -> None:
-        if self.dialog is not None:
-            self.dialog.close()
+        dialog, self.dialog = self.dialog, None
+        if dialog is not None and shiboken6.isValid(dialog):
+            dialog.close()
         await self.compare.shutdown()

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import __version__
+from app.ui.base.window_fit import secondary_window
 
 
 def package_version(name: str) -> str:
@@ -73,6 +74,7 @@ def _dialog(parent: QWidget, title: str, body: QWidget) -> QDialog:
     buttons.rejected.connect(dialog.reject)
     layout.addWidget(buttons)
     dialog.finished.connect(dialog.deleteLater)
+    secondary_window(dialog)
     return dialog
 
 
@@ -88,9 +90,12 @@ def shortcuts_dialog(window: QMainWindow) -> QDialog:
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     table.horizontalHeader().setStretchLastSection(True)
     table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-    table.setMinimumSize(560, min(table.fontMetrics().height() + 6, 30) * (len(rows) + 1) + 8)
+    table.setMinimumSize(480, 160)  # it scrolls on a small screen
     dialog = _dialog(window, "Keyboard shortcuts", table)
     dialog.setObjectName("ShortcutsDialog")
+    # Every row in sight where the screen allows (fitted to smaller screens when shown).
+    row_height = table.verticalHeader().defaultSectionSize()
+    dialog.resize(640, row_height * (len(rows) + 1) + 2 * table.frameWidth() + 70)
     return dialog
 
 

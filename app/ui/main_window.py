@@ -1,10 +1,13 @@
 """MainWindow: the widgets laid out, the menus, drag-and-drop. No logic beyond that:
 the Viewer (app/ui/viewer.py) wires the widgets to the session and the batch runner.
 
-Layout (fits 1280x720 and shrinks to 1024x640): the picture in the middle (or the
-first-screen call to action), the batch's bar and thumbnails under it; docks for the
-server, the detections, the statistics and the request log, each closable, floatable and
-restored from View; the whole arrangement is remembered.
+Layout (fits 1280x720 and shrinks to 1024x640, frame included): the picture in the middle
+(or the first-screen call to action) over the whole height but for the batch's bar and
+thumbnails under it; one column of docks on the right: the server on top, then the
+detections, the statistics, where the time goes and the request log as tabs (the picture
+gets at least half of the window's height); a one-line summary of the statistics in the
+status bar. Each dock is closable, floatable and restored from View; the whole arrangement
+is remembered.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from PySide6.QtGui import (
     QDragEnterEvent,
     QDragLeaveEvent,
     QDropEvent,
-    QGuiApplication,
     QKeySequence,
 )
 from PySide6.QtWidgets import (
@@ -28,6 +30,7 @@ from PySide6.QtWidgets import (
     QMenu,
     QScrollArea,
     QStackedWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -36,6 +39,7 @@ from app.pipeline.exports.formats import ExportFormat
 from app.ui.analysis.request_log import RequestLog
 from app.ui.analysis.stats_panel import StatsPanel
 from app.ui.analysis.time_split import TimeSplitWidget
+from app.ui.base.window_fit import fit_window, keep_on_screen
 from app.ui.batch.batch_bar import BatchBar
 from app.ui.batch.batch_panel import BatchPanel
 from app.ui.batch.classes_panel import ClassesPanel
@@ -47,7 +51,7 @@ from app.ui.view.image_view import ImageView
 from app.ui.widgets.banner import ErrorBanner
 from app.ui.widgets.empty_state import EmptyState
 from app.ui.widgets.live_plot import LivePlot
-from app.ui.widgets.overlays import DropHighlight, local_paths
+from app.ui.widgets.overlays import DropHighlight, ViewNote, local_paths
 from app.ui.widgets.thresholds import ThresholdsWidget
 
 SERVER_THRESHOLD_NOTE = (
@@ -55,10 +59,10 @@ SERVER_THRESHOLD_NOTE = (
     "≥ 0.5): lowering the slider below the server's own threshold cannot show more boxes."
 )
 # saveState()/restoreState() version: a layout saved by an older window is ignored, not misapplied.
-LAYOUT_VERSION = 2
-DEFAULT_SIZE = QSize(1280, 760)
+LAYOUT_VERSION = 3
+DEFAULT_SIZE = QSize(1280, 760)  # or the screen's free area less the frame, when smaller
 SIDE_WIDTH = 380
-LOG_HEIGHT = 190
+SERVER_HEIGHT = 260  # the server dock over the side column's tabs: its content once connected
 IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.webp);;All files (*)"
 
 
@@ -94,6 +98,7 @@ class MainWindow(QMainWindow):
     paths_added = Signal(list)
     sample_requested = Signal()
     close_requested = Signal()
+    layout_reset = Signal()  # View > Reset layout: docks of other parts follow their own state
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -134,7 +139,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self._central())
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         right = Qt.DockWidgetArea.RightDockWidgetArea
-        self.server_dock = self._add_dock("Server and model", "ServerDock", self.server_panel, right)
+        # Not scrolled: it keeps its few rows whole; the tabs under it give up the height.
+        self.server_dock = self._add_dock(
+            "Server and model", "ServerDock", self.server_panel, right, scroll=False
+        )
         detections = QWidget()
         column = QVBoxLayout(detections)
         column.setContentsMargins(0, 0, 0, 0)
@@ -150,18 +158,29 @@ class MainWindow(QMainWindow):
             _group("Latency p50 and requests/s, last minute", self.live_plot, stretch_last=True), 1
         )
         self.stats_dock = self._add_dock("Statistics", "StatsDock", stats, right)
-        self.time_dock = self._add_dock("Where the time goes", "TimeSplitDock", self.time_split, right)
-        self.time_dock.setToolTip("Mean per request over the last 10 s, client and server")
+        # A short title: the side column's tabs show it whole.
+        self.time_dock = self._add_dock("Time split", "TimeSplitDock", self.time_split, right)
+        self.time_dock.setToolTip(
+            "Where the time goes: the mean request over the last 10 s, client and server"
+        )
+        self.log_dock = self._add_dock("Request log", "LogDock", self.request_log, right, scroll=False)
+        # One column of tabs under the server: the picture keeps the window's whole height.
         self.tabifyDockWidget(self.detections_dock, self.stats_dock)
         self.tabifyDockWidget(self.stats_dock, self.time_dock)
+        self.tabifyDockWidget(self.time_dock, self.log_dock)
         self.stats_dock.raise_()
-        self.log_dock = self._add_dock(
-            "Request log", "LogDock", self.request_log, Qt.DockWidgetArea.BottomDockWidgetArea, scroll=False
-        )
+        # The statistics in one line, always in sight (a click shows the whole panel).
+        self.stats_line = QToolButton()
+        self.stats_line.setAutoRaise(True)
+        self.stats_line.setToolTip("The statistics shown in the Statistics panel, in short: click to open it")
+        self.stats_line.clicked.connect(lambda: self.show_dock(self.stats_dock))
+        self.statusBar().addPermanentWidget(self.stats_line)
         self.drop_highlight = DropHighlight(self)
+        self.view_note = ViewNote(self.view)  # e.g. what the inputs opened wait for
         self._build_menus()
         self._default_sizes()
         self._default_state = self.saveState(LAYOUT_VERSION)
+        keep_on_screen(self)  # the main window: fits the screen, frame included, when shown
         self.set_mode(Mode.EMPTY)
         self.statusBar().showMessage("Ready")
 
@@ -169,20 +188,15 @@ class MainWindow(QMainWindow):
         return DEFAULT_SIZE
 
     def fit_to_screen(self) -> None:
-        """The default size, or the whole screen's free area when that is smaller (laptops)."""
-        screen = self.screen()
-        # The offscreen platform's 800x800 "screen" is no screen: keep the default size there.
-        real = QGuiApplication.platformName() != "offscreen"
-        area = screen.availableGeometry() if screen is not None and real else None
-        if area is None or (area.width() >= DEFAULT_SIZE.width() and area.height() >= DEFAULT_SIZE.height()):
-            self.resize(DEFAULT_SIZE)
-            return
-        frame = self.frameGeometry().size() - self.geometry().size()  # title bar and borders
-        self.resize(
-            min(DEFAULT_SIZE.width(), area.width() - frame.width()),
-            min(DEFAULT_SIZE.height(), area.height() - frame.height()),
-        )
-        self.move(area.topLeft())
+        """The default size, or the screen's free area less the frame when that is smaller
+        (laptops); fitted again once the window manager's frame is known (keep_on_screen)."""
+        self.resize(DEFAULT_SIZE)
+        fit_window(self)
+
+    def show_dock(self, dock: QDockWidget) -> None:
+        """A dock shown and brought to the front of its tabs (View's entries only toggle)."""
+        dock.show()
+        dock.raise_()
 
     # -- layout -------------------------------------------------------------------------
     def _central(self) -> QWidget:
@@ -221,10 +235,19 @@ class MainWindow(QMainWindow):
 
     def _default_sizes(self) -> None:
         self.resizeDocks([self.server_dock], [SIDE_WIDTH], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.log_dock], [LOG_HEIGHT], Qt.Orientation.Vertical)
+        # Its content's minimum plus the dock's title bar: no scroll bar, the rest for the tabs.
+        server = max(
+            SERVER_HEIGHT, self.server_panel.minimumSizeHint().height() + 2 * self.fontMetrics().height()
+        )
+        self.resizeDocks([self.server_dock], [server], Qt.Orientation.Vertical)
+
+    def add_side_dock(self, dock: QDockWidget) -> None:
+        """A dock of another part (e.g. Tracks) as one more tab of the side column."""
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.tabifyDockWidget(self.log_dock, dock)
 
     def docks(self) -> list[QDockWidget]:
-        return [self.server_dock, self.detections_dock, self.stats_dock, self.log_dock]
+        return [self.server_dock, self.detections_dock, self.stats_dock, self.time_dock, self.log_dock]
 
     def save_layout(self) -> QByteArray:
         return self.saveState(LAYOUT_VERSION)
@@ -239,6 +262,7 @@ class MainWindow(QMainWindow):
             dock.setFloating(False)
             dock.show()
         self._default_sizes()
+        self.layout_reset.emit()
 
     def hide_all(self) -> None:
         """The window and its floating docks (top-level windows of their own) go at once."""
@@ -254,7 +278,7 @@ class MainWindow(QMainWindow):
         self.pages.setCurrentWidget(self.empty_state if mode is Mode.EMPTY else self.view)
         self.thumbnails_action.setChecked(mode is Mode.BATCH)
         self._show_batch_widgets(mode is Mode.BATCH)
-        if mode is Mode.BATCH:
+        if mode in (Mode.BATCH, Mode.EMPTY):
             self.detections_dock.raise_()
         elif mode is Mode.LIVE:
             self.stats_dock.raise_()

@@ -79,8 +79,7 @@ def run_viewer(options: ViewerOptions) -> int:
     viewer = Viewer(options, executor)
     try:
         with close_on_signals(viewer.request_close):
-            viewer.window.show()
-            viewer.start()
+            viewer.start()  # shows the window
             loop.run_until_complete(viewer.closed.wait())
     finally:
         executor.shutdown(wait=True, cancel_futures=True)

@@ -7,14 +7,16 @@ in `ViewerState` (app/ui/state); the profile choice, the server statistics and t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
+import inspect
 import logging
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import shiboken6
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QDialog, QInputDialog, QMessageBox
 
@@ -42,6 +44,7 @@ from app.ui.analysis.stats_controller import StatsController
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.settings import ViewerSettings
 from app.ui.base.tasks import TaskSet
+from app.ui.base.window_fit import fit_window
 from app.ui.batch.batch_browser import BatchBrowser
 from app.ui.batch.batch_runner import PLACEHOLDER, BatchRunner
 from app.ui.batch.export_actions import Exporter
@@ -128,7 +131,12 @@ class Viewer(QObject):
         )
         self.live_ui = LiveUi(w, w.file_menu, w.view, self.live, executor, self.tasks)
         self.stats = StatsController(
-            self.state, w.stats_panel, w.live_plot, self._in_flight, self.live.update_stats_panel
+            self.state,
+            w.stats_panel,
+            w.live_plot,
+            self._in_flight,
+            self.live.update_stats_panel,
+            line=w.stats_line.setText,
         )
         self.server_split = ServerSplitPoller(
             w.time_split, lambda: self.connection.session, executor, self.tasks
@@ -159,6 +167,8 @@ class Viewer(QObject):
             self.bridge,
             self.report,
         )
+        w.add_side_dock(self.analysis.tracks_dock)
+        self.analysis.tracks_dock.hide()  # until tracking is on
         self.actions = ActionStates(self.state, w, self.browser)
         # --profile/--labels apply to --model, else to the model opened first; once the user
         # chooses a profile for that model (Model menu) the choice wins.
@@ -235,6 +245,7 @@ class Viewer(QObject):
         w.sample_requested.connect(self.try_sample)
         w.empty_state.open_camera.connect(self.live_ui.open_camera)
         w.close_requested.connect(self.request_close)
+        w.layout_reset.connect(self.analysis.restore_docks)
         w.batch_panel.cancel_requested.connect(lambda: self.runner.cancel())
         self._wire_evaluation()
         w.thresholds.changed.connect(self._save_thresholds)
@@ -297,14 +308,22 @@ class Viewer(QObject):
 
     # -- start -----------------------------------------------------------------------
     def start(self) -> None:
+        """Shows the window (with its remembered size and layout) and starts connecting."""
         geometry, state = self.settings.window_state()
         if geometry is None or not self.window.restoreGeometry(geometry):
             self.window.fit_to_screen()
+        else:
+            fit_window(self.window)  # saved on a larger screen: still fits this one
         if state is None or not self.window.restore_layout(state):
             self.window.default_dock_sizes()
+        # Shown once its geometry is set: the window manager places the window once, and the
+        # frame it adds is fitted to the screen as soon as it is known (keep_on_screen).
+        self.window.show()
         self.window.open_dir = self.settings.last_dir("open")
         self.evaluation.start_dir = self.settings.last_dir("evaluate")
         self.live_ui.record_dir = self.settings.last_dir("record")
+        self.live_ui.opened_dir = lambda: self.window.open_dir
+        self.live_ui.remember_record_dir = lambda folder: self.settings.set_last_dir("record", folder)
         url_text = ", ".join(self.options.urls) if self.options.urls else LOCAL_SERVER
         self.window.server_panel.set_recent(self.settings.recent_servers(), url_text)
         opacity = self.settings.mask_opacity()
@@ -351,12 +370,12 @@ class Viewer(QObject):
         self.window.banner.clear(Context.BATCH)  # a new batch: the last one's errors are history
         if self.connection.session is None:
             self._pending_paths.append([str(p) for p in paths])
-            count = sum(len(group) for group in self._pending_paths)
-            self.window.statusBar().showMessage(f"{count} input(s) will run once connected")
+            self.window.statusBar().showMessage(self._show_pending())
             return
         self._run_batch([str(p) for p in paths])
 
     def _run_batch(self, paths: list[str]) -> None:
+        self.window.view_note.hide()
         self.gallery.expect_new_job()
         self.stats.batch_started()
         self.state.add_job(self.runner.start(paths), paths)
@@ -366,6 +385,7 @@ class Viewer(QObject):
         to the log and the session's statistics only), its pictures, boxes and names go."""
         self.runner.cancel()
         self._pending_paths.clear()
+        self._show_pending()
         self._rerun_list = False
         self.gallery.clear()
         self.browser.clear()
@@ -374,6 +394,31 @@ class Viewer(QObject):
 
     def try_sample(self) -> None:
         self.open_paths([str(sample_image())])
+
+    def _show_pending(self) -> str:
+        """Inputs opened before a model is open: the batch's bar and the picture say what they
+        wait for (not "0 / 0", not a dark empty picture). Returns what they say."""
+        paths = [path for group in self._pending_paths for path in group]
+        if not paths:
+            self.window.view_note.hide()
+            return ""
+        if len(paths) > 1:
+            what, verb = f"{len(paths)} inputs", "wait"
+        else:
+            what, verb = "The sample" if paths[0] == str(sample_image()) else Path(paths[0]).name, "waits"
+        state = self.connection.state
+        if state is ConnectionState.FAILED and self._models_listed:
+            text = f"{what} {verb} for a model: choose one under Server and model"
+        elif state is ConnectionState.FAILED:
+            text = f"{what} {verb} for a server: connect under Server and model"
+        elif state is ConnectionState.STARTING:
+            text = f"{what} will run once the local server has started"
+        else:
+            text = f"{what} will run once connected to the server"
+        self.window.batch_panel.wait(text)
+        if self.state.mode is Mode.BATCH:
+            self.window.view_note.show_text(text)
+        return text
 
     # -- modes: what the middle of the window shows (the state's; the window follows) ----------
     def _show_mode(self, mode: Mode) -> None:
@@ -438,6 +483,7 @@ class Viewer(QObject):
             # What was shown belongs to the old connection: never left as if still valid.
             panel.set_info(None)
             panel.set_models([], None)
+            self._models_listed = []
             self.window.banner.clear(Context.CONNECTION)
         elif state is ConnectionState.CONNECTED:
             # Back: what the banner said (the outage, the requests it failed) is over; the
@@ -455,6 +501,7 @@ class Viewer(QObject):
                 panel.set_info(None)
                 self._failure = detail
             self.window.banner.show_error(detail, Context.CONNECTION)
+        self._show_pending()
 
     def _on_protocol_offered(self, url: str, message: str) -> None:
         """A connect reached a port of the other protocol: offer to connect over that one."""
@@ -471,12 +518,14 @@ class Viewer(QObject):
             self.protocol_offer.close()
         self.protocol_offer = offer_protocol(self.window, url, message, accept)
 
-    def _on_models_listed(self, names: list[str]) -> None:
-        """A connect failed but the server answered: offer its models to choose from."""
+    def _on_models_listed(self, names: list[str], states: dict[str, str]) -> None:
+        """A connect failed but the server answered: offer its models to choose from, with
+        the states it gave (a ready model is not "not loaded")."""
         self._models_listed = list(names)
-        entries = [ModelEntry(name, "", "", "") for name in names]
+        entries = [ModelEntry(name, "", states.get(name, ""), "") for name in names]
         target = self.connection.target
         self.window.server_panel.set_models(entries, target.model if target is not None else None)
+        self._show_pending()
 
     # -- what a session is opened with ---------------------------------------------------------------
     def session_spec(self, urls: list[str], model: str | None) -> SessionSpec:
@@ -742,33 +791,54 @@ class Viewer(QObject):
         self.tasks.spawn(self._shutdown(), name="shutdown")
 
     async def _shutdown(self) -> None:
+        """Each step on its own: one that fails (logged) never skips the ones after it, so
+        the batch is always cancelled and the connection always closed."""
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("settings", self._save_settings),
+            ("timers", self._stop_timers),
+            ("help dialog", self._close_help_dialog),
+            ("batch", self.runner.cancel),  # stop submitting first: nothing new goes out
+            ("bridge", self.bridge.close),  # from now on results are dropped, not delivered
+            ("live", self.live.shutdown),  # stop the stream, release the capture on its thread
+            ("load test", self._close_load_test),  # a sweep in progress stops, its thread ends
+            ("evaluation", self.evaluation.shutdown),  # an evaluation's run stops, its thread ends
+            ("analysis", self.analysis.shutdown),  # the compare window's runs and sessions
+            ("server tools", self.server_tools.shutdown),  # a tune restores the original config first
+            ("connection", lambda: self.connection.shutdown(CLOSE_DRAIN_S)),  # cancel, close, stop
+            ("tasks", self.tasks.cancel_all),  # nothing left pending when the loop closes
+        ]
         try:
-            self.settings.set_last_dir("record", self.live_ui.record_dir)
-            if self.evaluation.controller.choice is not None:
-                # Where the next dataset is looked for: beside this one.
-                self.settings.set_last_dir(
-                    "evaluate", str(Path(self.evaluation.controller.choice.dataset).parent)
-                )
-            self.settings.sync()
-            self.stats.stop()
-            self.server_split.stop()
-            self._flush_timer.stop()
-            if self.dialog is not None:
-                with contextlib.suppress(RuntimeError):  # closed by the user: already deleted
-                    self.dialog.close()
-            self.bridge.close()  # from now on results are dropped, not delivered
-            await self.live.shutdown()  # stop the stream, release the capture on its thread
-            if self.load_test is not None:
-                await self.load_test.shutdown()  # a sweep in progress stops, its thread ends
-            await self.evaluation.shutdown()  # an evaluation's run stops, its thread ends
-            await self.analysis.shutdown()  # the compare window's runs and sessions
-            await self.server_tools.shutdown()  # a tune restores the original config first
-            self.runner.cancel()  # stop submitting
-            await self.connection.shutdown(CLOSE_DRAIN_S)  # cancel in flight, close channels, stop server
-            await self.tasks.cancel_all()  # nothing left pending when the loop closes
-        except Exception:
-            log.exception("error while closing")
+            for name, step in steps:
+                try:
+                    outcome = step()
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except Exception:
+                    log.exception("error while closing (%s)", name)
         finally:
             self.window.allow_close()
             self.window.close()
             self.closed.set()
+
+    def _save_settings(self) -> None:
+        self.settings.set_last_dir("record", self.live_ui.record_dir)
+        if self.evaluation.controller.choice is not None:
+            # Where the next dataset is looked for: beside this one.
+            self.settings.set_last_dir(
+                "evaluate", str(Path(self.evaluation.controller.choice.dataset).parent)
+            )
+        self.settings.sync()
+
+    def _stop_timers(self) -> None:
+        self.stats.stop()
+        self.server_split.stop()
+        self._flush_timer.stop()
+
+    def _close_help_dialog(self) -> None:
+        dialog, self.dialog = self.dialog, None
+        if dialog is not None and shiboken6.isValid(dialog):  # closed by the user: deleted
+            dialog.close()
+
+    async def _close_load_test(self) -> None:
+        if self.load_test is not None:
+            await self.load_test.shutdown()

@@ -227,6 +227,18 @@ def test_server_side_failures_are_failed_records(triton: EmbeddedServer, tmp_pat
     assert all(r["error_kind"] == "server" for r in records)
 
 
+def test_a_single_unreadable_file_reports_no_throughput(triton: EmbeddedServer, tmp_path: Path) -> None:
+    """No request was made: the throughput is 0, not one record over a fraction of a millisecond."""
+    bad = tmp_path / "broken.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n" + b"garbage" * 20)
+    done = run_cli("infer", "--url", triton.grpc_url, str(bad))
+    assert done.returncode == 1
+    (record,), summary = parse(done.stdout)
+    assert record["status"] == "failed" and record["request_id"] is None
+    assert summary["total"] == 1 and summary["failed"] == 1
+    assert summary["throughput"] == 0.0, summary
+
+
 def test_ctrl_c_cancels_writes_the_summary_and_exits(triton: EmbeddedServer, tmp_path: Path) -> None:
     # slow_faces sleeps pixel[0,0,0] x 10 ms per batch: 2 s per image here.
     for i in range(6):

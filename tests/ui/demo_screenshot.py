@@ -83,7 +83,7 @@ def main(out: str) -> None:
     batch = BatchPanel()
     batch.start(312)
     batch.set_progress(140)
-    batch.finish(BatchCounts(312, ok=310, failed=2), 4.1)
+    batch.finish(BatchCounts(312, ok=310, failed=2, sent=312), 4.1)
     grid.addWidget(batch, 4, 0, 1, 2)
     log = RequestLog()
     log.add_results(

@@ -1,21 +1,24 @@
-"""The README's screenshots: the real window at 1280x720 against the embedded server.
+"""The README's screenshots: the real windows at 1280x720 with a window manager's frame
+(Xvfb and openbox, started here), against the embedded server.
 
-    xvfb-run -a -s "-screen 0 1280x720x24" .venv/bin/python -m tests.ui.readme_screenshots resources/ [SHOT]
+    .venv/bin/python -m tests.ui.readme_screenshots resources/ [SHOT...]
 
-Writes screenshot.png (a batch: the picture, its boxes listed, the thumbnails and the batch's
-statistics), screenshot-evaluation.png (Evaluate against labels: the worst image first, its
-labels dashed beside the model's boxes, the confusion matrix), screenshot-live.png (live video
-being recorded), screenshot-start.png (the first screen), screenshot-tune.png (Tools > Tune…
-after a tune of the test model fixed_cost, served with the bundled models) and
-screenshot-pipeline.png (face_mesh on the portraits, Where the time goes showing its stages).
-SHOT: `window`, `tune` or `pipeline` (default all three). Settings go to a temporary folder:
-the user's own are never touched.
+Writes screenshot-start.png (the first screen), screenshot.png (a batch: the picture, its
+boxes listed, the thumbnails and the batch's statistics), screenshot-evaluation.png (Evaluate
+against labels: the worst image first, its labels dashed beside the model's boxes, the
+confusion matrix), screenshot-live.png (live video being recorded), screenshot-compare.png
+(two versions of the test model fixed_versions side by side), screenshot-tune.png (Tools >
+Tune… after a tune of the test model fixed_cost) and screenshot-pipeline.png (face_mesh on the
+portraits, Where the time goes showing its stages). SHOT: `window`, `compare`, `tune` or
+`pipeline` (default all). Each is the whole screen: the window as a user sees it, title bar
+included. Settings go to a temporary folder: the user's own are never touched.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -30,15 +33,18 @@ from skimage import data
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from app.ui.analysis.scoped_stats import Scope
+from app.ui.compare.compare_window import CompareChoice
 from app.ui.evaluation.evaluate_dialog import EvaluationChoice
 from app.ui.main_window import Mode
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.evaluation_data import Img, Obj, face_images, write_dataset
 from tests.media import face_box, head_image, make_face_video
-
-TEST_MODELS = Path(__file__).resolve().parents[1] / "models"
+from tests.ui.window_frames import framed
+from tests.ui.x_display import x_display
 
 SIZE = (1280, 720)
+TEST_MODELS = Path(__file__).resolve().parents[1] / "models"
+IN_DISPLAY = "README_SCREENSHOTS_DISPLAY"  # set for the run inside Xvfb + openbox
 
 
 async def until(condition, timeout: float = 120.0) -> None:  # type: ignore[no-untyped-def]
@@ -87,21 +93,34 @@ def labelled_faces(root: Path) -> Path:
     return dataset
 
 
-def grab(viewer: Viewer, path: Path) -> None:
+def grab(path: Path) -> None:
+    """The whole screen: the window with its title bar and borders, as a user sees it."""
     QApplication.processEvents()
-    viewer.window.grab().save(str(path))
+    screen = QApplication.primaryScreen()
+    assert screen is not None
+    screen.grabWindow(0).save(str(path))
     print(f"wrote {path}", flush=True)
+
+
+def repository_with(root: Path, *test_models: str) -> Path:
+    """The bundled models plus some of tests/models, as one repository of symlinks."""
+    root.mkdir(parents=True, exist_ok=True)
+    for model in sorted(model_repository().iterdir()):
+        if (model / "config.pbtxt").is_file():
+            (root / model.name).symlink_to(model, target_is_directory=True)
+    for name in test_models:
+        (root / name).symlink_to(TEST_MODELS / name, target_is_directory=True)
+    return root
 
 
 async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     viewer = Viewer(ViewerOptions(), executor)
     window = viewer.window
-    window.show()
-    viewer.start()
-    window.resize(*SIZE)
+    viewer.start()  # shows the window, fitted to the screen with its frame
     await until(lambda: viewer.connection.state == "connected")
+    await framed(window)
     await asyncio.sleep(0.5)
-    grab(viewer, out / "screenshot-start.png")
+    grab(out / "screenshot-start.png")
 
     viewer.open_paths([str(sample_folder(work / "shoot"))])
     await until(lambda: not viewer.runner.active() and viewer.runner.latest_counts() is not None)
@@ -112,7 +131,7 @@ async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     window.detections_panel.select(1)
     viewer.stats.poll()
     await asyncio.sleep(1.0)
-    grab(viewer, out / "screenshot.png")
+    grab(out / "screenshot.png")
 
     await viewer.evaluation.start(EvaluationChoice(str(labelled_faces(work / "faces"))))
     evaluation = viewer.evaluation.controller
@@ -122,7 +141,7 @@ async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     viewer.evaluation.panel.tabs.setCurrentIndex(2)  # the confusion matrix
     await until(lambda: len(window.view.mark_items()) == 4)  # the group picture's marks
     await asyncio.sleep(1.0)
-    grab(viewer, out / "screenshot-evaluation.png")
+    grab(out / "screenshot-evaluation.png")
 
     video = work / "walk.mp4"
     make_face_video(video, frames=600, fps=30, size=(640, 480))
@@ -131,19 +150,45 @@ async def shoot(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     viewer.live_ui.record_to(str(work / "recording.mp4"))
     window.stats_panel.set_scope(Scope.LIVE)
     await asyncio.sleep(3.5)  # a few seconds of statistics and of the REC timer
-    grab(viewer, out / "screenshot-live.png")
+    grab(out / "screenshot-live.png")
 
     viewer.request_close()
     await viewer.closed.wait()
+
+
+async def shoot_compare(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
+    """Analyse > Compare with…: fixed_versions v1 against v2 on two photographs."""
+    server = EmbeddedServer(repository_with(work / "compare-repository", "fixed_versions"))
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(executor, server.start)
+    try:
+        viewer = Viewer(ViewerOptions(urls=[server.grpc_url], model="face_detector"), executor)
+        viewer.start()
+        await until(lambda: viewer.connection.state == "connected")
+        choice = CompareChoice("fixed_versions", "1", "fixed_versions", "2", [])
+        assert await viewer.analysis.start_compare(choice)
+        compare = viewer.analysis.compare
+        photos = work / "compare"
+        photos.mkdir()
+        for name, rgb in (("astronaut.png", data.astronaut()), ("coffee.png", data.coffee())):
+            cv2.imwrite(str(photos / name), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+        compare.open_paths([str(photos / "astronaut.png"), str(photos / "coffee.png")])
+        await until(lambda: compare.batch is not None and compare.batch.finished and len(compare.pairs) == 2)
+        await until(lambda: compare.shown_key is not None)
+        await framed(compare.window)
+        await asyncio.sleep(1.0)
+        grab(out / "screenshot-compare.png")
+        viewer.request_close()
+        await viewer.closed.wait()
+    finally:
+        await loop.run_in_executor(executor, server.stop)
 
 
 async def shoot_pipeline(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     """face_mesh on the portraits: the mesh drawn, Where the time goes with its two stages."""
     viewer = Viewer(ViewerOptions(model="face_mesh"), executor)
     window = viewer.window
-    window.show()
-    viewer.start()
-    window.resize(*SIZE)
+    viewer.start()  # shows the window, fitted to the screen with its frame
     await until(lambda: viewer.connection.state == "connected")
     # Warm the models up first (their first runs are slow), then wait out the client's 10 s
     # window (statistics reads pass meanwhile) so that the figures shown are the batch's own.
@@ -163,39 +208,26 @@ async def shoot_pipeline(out: Path, executor: ThreadPoolExecutor, work: Path) ->
     # client's part of the bar covers the last 10 s: shoot in between.
     await until(lambda: viewer.server_split.split is not warm_up, timeout=30)
     await asyncio.sleep(0.5)
-    grab(viewer, out / "screenshot-pipeline.png")
+    await framed(window)
+    grab(out / "screenshot-pipeline.png")
     viewer.request_close()
     await viewer.closed.wait()
 
 
-def tune_repository(root: Path) -> Path:
-    """The bundled models plus fixed_cost (a fixed cost per execution, like a GPU)."""
-    root.mkdir(parents=True, exist_ok=True)
-    for model in sorted(model_repository().iterdir()):
-        if (model / "config.pbtxt").is_file():
-            (root / model.name).symlink_to(model, target_is_directory=True)
-    (root / "fixed_cost").symlink_to(TEST_MODELS / "fixed_cost", target_is_directory=True)
-    return root
-
-
 async def shoot_tune(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
     """The Tune window at 1280x720 once a tune of fixed_cost has run: 6 trials x 3 levels."""
-    server = EmbeddedServer(tune_repository(work / "tune-repository"))
+    server = EmbeddedServer(repository_with(work / "tune-repository", "fixed_cost"))
     await asyncio.get_running_loop().run_in_executor(executor, server.start)
     try:
         metrics = f"127.0.0.1:{server.metrics_port}"
         viewer = Viewer(
             ViewerOptions(urls=[server.grpc_url], model="fixed_cost", metrics_url=metrics), executor
         )
-        viewer.window.show()
         viewer.start()
-        viewer.window.resize(*SIZE)
         await until(lambda: viewer.connection.state == "connected")
         viewer.server_tools.open_tune()
         window = viewer.server_tools.tune
         assert window is not None
-        window.resize(*SIZE)
-        window.move(0, 0)
         await until(lambda: window.ready)
         window.form.instances.setText("1,2")
         window.form.delays.setText("off,0,2000")
@@ -205,17 +237,27 @@ async def shoot_tune(out: Path, executor: ThreadPoolExecutor, work: Path) -> Non
         await until(lambda: window.tune_result is not None or bool(window.last_error), timeout=900)
         await asyncio.sleep(0.5)
         QApplication.processEvents()
-        window.grab().save(str(out / "screenshot-tune.png"))
-        print(f"wrote {out / 'screenshot-tune.png'}", flush=True)
+        await framed(window)
+        grab(out / "screenshot-tune.png")
         viewer.request_close()
         await viewer.closed.wait()
     finally:
         await asyncio.get_running_loop().run_in_executor(executor, server.stop)
 
 
+SHOTS = {"window": shoot, "compare": shoot_compare, "tune": shoot_tune, "pipeline": shoot_pipeline}
+
+
 def main(out_dir: str, shots: list[str]) -> None:
+    if os.environ.get(IN_DISPLAY) != "1":
+        # A screen of the README's size with a window manager, then this again inside it.
+        with x_display(*SIZE) as env:
+            env[IN_DISPLAY] = "1"
+            subprocess.run(
+                [sys.executable, "-m", "tests.ui.readme_screenshots", out_dir, *shots], env=env, check=True
+            )
+        return
     out = Path(out_dir)
-    shots = shots or ["window", "tune", "pipeline"]
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["TRITON_VIEWER_SETTINGS_DIR"] = str(Path(tmp) / "settings")
         app = QApplication.instance() or QApplication(sys.argv)
@@ -224,16 +266,12 @@ def main(out_dir: str, shots: list[str]) -> None:
         asyncio.set_event_loop(loop)
         executor = ThreadPoolExecutor(4)
         try:
-            if "window" in shots:
-                loop.run_until_complete(shoot(out, executor, Path(tmp)))
-            if "tune" in shots:
-                loop.run_until_complete(shoot_tune(out, executor, Path(tmp)))
-            if "pipeline" in shots:
-                loop.run_until_complete(shoot_pipeline(out, executor, Path(tmp)))
+            for shot in shots:
+                loop.run_until_complete(SHOTS[shot](out, executor, Path(tmp)))
         finally:
             executor.shutdown(wait=True)
             loop.close()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp", sys.argv[2:])
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp", sys.argv[2:] or list(SHOTS))

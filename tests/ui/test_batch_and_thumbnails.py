@@ -28,11 +28,14 @@ def test_batch_panel_progress_and_summary(qtbot: QtBot) -> None:
     assert panel.progress_text() == "150 / 312 · 75 img/s"
     assert panel.progress.value() == 150
     assert panel.cancel_button.isEnabled()
-    panel.finish(BatchCounts(312, ok=309, failed=2, skipped=1), 4.1)
+    panel.finish(BatchCounts(312, ok=309, failed=2, skipped=1, sent=311), 4.1)
     assert panel.summary.text() == "312 inputs · 309 ok · 2 failed · 1 skipped · 4.1 s · 76 img/s"
     assert not panel.cancel_button.isEnabled()
-    assert summary_text(BatchCounts(1, ok=1), 0.5) == "1 input · 1 ok · 0 failed · 0.5 s · 2.0 img/s"
-    cancelled = BatchCounts(10, ok=3, timeout=1, cancelled=2, not_started=4)
+    assert summary_text(BatchCounts(1, ok=1, sent=1), 0.5) == "1 input · 1 ok · 0 failed · 0.5 s · 2.0 img/s"
+    # One file that cannot be read, in no time: no request, no absurd rate.
+    unread = BatchCounts(1, failed=1)
+    assert summary_text(unread, 0.0004) == "1 input · 0 ok · 1 failed · 0.0 s · 0.0 img/s"
+    cancelled = BatchCounts(10, ok=3, timeout=1, cancelled=2, not_started=4, sent=6)
     assert summary_text(cancelled, 1.0) == (
         "10 inputs · 3 ok · 0 failed · 1 timed out · 6 cancelled · 1.0 s · 4.0 img/s"
     )

@@ -101,3 +101,24 @@ def test_appending_many_batches_is_cheap(qtbot: QtBot) -> None:
     assert log.model.rowCount() == 10_000
     assert log.visible_row_count() == 10_000
     assert elapsed < 10.0, f"{elapsed:.2f} s for 20,000 rows"  # one at a time: minutes
+
+
+def test_a_long_source_path_keeps_its_file_name_visible(qtbot: QtBot) -> None:
+    from PySide6.QtWidgets import QStyleOptionViewItem
+
+    from app.ui.analysis.request_log import COL_SOURCE
+
+    log = RequestLog()
+    qtbot.addWidget(log)
+    path = "/home/someone/pictures/holidays/2024/a-rather-long-folder-name/IMG_20240812_1432.jpg"
+    log.add_results([make_result(1, source=path)])
+    index = log.proxy.index(0, COL_SOURCE)
+    delegate = log.table.itemDelegateForColumn(COL_SOURCE)
+    assert delegate is not None
+    option = QStyleOptionViewItem()
+    delegate.initStyleOption(option, index)
+    assert option.textElideMode == Qt.TextElideMode.ElideMiddle
+    width = log.table.columnWidth(COL_SOURCE) - 8
+    shown = option.fontMetrics.elidedText(path, option.textElideMode, width)
+    assert "…" in shown and shown.endswith("1432.jpg"), shown
+    assert index.data(Qt.ItemDataRole.ToolTipRole) == path  # the whole path under the mouse

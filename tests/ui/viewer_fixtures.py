@@ -64,8 +64,7 @@ class Harness:
         urls = [url] if url is not None else []
         viewer = Viewer(ViewerOptions(urls=urls, model=model, **kwargs), self.executor)
         self.viewers.append(viewer)
-        viewer.window.show()
-        viewer.start()
+        viewer.start()  # shows the window
         return viewer
 
     def connected(self, viewer: Viewer) -> None:

@@ -126,7 +126,7 @@ def test_a_remembered_model_the_server_lacks_opens_its_default_and_an_asked_one_
     failed = events.wait_for(state_is(ConnectionState.FAILED), "failure")
     assert "model 'gone' not found" in events.seen[failed].detail  # type: ignore[union-attr]
     listed = [e for e in events.seen if isinstance(e, ModelsListed)]
-    assert listed == [ModelsListed((MODEL,))]
+    assert listed == [ModelsListed((MODEL,), ((MODEL, "READY"),))], "the names and their states"
     assert manager.session is None
 
 

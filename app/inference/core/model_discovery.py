@@ -25,6 +25,7 @@ from app.inference.introspection.discovery import (
     choose_model,
     model_info,
     model_ready,
+    model_states,
     models_if_listed,
     server_features,
 )
@@ -61,7 +62,8 @@ def discover(
         info = model_info(first, name, headers, dict(overrides or {}) or None, timeout_s, version, features)
     except SessionError as e:
         # The models there, so that the user can choose another one.
-        raise SessionError(str(e), e.kind, e.models or sorted({m.name for m in models})) from None
+        names = e.models or sorted({m.name for m in models})
+        raise SessionError(str(e), e.kind, names, states=e.states or model_states(models)) from None
     for url in live[1:]:
         _choose(pool.first_channel(url), name, version, headers, timeout_s, ServerFeatures())
     return Discovery(live, models, info, features)

@@ -172,14 +172,25 @@ def list_models_raw(channel: Channel, headers: Headers, timeout_s: float) -> lis
     ]
 
 
+def model_states(models: list[ModelEntry]) -> dict[str, str]:
+    """Each model's state: READY when any of its versions is, else the first one's."""
+    states: dict[str, str] = {}
+    for m in models:
+        if m.name not in states or m.state == "READY":
+            states[m.name] = m.state
+    return states
+
+
 def choose_model(models: list[ModelEntry], wanted: str | None, url: str) -> str:
     """The model to use: the one asked for, else the bundled detector, else the only ready one."""
     names = sorted({m.name for m in models})
+    states = model_states(models)
     there = f"models there: {', '.join(names) or '(none)'}"
     if wanted:
         entries = [m for m in models if m.name == wanted]
         if not entries:
-            raise SessionError(f"model '{wanted}' not found on {url}; {there}", ErrorKind.NOT_FOUND, names)
+            missing = f"model '{wanted}' not found on {url}; {there}"
+            raise SessionError(missing, ErrorKind.NOT_FOUND, names, states=states)
         if not any(m.state == "READY" for m in entries):
             e = entries[0]
             raise SessionError(
@@ -187,6 +198,7 @@ def choose_model(models: list[ModelEntry], wanted: str | None, url: str) -> str:
                 + (f": {first_paragraph(e.reason)}" if e.reason else ""),
                 ErrorKind.NOT_FOUND,
                 names,
+                states=states,
             )
         return wanted
     ready = sorted({m.name for m in models if m.state == "READY"})
@@ -195,11 +207,12 @@ def choose_model(models: list[ModelEntry], wanted: str | None, url: str) -> str:
     if len(ready) == 1:
         return ready[0]
     if not ready:
-        raise SessionError(f"no model is ready on {url} ({there})", ErrorKind.NOT_FOUND, names)
+        raise SessionError(f"no model is ready on {url} ({there})", ErrorKind.NOT_FOUND, names, states=states)
     raise SessionError(
         f"{url} serves several models; choose one with --model: {', '.join(ready)}",
         ErrorKind.NOT_FOUND,
         names,
+        states=states,
     )
 
 

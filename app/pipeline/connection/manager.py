@@ -273,7 +273,8 @@ class ConnectionManager:
         if not isinstance(error, SessionError):
             log.error("connecting to %s failed", spec.urls, exc_info=error)
         if isinstance(error, SessionError) and error.models:
-            self._emit_if_current(token, ModelsListed(tuple(error.models)))
+            states = tuple(sorted(error.states.items()))
+            self._emit_if_current(token, ModelsListed(tuple(error.models), states))
         if isinstance(error, SessionError) and error.offer:
             self._emit_if_current(token, ProtocolOffered(error.offer, str(error)))
         if decision is AfterFailedConnect.KEEP_PROBING:

@@ -41,9 +41,11 @@ class SessionOpened:
 
 @dataclass(frozen=True)
 class ModelsListed:
-    """A connect failed on a server that answered: the models it has (to choose another)."""
+    """A connect failed on a server that answered: the models it has (to choose another) and
+    their states as it said them (name -> "READY"...; empty when not read)."""
 
     names: tuple[str, ...]
+    states: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

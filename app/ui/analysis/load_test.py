@@ -59,6 +59,7 @@ from app.pipeline.sweep import (
 from app.system.atomic_files import describe_write_error, replacing
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.qimage import write_png
+from app.ui.base.window_fit import secondary_window
 from app.ui.widgets.live_plot import axis_max, format_tick
 
 THROUGHPUT_COLOR = QColor(30, 120, 200)
@@ -324,6 +325,7 @@ class LoadTestWindow(QDialog):
         self.csv_button.clicked.connect(lambda: self.export_csv())
         self.png_button.clicked.connect(lambda: self.export_png())
         self.resize(720, 640)
+        secondary_window(self)  # fits the screen, frame included; Esc / Ctrl+W close it
 
     def prepare(self, spec: SessionSpec, paths: Sequence[str]) -> None:
         """The session (servers, model, profile, TLS) and images of the next run: the

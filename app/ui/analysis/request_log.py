@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -95,8 +97,8 @@ class RequestLogModel(QAbstractTableModel):
         col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             return row.texts[col]
-        if role == Qt.ItemDataRole.ToolTipRole and col == COL_ERROR and row.texts[COL_ERROR]:
-            return row.texts[COL_ERROR]
+        if role == Qt.ItemDataRole.ToolTipRole and col in (COL_SOURCE, COL_ERROR) and row.texts[col]:
+            return row.texts[col]
         if role == Qt.ItemDataRole.BackgroundRole:
             if row.status in FAILURE_STATUSES:
                 return FAILED_BACKGROUND
@@ -185,6 +187,14 @@ class RequestLogFilter(QSortFilterProxyModel):
         return True
 
 
+class MiddleElided(QStyledItemDelegate):
+    """Long paths lose their middle, not their end: the file name stays visible."""
+
+    def initStyleOption(self, option: QStyleOptionViewItem, index: _Index) -> None:
+        super().initStyleOption(option, index)
+        option.textElideMode = Qt.TextElideMode.ElideMiddle
+
+
 class RequestLog(QWidget):
     """The log table with its filter line edit and "failures only" checkbox.
     Follows the newest row while the table is scrolled to the bottom."""
@@ -206,6 +216,8 @@ class RequestLog(QWidget):
         self.table.setWordWrap(False)
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
+        self._source_delegate = MiddleElided(self.table)
+        self.table.setItemDelegateForColumn(COL_SOURCE, self._source_delegate)
         header = self.table.horizontalHeader()
         # Fixed widths: ResizeToContents would measure every row on every insert.
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)

@@ -14,12 +14,13 @@ from PySide6.QtCore import QObject, QTimer
 from app.inference.core.session import TritonSession
 from app.inference.errors import ExtensionMissingError
 from app.inference.introspection.server_stats import ServerCounters, ServerSplit, split
-from app.pipeline.time_split import time_segments
+from app.pipeline.time_split import Segment, time_segments
 from app.ui.analysis.time_split import TimeSplitWidget
 from app.ui.base.tasks import TaskSet
 
 INTERVAL_MS = 250  # ~4 Hz
 SERVER_EVERY = 8  # the server's statistics every 8 ticks (2 s)
+WINDOW_S = 10.0  # the session statistics' rolling window (RequestStats' default)
 
 
 class ServerSplitPoller(QObject):
@@ -40,6 +41,10 @@ class ServerSplitPoller(QObject):
         self._reading = False
         # The server has no statistics (not Triton): the bar shows the client's side and says so.
         self.unavailable = ""
+        # The split of the last requests and when it was last seen (monotonic): kept on show
+        # once the statistics' window holds none (idle), rather than "no request yet".
+        self._last: list[Segment] = []
+        self._last_at = 0.0
         self._timer = QTimer(self)
         self._timer.setInterval(INTERVAL_MS)
         self._timer.timeout.connect(self.poll)
@@ -53,6 +58,7 @@ class ServerSplitPoller(QObject):
     def session_opened(self, session: TritonSession) -> None:
         """A first read now: the next one (2 s on) gives the split of whatever ran in between."""
         self.counters, self.split, self.unavailable = None, None, ""
+        self._last = []
         self.widget.set_batcher(None)
         self.widget.set_stages("", None)
         self._read(session)
@@ -62,7 +68,19 @@ class ServerSplitPoller(QObject):
         if session is None:
             return
         snap = session.stats.snapshot()  # cheap: counters under one lock
-        self.widget.set_segments(time_segments(snap.timing, self.split), self.unavailable)
+        segments = time_segments(snap.timing, self.split)
+        now = time.monotonic()
+        if segments:
+            self._last, self._last_at = segments, now
+            self.widget.set_segments(segments, self.unavailable)
+        elif self._last:
+            ago = now - self._last_at + WINDOW_S
+            idle = f"Idle for {ago:.0f} s: the split of the last requests."
+            self.widget.set_segments(self._last, " ".join(filter(None, (idle, self.unavailable))))
+        elif snap.completed:
+            self.widget.set_segments([], f"No successful request in the last {WINDOW_S:.0f} s.")
+        else:
+            self.widget.set_segments([], self.unavailable)
         self._ticks += 1
         if self._ticks % SERVER_EVERY == 0 and not self._reading and not self.unavailable:
             self._read(session)

@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject, QTimer
 from app.inference.result import InferenceResult
 from app.pipeline.batch import BatchCounts
 from app.ui.analysis.scoped_stats import Scope, ScopedStats, ScopeSnapshot
-from app.ui.analysis.stats_panel import StatsPanel
+from app.ui.analysis.stats_panel import StatsPanel, one_line
 from app.ui.state.viewer_state import ViewerState
 from app.ui.widgets.live_plot import WINDOW_S, LivePlot, PlotPoint
 
@@ -29,9 +29,11 @@ class StatsController(QObject):
         in_flight: Callable[[], int],
         extra_rows: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
+        line: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__()
         self.state, self.panel, self.plot = state, panel, plot
+        self._line = line  # the shown scope's figures in one line (the status bar)
         self._in_flight = in_flight
         self._extra_rows = extra_rows  # the live stream's own rows (capture, display...)
         self._clock = clock
@@ -96,6 +98,8 @@ class StatsController(QObject):
             if scope is shown:
                 self.panel.show_snapshot(snap, self._in_flight())
                 self.plot.add_point(*point)
+                if self._line is not None:
+                    self._line(one_line(snap))
         self._extra_rows()
 
     def _show_history(self) -> None:

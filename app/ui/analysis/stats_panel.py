@@ -66,6 +66,15 @@ def window_text(latency_samples: int) -> str:
     return f"Latency: {latency} · Requests/s: last {RATE_WINDOW_S:.0f} s"
 
 
+def one_line(snap: ScopeSnapshot) -> str:
+    """The status bar's summary, e.g. "This batch: 310 ok · 2 failed · p50 21.3 ms · 184.1 req/s"."""
+    failed = snap.failed + snap.timed_out
+    return (
+        f"{SCOPE_TITLES[snap.scope]}: {snap.ok} ok · {failed} failed · "
+        f"p50 {format_ms(snap.p50_ms)} · {format_rate(snap.requests_per_s)} req/s"
+    )
+
+
 def scope_note(snap: ScopeSnapshot) -> str:
     """e.g. "This batch · started 14:03:12" or "Everything · reset 14:05:40"."""
     clock = time.strftime("%H:%M:%S", time.localtime(snap.since))

@@ -6,9 +6,10 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
 from app.pipeline.batch import BatchCounts
+from app.ui.widgets.elided_label import ElidedLabel
 
 
 def format_rate(count: int, seconds: float) -> str:
@@ -31,7 +32,8 @@ def summary_text(counts: BatchCounts, seconds: float) -> str:
     cancelled = counts.cancelled + counts.not_started
     if cancelled:
         parts.append(f"{cancelled} cancelled")
-    parts += [f"{seconds:.1f} s", f"{format_rate(counts.done - counts.cancelled, seconds)} img/s"]
+    # Images the server answered per second: a file that could not be read is no request.
+    parts += [f"{seconds:.1f} s", f"{format_rate(counts.answered, seconds)} img/s"]
     return " · ".join(parts)
 
 
@@ -49,16 +51,14 @@ class BatchPanel(QWidget):
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
         self.cancel_button = QPushButton("Cancel")
-        self.summary = QLabel()
-        self.summary.setWordWrap(True)
-        row = QHBoxLayout()
+        # One line under the thumbnails (the picture keeps the height): the progress, Cancel,
+        # and the summary once the batch is done (the whole of it in its tooltip).
+        self.summary = ElidedLabel()
+        row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.progress, 1)
+        row.addWidget(self.progress, 2)
         row.addWidget(self.cancel_button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(row)
-        layout.addWidget(self.summary)
+        row.addWidget(self.summary, 3)
         self.cancel_button.clicked.connect(self._on_cancel)
         self.start(0)
 
@@ -70,6 +70,16 @@ class BatchPanel(QWidget):
         self.progress.setValue(0)
         self.progress.setFormat(self._progress_text(0))
         self.cancel_button.setEnabled(self._total > 0)
+        self.summary.clear()
+
+    def wait(self, text: str) -> None:
+        """Inputs are opened but cannot run yet (no server or no model): say what they wait
+        for rather than "0 / 0"."""
+        self._total = 0
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat(text)
+        self.cancel_button.setEnabled(False)
         self.summary.clear()
 
     def set_progress(self, done: int) -> None:
@@ -86,6 +96,7 @@ class BatchPanel(QWidget):
         self.progress.setFormat(ended + (" · cancelled" if cancelled else ""))
         self.cancel_button.setEnabled(False)
         self.summary.setText(summary_text(counts, seconds))
+        self.summary.setToolTip(self.summary.text())
 
     def progress_text(self) -> str:
         return self.progress.text()

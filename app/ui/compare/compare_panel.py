@@ -78,6 +78,7 @@ class ComparePanel(QWidget):
         self.set_accuracy(None)
         self.agreement = QLabel("agreement")
         self.agreement.setStyleSheet("font-weight: bold")
+        self.agreement.setWordWrap(True)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

@@ -22,6 +22,7 @@ from app.pipeline.matching import Match, MatchKind
 from app.ui.view.detection_items import BOX_PEN_WIDTH, DetectionItem
 from app.ui.view.image_view import ImageView
 from app.ui.view.overlay_items import MaskItem
+from app.ui.widgets.elided_label import ElidedLabel
 
 SIDE_COLORS = {Side.A: QColor(30, 144, 255), Side.B: QColor(255, 140, 0)}  # blue, orange
 ONLY_PEN_WIDTH = BOX_PEN_WIDTH + 1.5
@@ -111,7 +112,8 @@ class CompareView(QWidget):
         super().__init__(parent)
         self.views = {Side.A: ImageView(), Side.B: ImageView()}
         self.overlay = ImageView()
-        self.titles = {side: QLabel() for side in Side}
+        # Long names and addresses lose whole words, never the window's room on a small screen.
+        self.titles = {side: ElidedLabel() for side in Side}
         self.layers = {Side.A: _Layer(self.views[Side.A]), Side.B: _Layer(self.views[Side.B])}
         self.overlay_layer = _Layer(self.overlay)
         self.marker = QLabel()  # "B late", "B dropped this frame", errors
@@ -138,8 +140,8 @@ class CompareView(QWidget):
             f"<span style='color:{SIDE_COLORS[Side.B].name()}'>■ B</span> · solid: both found it · "
             "dashed: only one model"
         )
-        top.addWidget(self.legend)
-        top.addStretch(1)
+        self.legend.setWordWrap(True)
+        top.addWidget(self.legend, 1)  # the room it has; wrapped only on a narrow screen
         top.addWidget(self.marker)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -177,8 +179,9 @@ class CompareView(QWidget):
         self.stack.setCurrentIndex(0 if self.layout_mode is Layout.SIDE_BY_SIDE else 1)
 
     def set_titles(self, a: str, b: str) -> None:
-        self.titles[Side.A].setText(f"A: {a}")
-        self.titles[Side.B].setText(f"B: {b}")
+        for side, text in ((Side.A, f"A: {a}"), (Side.B, f"B: {b}")):
+            self.titles[side].setText(text)
+            self.titles[side].setToolTip(text)
 
     def show_pair(
         self,

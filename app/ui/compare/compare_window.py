@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -25,10 +25,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.pipeline.matching import DEFAULT_IOU
+from app.ui.base.window_fit import secondary_window
 from app.ui.compare.compare_panel import ComparePanel
 from app.ui.compare.compare_view import CompareView, Layout
 from app.ui.widgets.camera_picker import ask_video_file
 from app.ui.widgets.overlays import local_paths
+
+DEFAULT_SIZE = QSize(1280, 760)  # smaller on a smaller screen (secondary_window fits it)
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class CompareDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+        secondary_window(self)
 
     def choice(self) -> CompareChoice:
         urls = [u.strip() for u in self.server_b.text().split(",") if u.strip()]
@@ -142,7 +146,8 @@ class CompareWindow(QMainWindow):
         self.progress.hide()
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().showMessage("Open images, a folder or a video: each goes to both models")
-        self.resize(1300, 800)
+        self.resize(DEFAULT_SIZE)
+        secondary_window(self)  # fits the screen, frame included; Esc / Ctrl+W close it
 
     def set_layout(self, mode: Layout) -> None:
         self.layout_actions[mode].setChecked(True)

@@ -27,7 +27,7 @@ from app.inference.decoding.filtering import refilter
 from app.inference.result import Detection, InferenceResult
 from app.pipeline.display import DisplayMeter, DisplayStats
 from app.pipeline.frame_order import FrameOrder
-from app.pipeline.live import LiveEvent, LiveOptions, LiveRun, LiveState, StreamStats
+from app.pipeline.live import LiveEvent, LiveOptions, LiveRun, LiveState, LiveStats, StreamStats
 from app.pipeline.recording import LiveRecording
 from app.sources.cameras import parse_source
 from app.sources.frame import Frame
@@ -55,6 +55,7 @@ class RecordingState(enum.StrEnum):
 
 LIVE_ROWS = (
     "Capture frames/s",
+    "Inferred frames",
     "Dropped frames",
     "Display frames/s",
     "Display lag p50",
@@ -100,6 +101,9 @@ class LiveController(QObject):
         self.error: str | None = None
         self.session: TritonSession | None = None
         self.live: LiveRun | None = None
+        # The figures of the last run as it stopped (a file that ended, Stop): the panel keeps
+        # showing what was counted, not zeros, until the next run starts.
+        self.final_stats: LiveStats | None = None
         self.meter = DisplayMeter()
         self.recording = LiveRecording(paint=render_rgb_in_place)
         self.armed: Path | None = None  # a recording waiting for the stream's first frame
@@ -206,6 +210,11 @@ class LiveController(QObject):
         if self.live is not None:
             self.live.set_max_in_flight(self.options.max_in_flight)  # applies at once
 
+    def set_loop(self, on: bool) -> None:
+        self.options.loop = bool(on)
+        if self.live is not None:
+            self.live.set_loop(self.options.loop)  # applies at once
+
     def set_session(self, session: TritonSession | None) -> None:
         """The viewer's session changed: stop feeding the old one, feed the new one."""
         self.session = session
@@ -277,8 +286,13 @@ class LiveController(QObject):
             self._report(f"{result.source} frame {result.frame}: {result.error}", True)
 
     # -- statistics --------------------------------------------------------------------------------
+    def stats(self) -> LiveStats | None:
+        """The run playing, else the last one's figures as it stopped (None: never played)."""
+        return self.live.stats() if self.live is not None else self.final_stats
+
     def stream_stats(self) -> StreamStats | None:
-        return None if self.live is None else self.live.stats().stream
+        stats = self.stats()
+        return None if stats is None else stats.stream
 
     def display_stats(self) -> DisplayStats:
         return self.meter.stats()
@@ -292,22 +306,27 @@ class LiveController(QObject):
                 panel.remove_extra(name)
             return
         d = self.meter.stats()
-        s = self.stream_stats()
+        stats = self.stats()
+        s = stats.stream if stats is not None else None
         capture_fps = self.live.stats().capture.fps if self.live is not None else 0.0
         panel.set_extra(LIVE_ROWS[0], f"{capture_fps:.1f}", "Frames read from the source per second")
-        dropped, offered = "0", 0
+        inferred, dropped, offered = "0", "0", 0
         if s is not None:
             pct = 100.0 * s.dropped / s.offered if s.offered else 0.0
-            dropped, offered = f"{s.dropped} ({pct:.0f}%)", s.offered
+            inferred, offered = f"{s.completed} of {s.offered}", s.offered
+            dropped = f"{s.dropped} ({pct:.0f}%)"
         panel.set_extra(
-            LIVE_ROWS[1],
+            LIVE_ROWS[1], inferred, "Frames whose request ended (of the frames captured), after the end too"
+        )
+        panel.set_extra(
+            LIVE_ROWS[2],
             dropped,
             f"Frames not sent because the stream's requests in flight were all busy (of {offered} captured)",
         )
-        panel.set_extra(LIVE_ROWS[2], f"{d.display_fps:.1f}", "Annotated frames drawn per second")
+        panel.set_extra(LIVE_ROWS[3], f"{d.display_fps:.1f}", "Annotated frames drawn per second")
         lag = "From the frame's capture to its picture on screen (with its boxes)"
-        panel.set_extra(LIVE_ROWS[3], format_ms(d.latency_p50_ms), lag)
-        panel.set_extra(LIVE_ROWS[4], format_ms(d.latency_p95_ms), lag)
+        panel.set_extra(LIVE_ROWS[4], format_ms(d.latency_p50_ms), lag)
+        panel.set_extra(LIVE_ROWS[5], format_ms(d.latency_p95_ms), lag)
 
     def _record_fps(self) -> float:
         """Frame by frame, every frame is recorded: the source's rate. Live, the rate frames are
@@ -421,6 +440,7 @@ class LiveController(QObject):
         self._run += 1
         run = self._run
         self.error = None
+        self.final_stats = None
         self.meter = DisplayMeter()
         self._shown, self._shown_index, self._pending = None, -1, None
         wrap = self._bridge.wrap
@@ -445,10 +465,12 @@ class LiveController(QObject):
             await self.stop_recording(why)
         if live is not None:
             self._releasing += 1
+            job = live.job  # its figures outlive the run (stop() lets it go)
             try:
                 stopped = await asyncio.get_running_loop().run_in_executor(
                     self._executor, functools.partial(live.stop, CAPTURE_STOP_TIMEOUT_S)
                 )
+                self.final_stats = LiveStats(live.capture.stats(), job.stats() if job is not None else None)
                 if not stopped:
                     log.warning(
                         "%s: the capture thread is still blocked in the backend", live.capture.spec.label

@@ -4,6 +4,7 @@ wired to a LiveController."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMenu,
-    QSizePolicy,
     QSpinBox,
     QToolBar,
     QWidget,
@@ -27,6 +27,7 @@ from app.ui.base.tasks import TaskSet
 from app.ui.live.live_controller import LiveController, RecordingState
 from app.ui.widgets.banner import split_detail
 from app.ui.widgets.camera_picker import CameraPicker, ask_stream_url, ask_video_file
+from app.ui.widgets.elided_label import ElidedLabel
 from app.ui.widgets.overlays import RecordingMark
 
 RESOLUTIONS: tuple[tuple[str, tuple[int, int] | None], ...] = (
@@ -78,16 +79,14 @@ class LiveToolbar(QToolBar):
             "Video files: infer every frame, drop nothing (slower than real time). Applies at the next Start."
         )
         self.loop = QCheckBox("Loop")
-        self.loop.setToolTip("Video files: start again at the end. Applies at the next Start.")
+        self.loop.setToolTip("Video files: start again at the end (applies at once)")
         self.resolution = QComboBox()
         for text, size in RESOLUTIONS:
             self.resolution.addItem(text, size)
         self.resolution.setToolTip("Cameras: the capture resolution to ask for. Applies at the next Start.")
-        self.state_label = QLabel(STATE_TEXT[LiveState.IDLE])
-        self.state_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # The lead of a long message; the whole of it in the tooltip.
-        self.state_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.state_label.setMinimumWidth(120)
+        # The lead of a long message, whole words only ("…" when the toolbar is narrow); the
+        # whole message in the tooltip. It takes the toolbar's free width.
+        self.state_label = ElidedLabel(STATE_TEXT[LiveState.IDLE])
         for action in (self.open_action, self.start_action, self.pause_action, self.stop_action):
             self.addAction(action)
         self.addSeparator()
@@ -170,7 +169,11 @@ class LiveUi:
         menu.addSeparator()
         menu.addAction(bar.record_action)
         self.picker: CameraPicker | None = None
-        self.record_dir = ""  # where the Record dialog starts (the viewer keeps it remembered)
+        self.record_dir = ""  # the folder last recorded to (the viewer keeps it remembered)
+        # Set by the viewer: the folder last opened from (where the dialogs start otherwise)
+        # and where a new recording folder is remembered at once.
+        self.opened_dir: Callable[[], str] = lambda: ""
+        self.remember_record_dir: Callable[[str], None] = lambda _folder: None
 
         bar.open_action.triggered.connect(self.open_camera)
         self.open_camera_action.triggered.connect(self.open_camera)
@@ -182,7 +185,7 @@ class LiveUi:
         bar.record_action.triggered.connect(self._record_toggled)
         bar.in_flight.valueChanged.connect(live.set_max_in_flight)
         bar.frame_by_frame.toggled.connect(self.apply_options)
-        bar.loop.toggled.connect(self.apply_options)
+        bar.loop.toggled.connect(live.set_loop)  # applies to the file playing, at once
         bar.resolution.currentIndexChanged.connect(self.apply_options)
         live.state_changed.connect(self._state_changed)
         live.recording_state.connect(self._recording_changed)
@@ -219,7 +222,7 @@ class LiveUi:
             self.picker = None
 
     def open_video(self) -> None:
-        path = ask_video_file(self.window)
+        path = ask_video_file(self.window, self.opened_dir())
         if path:
             self.open_source(path)
 
@@ -251,7 +254,8 @@ class LiveUi:
 
     def apply_options(self, *_args: object) -> None:
         """The toolbar's options (frame by frame, loop, resolution, in flight) into the live
-        controller's; they apply from the next start."""
+        controller's; frame by frame and resolution apply from the next start (loop and in
+        flight also apply at once, through their own signals)."""
         bar, opts = self.toolbar, self.live.options
         opts.frame_by_frame = bar.frame_by_frame.isChecked()
         opts.loop = bar.loop.isChecked()
@@ -263,22 +267,30 @@ class LiveUi:
             self._tasks.spawn(self.live.stop_recording(), name="stop recording")
             return
         self.toolbar.record_action.setChecked(False)  # until the recording (or arming) is on
-        default = str(Path(self.record_dir or Path.home()) / time.strftime("live-%Y%m%d-%H%M%S.mp4"))
         # Qt's own dialog asks before replacing an existing file.
         path, _ = QFileDialog.getSaveFileName(
             self.window,
             "Record the annotated stream",
-            default,
+            self.record_default_path(),
             "Video (*.mp4 *.avi *.mov *.m4v)",
             options=QFileDialog.Option.DontUseNativeDialog,
         )
         if path:
             self.record_to(path)
 
+    def record_default_path(self) -> str:
+        """Where the Record dialog starts: the folder last recorded to, else the folder of the
+        video playing, else the folder last opened from, else the home folder."""
+        source = self.live.source
+        video_dir = str(Path(source).parent) if isinstance(source, str) and "://" not in source else ""
+        folder = self.record_dir or video_dir or self.opened_dir() or str(Path.home())
+        return str(Path(folder) / time.strftime("live-%Y%m%d-%H%M%S.mp4"))
+
     def record_to(self, path: str) -> None:
         if Path(path).suffix.lower() not in VIDEO_SUFFIXES:
             path += ".mp4"
         self.record_dir = str(Path(path).parent)
+        self.remember_record_dir(self.record_dir)  # at once: not only at a clean exit
         self.live.start_recording(path)
 
     def _recording_changed(self, state: RecordingState) -> None:

@@ -21,6 +21,7 @@ from app.pipeline.tracking import FLICKER_FRAMES, FlickerStats, Track
 from app.ui.base.colors import track_color
 
 COLUMNS = ("id", "class", "first", "last", "frames", "state")
+TRACKING_OFF = "Tracking is off: Analyse > Track objects turns it on"
 MAX_ROWS = 500  # the newest tracks; older ones still count in the flicker figure
 
 
@@ -41,7 +42,7 @@ class _Number(QTableWidgetItem):
 class TracksPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.summary = QLabel("Tracking is off (Live > Track objects)")
+        self.summary = QLabel(TRACKING_OFF)
         self.summary.setWordWrap(True)
         self.flicker_frames = QSpinBox()
         self.flicker_frames.setRange(2, 60)
@@ -91,7 +92,7 @@ class TracksPanel(QWidget):
             f"{flicker.tracks} ended track(s) ({pct:.0f}%) lived fewer than {flicker.frames} frames"
         )
 
-    def clear(self, text: str = "Tracking is off (Live > Track objects)") -> None:
+    def clear(self, text: str = TRACKING_OFF) -> None:
         self.table.setRowCount(0)
         self.summary.setText(text)
 

@@ -38,8 +38,9 @@ from app.ui.base.bridge import GuiBridge
 
 class ConnectionController(QObject):
     state_changed = Signal(object, str)  # ConnectionState, detail
-    # A connect failed on a server that answered: the models it has (to choose another).
-    models_listed = Signal(object)
+    # A connect failed on a server that answered: the models it has (to choose another) and
+    # their states ({name: "READY", ...}; empty when not known).
+    models_listed = Signal(object, object)
     # A connect failed on a port of the other protocol: (the URL that reaches it, why).
     protocol_offered = Signal(str, str)
     # The profile file chosen for a model could not be read: (model, path, why); the model
@@ -132,8 +133,8 @@ class ConnectionController(QObject):
                 if self.session is session:
                     self.session = None
                 self.session_closing.emit(session)
-            case ModelsListed(names):
-                self.models_listed.emit(list(names))
+            case ModelsListed(names, states):
+                self.models_listed.emit(list(names), dict(states))
             case ProtocolOffered(url, message):
                 self.protocol_offered.emit(url, message)
             case ProfileIgnored(model, path, why):

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QInputDialog, QLabel, QLineEdit, QWidget
 
+from app.ui.base.window_fit import secondary_window
 from app.ui.server.server_panel import parse_urls
 
 
@@ -29,6 +30,7 @@ def ask_for_server(
     for label in dialog.findChildren(QLabel):
         label.setWordWrap(True)
     dialog.setFixedWidth(600)
+    secondary_window(dialog)
     dialog.textValueSelected.connect(lambda text: on_accept(parse_urls(text)) if text.strip() else None)
     dialog.open()
     return dialog

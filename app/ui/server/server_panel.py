@@ -118,9 +118,10 @@ class ServerPanel(QWidget):
         self.transport_label.setWordWrap(True)
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
-        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        # Small: on a laptop screen the statistics below need the room (it scrolls).
-        self.details.setMinimumHeight(self.fontMetrics().height() * 3)
+        # Wrapped (no sideways scroll bar) and small: on a laptop screen the tabs below need
+        # the room (it scrolls).
+        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.details.setMinimumHeight(self.fontMetrics().height() * 2 + 2 * self.details.frameWidth() + 8)
         self.details.setMaximumHeight(self.fontMetrics().height() * 6)
 
         row = QHBoxLayout()

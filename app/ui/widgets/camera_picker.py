@@ -21,13 +21,14 @@ from PySide6.QtWidgets import (
 
 from app.sources.cameras import CameraInfo, list_cameras
 from app.ui.base.tasks import TaskSet
+from app.ui.base.window_fit import secondary_window
 
 VIDEO_FILTER = "Videos (*.mp4 *.avi *.mkv *.mov *.m4v *.webm *.mpg *.mpeg *.wmv);;All files (*)"
 
 
-def ask_video_file(parent: QWidget) -> str | None:
+def ask_video_file(parent: QWidget, folder: str = "") -> str | None:
     path, _ = QFileDialog.getOpenFileName(
-        parent, "Open a video", "", VIDEO_FILTER, options=QFileDialog.Option.DontUseNativeDialog
+        parent, "Open a video", folder, VIDEO_FILTER, options=QFileDialog.Option.DontUseNativeDialog
     )
     return path or None
 
@@ -75,6 +76,7 @@ class CameraPicker(QDialog):
         )
         self.video_button.clicked.connect(self._choose_video)
         self.url_button.clicked.connect(self._choose_url)
+        secondary_window(self)
         self._task = tasks.spawn(self._find(executor), name="list cameras")
         self.finished.connect(lambda _r: self._task.cancel())
 

@@ -1,5 +1,6 @@
 """Marks drawn over other widgets without changing them: the REC mark with the elapsed time
-on the video, and the highlight while files are dragged over the window."""
+on the video, a note in the middle of the picture (what it waits for), and the highlight
+while files are dragged over the window."""
 
 from __future__ import annotations
 
@@ -79,6 +80,30 @@ class RecordingMark(_Pinned):
         if self._since is not None:
             self.setText(f"● REC {format_elapsed(self._clock() - self._since)}")
             self.reposition()
+
+
+class ViewNote(_Pinned):
+    """A word in the middle of an empty picture: e.g. what the inputs opened wait for."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent, _centre)
+        self.setWordWrap(True)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setStyleSheet(
+            "QLabel { background: rgba(0, 0, 0, 150); color: #e6e6e6; border-radius: 6px;"
+            " padding: 10px 16px; font-size: 12pt; }"
+        )
+
+    def show_text(self, text: str) -> None:
+        self.setText(text)
+        self.reposition()
+        self.show()
+
+
+def _centre(parent: QWidget, label: QLabel) -> None:
+    width = min(label.sizeHint().width(), max(parent.width() - 40, 120))
+    height = label.heightForWidth(width) if label.wordWrap() else label.sizeHint().height()
+    label.setGeometry((parent.width() - width) // 2, (parent.height() - height) // 2, width, max(height, 1))
 
 
 class DropHighlight(_Pinned):

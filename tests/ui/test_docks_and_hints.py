@@ -1,0 +1,75 @@
+"""Docks and hints that stay true: every dock comes back from the View menu, the time split
+keeps the last requests' split when idle, the Tracks dock names the right menu and follows
+tracking after Reset layout."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from app.server.embedded import EmbeddedServer
+from app.ui.analysis.time_split import NO_DATA
+from tests.ui.test_viewer_window import job_done
+from tests.ui.viewer_fixtures import Harness, until
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
+
+
+def test_every_dock_comes_back_from_the_view_menu(harness: Harness, triton: EmbeddedServer) -> None:
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    w = viewer.window
+    titles = {a.text() for a in w.view_menu.actions()}
+    for dock in w.findChildren(type(w.time_dock)):
+        if dock.parent() is w and dock is not viewer.analysis.tracks_dock:
+            assert dock.windowTitle() in titles, f"View has no entry for {dock.windowTitle()!r}"
+    w.time_dock.toggleViewAction().trigger()  # closed (its own close button does the same)
+    QApplication.processEvents()
+    assert w.time_dock.isHidden()
+    (entry,) = [a for a in w.view_menu.actions() if a.text() == "Time split"]
+    entry.trigger()
+    QApplication.processEvents()
+    assert not w.time_dock.isHidden(), "View > Time split (where the time goes) brings it back"
+
+
+def test_the_time_split_keeps_the_last_requests_split_when_idle(
+    harness: Harness, triton: EmbeddedServer
+) -> None:
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    split = viewer.window.time_split
+    viewer.try_sample()
+    harness.run(until(lambda: job_done(viewer), what="the sample"))
+    harness.run(until(lambda: bool(split.segments), what="the split of the sample's request"))
+    assert split.note.text() != NO_DATA
+    harness.run(asyncio.sleep(10.8))  # longer than the statistics' 10 s window: idle
+    QApplication.processEvents()
+    assert split.segments, "the last split stays shown"
+    assert "No successful request yet" not in split.note.text()
+    assert "last" in split.note.text(), split.note.text()
+
+
+def test_the_tracks_dock_names_the_analyse_menu_and_follows_tracking_after_reset(
+    harness: Harness, triton: EmbeddedServer
+) -> None:
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    analysis = viewer.analysis
+    w = viewer.window
+    menus = {a.text().replace("&", ""): a.menu() for a in w.menuBar().actions()}
+    assert analysis.track_action in menus["Analyse"].actions()  # type: ignore[union-attr]
+    analysis.track_action.trigger()  # on: the dock shows
+    QApplication.processEvents()
+    assert not analysis.tracks_dock.isHidden()
+    analysis.track_action.trigger()  # off
+    QApplication.processEvents()
+    hint = analysis.tracks_panel.summary.text()
+    assert "Analyse > Track objects" in hint and "Live >" not in hint, hint
+    w.reset_layout()
+    QApplication.processEvents()
+    assert analysis.tracks_dock.isHidden(), "Reset layout with tracking off: no Tracks dock"
+    analysis.track_action.trigger()  # on again: Reset layout keeps it
+    w.reset_layout()
+    QApplication.processEvents()
+    assert not analysis.tracks_dock.isHidden()
+    analysis.track_action.trigger()
