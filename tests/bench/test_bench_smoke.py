@@ -25,7 +25,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_speed.py": (True, r"1\. 1080p video, 10 frames, 4 in flight, auto: app +[\d.]+/s"),
     "soak.py": (True, r"^ +1 +\d+ +\d+ +\d+ +\d+ +[\d.]+"),  # the first "minute"'s row
     "bench_compare_live.py": (True, r"round 1: single: A displayed +[\d.]+ fps"),
-    "bench_live.py": (True, r"annotated display rate +[\d.]+ fps"),
+    "bench_live.py": (True, r"^2160p@30 +this +1 +[\d.]+ +[\d.]+ +[\d.]+"),  # the last configuration's row
     # Starts (and SIGKILLs) servers of its own: that is what it measures.
     "bench_lifeline.py": (False, r"group gone after the owner's SIGKILL \(1 rounds\): median [\d.]+ ms"),
     "bench_infer_vs_plain.py": (True, r"C= 8: app infer +[\d.]+ img/s"),
