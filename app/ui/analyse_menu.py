@@ -52,7 +52,7 @@ class AnalysisUi:
         self.tracks_dock.setWidget(self.tracks_panel)
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.tracks_dock)
         self.tracks_dock.hide()
-        self.tracking = LiveTracking(live, view, self.tracks_panel)
+        self.tracking = LiveTracking(live, view, self.tracks_panel, executor)
         self.compare = CompareController(executor, tasks, bridge, report)
         self.dialog: CompareDialog | None = None
         self.compare_action.triggered.connect(self.ask_compare)

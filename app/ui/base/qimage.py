@@ -1,9 +1,9 @@
-"""numpy RGB uint8 image -> QImage / QPixmap, safely (see NOTES.md, PySide6)."""
+"""numpy RGB uint8 image -> QImage, safely (see NOTES.md, PySide6)."""
 
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtGui import QImage
 
 
 def rgb_to_qimage(image: np.ndarray) -> QImage:
@@ -27,7 +27,3 @@ def rgb_to_qimage(image: np.ndarray) -> QImage:
     h, w = arr.shape[:2]
     qimg = QImage(arr.data, w, h, arr.strides[0], fmt)
     return qimg.copy()
-
-
-def rgb_to_qpixmap(image: np.ndarray) -> QPixmap:
-    return QPixmap.fromImage(rgb_to_qimage(image))
