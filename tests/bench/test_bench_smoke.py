@@ -33,6 +33,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_memory.py": (True, r"growth: [-+][\d.]+ MB"),
     "bench_masks.py": (True, r"face_detector 640x480, one at a time: server compute [\d.]+ ms"),
     "bench_server.py": (True, r"face_detector 640x480 concurrency 16: \d+ frames/s"),
+    "bench_view_paint.py": (False, r"round 1: QImage over the buffer +[\d.]+ ms CPU per frame painted"),
     "bench_pure.py": (False, r"decode\+NMS YOLOv8 .* [\d.]+ ms"),
     "plain_infer.py": (True, r"ok=4 failed=0"),
 }
