@@ -123,6 +123,7 @@ class LiveRecording:
             frame=frame.index,
             extra=extra,
             draw_extra=draw_extra,
+            unchanging=True,  # a captured frame is never drawn into: copied on the recorder's thread
         )
 
     def stop(self) -> RecordingSummary | None:

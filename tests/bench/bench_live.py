@@ -108,6 +108,8 @@ def measure_in_process(
     ]
     if args.profile:
         command.append("--profile")
+    if args.record:
+        command.append("--record")
     env = {**os.environ, "PYTHONPATH": str(app_root)}
     done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True, cwd=app_root)
     if done.returncode != 0:
@@ -194,6 +196,10 @@ def child(args: argparse.Namespace) -> int:
     return 0
 
 
+def settings_dir() -> str:
+    return os.environ["TRITON_VIEWER_SETTINGS_DIR"]
+
+
 def run_viewer(args: argparse.Namespace, config: Config, video: Path) -> dict[str, object]:
     import asyncio
     import cProfile
@@ -248,6 +254,9 @@ def run_viewer(args: argparse.Namespace, config: Config, video: Path) -> dict[st
                 raise SystemExit(f"live preview failed: {viewer.live.error or viewer.connection.state}")
             await asyncio.sleep(0.05)
         await asyncio.sleep(args.warmup)
+        recording = Path(settings_dir()) / "recording.mp4"
+        if args.record:
+            viewer.live.start_recording(recording)
         load_before = os.getloadavg()
         before = live_stats(viewer)
         cpu0 = os.times()
@@ -257,6 +266,10 @@ def run_viewer(args: argparse.Namespace, config: Config, video: Path) -> dict[st
         cpu1 = os.times()
         after = live_stats(viewer)
         load_after = os.getloadavg()
+        recorded = ""
+        if args.record:
+            await viewer.live.stop_recording()
+            recorded = viewer.window.statusBar().currentMessage()
         stream0, capture0, stream1, capture1 = before.stream, before.capture, after.stream, after.capture
         if stream0 is None or stream1 is None:
             raise SystemExit("the live preview lost its session while measuring")
@@ -294,6 +307,7 @@ def run_viewer(args: argparse.Namespace, config: Config, video: Path) -> dict[st
             "cpu_pct": 100 * cpu_s / span,
             "decoded": f"{shown.width()}x{shown.height()}",
             "view": f"{view.width()}x{view.height()}@{view.devicePixelRatioF():g}",
+            "recorded": recorded,
         }
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
@@ -346,10 +360,12 @@ def run_viewer(args: argparse.Namespace, config: Config, video: Path) -> dict[st
         asyncio.set_event_loop(None)
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
+    recorded = f", while recording: {figures['recorded']}" if args.record else ""
     figures["detail"] = (
         f"load {figures['load']}, view {figures['view']}, decoded {figures['decoded']}, latency max "
         f"{figures['latency_max']:.0f} ms, paint p50 {figures['paint_p50']:.1f} ms, "
         f"{overlay_pct:.0f}% of frames shown with their face box, window closed in {close_ms:.0f} ms"
+        f"{recorded}"
     )
     return figures
 
@@ -370,6 +386,7 @@ def main() -> int:
     )
     parser.add_argument("--video-dir", type=Path, default=None, help="keep (and reuse) the videos here")
     parser.add_argument("--profile", action="store_true", help="cProfile the GUI thread while measuring")
+    parser.add_argument("--record", action="store_true", help="record the stream while measuring")
     parser.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--app-root", type=Path, default=ROOT, help=argparse.SUPPRESS)
