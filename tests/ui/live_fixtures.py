@@ -28,6 +28,19 @@ def make_slow_video(path: Path, frames: int, delay_ms: int, fps: float = 30.0) -
     return path
 
 
+def recorded_frames(path: Path) -> list[np.ndarray]:
+    """Every frame of a recorded video (BGR)."""
+    cap = cv2.VideoCapture(str(path))
+    frames = []
+    while True:
+        ok, bgr = cap.read()
+        if not ok:
+            break
+        frames.append(bgr)
+    cap.release()
+    return frames
+
+
 def live_threads() -> list[str]:
     """Names of the capture and recorder threads still alive."""
     return [t.name for t in threading.enumerate() if t.name.startswith(LIVE_THREAD_PREFIXES)]

@@ -10,7 +10,6 @@ import statistics
 import time
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pytest
 from PySide6.QtCore import QTimer
@@ -20,7 +19,14 @@ from app.sources.frame import Frame
 from app.ui.analysis.request_log import COL_FRAME
 from app.ui.viewer import Viewer
 from tests.media import face_box, face_scale_for, make_face_video, make_index_video
-from tests.ui.live_fixtures import box_rects, head_left, live_threads, make_slow_video, shown_picture
+from tests.ui.live_fixtures import (
+    box_rects,
+    head_left,
+    live_threads,
+    make_slow_video,
+    recorded_frames,
+    shown_picture,
+)
 from tests.ui.viewer_fixtures import Harness, until
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
@@ -271,14 +277,7 @@ def test_recording_writes_the_annotated_video_and_jsonl(
     harness.run(until(lambda: viewer.live.meter.shown >= 30, what="30 more frames"))
     harness.run(viewer.live.stop_recording())
     assert not viewer.live_ui.toolbar.record_action.isChecked()
-    cap = cv2.VideoCapture(str(out))
-    frames = []
-    while True:
-        ok, bgr = cap.read()
-        if not ok:
-            break
-        frames.append(bgr)
-    cap.release()
+    frames = recorded_frames(out)
     records = [json.loads(line) for line in (tmp_path / "rec" / "live.jsonl").read_text().splitlines()]
     assert len(frames) >= 10 and len(records) == len(frames)
     assert frames[0].shape == (480, 640, 3)

@@ -17,7 +17,7 @@ from app.sources.images import reduction_factor
 from app.ui.view.image_view import ImageView
 from app.ui.viewer import Viewer
 from tests.media import decode_index, make_index_video
-from tests.ui.live_fixtures import shown_picture
+from tests.ui.live_fixtures import recorded_frames, shown_picture
 from tests.ui.viewer_fixtures import Harness, until
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
@@ -163,14 +163,7 @@ def test_recording_writes_full_size_frames_while_the_view_gets_smaller_ones(
     assert f"at {size[0]}x{size[1]}" in viewer.window.statusBar().currentMessage()
     harness.run(until(lambda: decoded_width(viewer) < size[0], what="smaller frames once it stopped"))
 
-    cap = cv2.VideoCapture(str(out))
-    frames = []
-    while True:
-        ok, bgr = cap.read()
-        if not ok:
-            break
-        frames.append(bgr)
-    cap.release()
+    frames = recorded_frames(out)
     records = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
     assert len(frames) == len(records) >= 10
     assert all(f.shape == (size[1], size[0], 3) for f in frames)
