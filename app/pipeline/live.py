@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -169,11 +170,17 @@ class LiveJob:
         self.group.close()
 
 
+_undecodable: dict[str, int] = {}  # per source: frames that did not decode (for the log)
+
+
 def decode(grab: Grab, request: DecodeRequest) -> Frame | None:
-    """The grabbed frame decoded, or None (logged) when it does not decode."""
+    """The grabbed frame decoded, or None when it does not decode (logged at the 1st, 10th,
+    100th... such frame of a source, not 30 times a second)."""
     frame = grab.decode(request)
     if frame is None:
-        log.warning("%s: frame %d does not decode; not sent", grab.source, grab.index)
+        count = _undecodable[grab.source] = _undecodable.get(grab.source, 0) + 1
+        if math.log10(count).is_integer():
+            log.warning("%s: frame %d does not decode; not sent (%d so far)", grab.source, grab.index, count)
     return frame
 
 

@@ -44,7 +44,9 @@ def read_packets(cap: CaptureLike, spec: SourceSpec) -> bool:
     if codec_of(cap) not in MJPG_CODECS:
         return False
     if spec.kind == "camera":
-        return bool(cap.set(cv2.CAP_PROP_CONVERT_RGB, 0))  # V4L2: the driver's buffer as it is
+        # V4L2 (Linux) then gives the driver's buffer as it is: the camera's JPEG. Other
+        # platforms' backends give raw pixels of their own layouts instead: left as they are.
+        return sys.platform.startswith("linux") and bool(cap.set(cv2.CAP_PROP_CONVERT_RGB, 0))
     return bool(cap.set(cv2.CAP_PROP_FORMAT, -1))  # FFmpeg: the demuxer's packets
 
 
@@ -152,8 +154,11 @@ class Grab:
             bgr = self._retrieve()
             if bgr is None:
                 return None
+            try:
+                rgb = to_rgb_uint8(bgr)
+            except ValueError:  # not a picture (a backend's raw buffer): nothing to show
+                return None
             display = bgr_to_display(bgr) if request.display and bgr.ndim == 3 and bgr.shape[2] == 3 else None
-            rgb = to_rgb_uint8(bgr)
             frame = Frame(self.index, rgb, self.source, self.timestamp, self.pts_ms, display=display)
         self._decoded = frame
         return frame
