@@ -11,7 +11,6 @@ is grabbed (its codec still decodes: that cannot be skipped) and only converted 
 
 from __future__ import annotations
 
-import logging
 import math
 import sys
 from collections.abc import Callable
@@ -23,8 +22,6 @@ import numpy as np
 from app.sources._source_spec import CaptureLike, SourceSpec
 from app.sources.frame import Frame
 from app.sources.images import REDUCED, jpeg_size, reduction_factor, to_rgb_uint8
-
-log = logging.getLogger(__name__)
 
 MJPG_CODECS = ("MJPG", "MJPA", "JPEG", "AVRN")
 HEADER_BYTES = 65536  # a JPEG's frame header (SOF) comes after its tables, well within this
