@@ -127,7 +127,7 @@ def print_rows(rows: list[dict[str, object]]) -> None:
     print(
         f"{'configuration':<12} {'app':<8} {'rnd':>3} {'load 1m':>7} {'capt/s':>6} {'disp/s':>6} "
         f"{'inf/s':>6} {'dropped':>9} {'behind':>6} {'p50 ms':>6} {'p95 ms':>6} {'paint95':>7} "
-        f"{'stalls':>6} {'maxgap':>6} {'cpu ms/fr':>9} {'cpu %':>5} {'decoded':>9}"
+        f"{'stalls':>6} {'maxgap':>6} {'cpu ms/fr':>9} {'cpu %':>5} {'decoded':>9} {'lost %':>6}"
     )
     for r in rows:
         f = dict(r)
@@ -136,7 +136,7 @@ def print_rows(rows: list[dict[str, object]]) -> None:
             f"{f['display_fps']:6.1f} {f['inference_fps']:6.1f} "
             f"{f['dropped']:>4.0f}/{f['offered']:<4.0f} {f['behind']:6.0f} {f['latency_p50']:6.1f} "
             f"{f['latency_p95']:6.1f} {f['paint_p95']:7.1f} {f['stalls']:6d} {f['max_gap']:6.0f} "
-            f"{f['cpu_ms_per_frame']:9.1f} {f['cpu_pct']:5.0f} {f['decoded']:>9}"
+            f"{f['cpu_ms_per_frame']:9.1f} {f['cpu_pct']:5.0f} {f['decoded']:>9} {f['lost_pct']:6.1f}"
         )
 
 
@@ -173,7 +173,8 @@ def parent(args: argparse.Namespace) -> int:
     print_rows(rows)
     print(
         "dropped: frames not sent (the in-flight window was full) of those read; behind: frames "
-        "the reader fell behind the source; p50/p95: capture-to-display; paint95: capture-to-paint "
+        "the reader fell behind the source; lost: both, of the source's frames; "
+        "p50/p95: capture-to-display; paint95: capture-to-paint "
         f"p95; stalls: GUI heartbeat gaps > {STALL_MS:.0f} ms; cpu: the viewer's process"
     )
     for r in rows:
@@ -296,6 +297,9 @@ def run_viewer(args: argparse.Namespace, config: Config, video: Path) -> dict[st
             "offered": offered,
             "dropped": dropped,
             "behind": max(0.0, config.fps * span - captured),
+            # Of the source's frames in the span: not sent (dropped) or never read (behind; a
+            # camera's driver would have dropped those).
+            "lost_pct": 100 * (dropped + max(0.0, config.fps * span - captured)) / (config.fps * span),
             "latency_p50": float(np.percentile(ages, 50)) if ages.size else nan,
             "latency_p95": float(np.percentile(ages, 95)) if ages.size else nan,
             "latency_max": float(ages.max()) if ages.size else nan,
