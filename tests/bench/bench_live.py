@@ -110,6 +110,8 @@ def measure_in_process(
         command.append("--profile")
     if args.record:
         command.append("--record")
+    if args.track:
+        command.append("--track")
     env = {**os.environ, "PYTHONPATH": str(app_root)}
     done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True, cwd=app_root)
     if done.returncode != 0:
@@ -258,6 +260,8 @@ def run_viewer(args: argparse.Namespace, config: Config, video: Path) -> dict[st
         recording = Path(settings_dir()) / "recording.mp4"
         if args.record:
             viewer.live.start_recording(recording)
+        if args.track:
+            viewer.analysis.set_tracking(True)  # its first frames import the tracking library
         load_before = os.getloadavg()
         before = live_stats(viewer)
         cpu0 = os.times()
@@ -391,6 +395,7 @@ def main() -> int:
     parser.add_argument("--video-dir", type=Path, default=None, help="keep (and reuse) the videos here")
     parser.add_argument("--profile", action="store_true", help="cProfile the GUI thread while measuring")
     parser.add_argument("--record", action="store_true", help="record the stream while measuring")
+    parser.add_argument("--track", action="store_true", help="switch tracking on as the measuring starts")
     parser.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--app-root", type=Path, default=ROOT, help=argparse.SUPPRESS)
