@@ -178,3 +178,24 @@ def make_size_changing_video(path: Path, sizes: tuple[tuple[int, int], ...], fra
         segment.unlink()
     path.write_bytes(data)
     return path
+
+
+def make_webcam_video(path: str | Path, frames: int, fps: float, size: tuple[int, int]) -> None:
+    """Write an MJPG (.avi) video the way a webcam sends it: a detailed picture (the coffee
+    photograph stretched over the frame) with the astronaut's head, half the frame's height
+    (someone at a desk), moving across it. Its JPEGs weigh what a real camera's do (a plain background
+    would make them several times smaller, and their decoding unrealistically cheap)."""
+    from skimage import data  # dev dependency: imported only when a video is wanted
+
+    background = cv2.resize(data.coffee(), size, interpolation=cv2.INTER_CUBIC)
+    _x0, y0, _x1, y1 = HEAD_CROP
+    head = head_image(size[1] * 0.55 / (y1 - y0))
+    writer = _writer(Path(path), fps, size)
+    try:
+        for position in face_positions(frames, size, (head.shape[1], head.shape[0])):
+            frame = background.copy()
+            x, y = position
+            frame[y : y + head.shape[0], x : x + head.shape[1]] = head
+            writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+    finally:
+        writer.release()

@@ -21,9 +21,10 @@ from pathlib import Path
 from app.inference.core.session import TritonSession
 from app.inference.result import InferenceResult
 from app.pipeline.compare import Side
-from app.pipeline.live import LiveEvent, LiveJob, LiveOptions, StreamStats, capture_for
+from app.pipeline.live import LiveEvent, LiveJob, LiveOptions, StreamStats, capture_for, decode
 from app.pipeline.matching import DEFAULT_IOU, Match, match_results
 from app.sources.frame import Frame
+from app.sources.grabs import FULL, Grab
 from app.sources.live import CaptureStats, Opener
 
 DEFAULT_DEADLINE_S = 0.25  # how long a frame's first result waits for the other one
@@ -87,9 +88,19 @@ class CompareLiveRun:
         if self._on_drained is not None:
             self._on_drained()
 
-    def _offer(self, frame: Frame) -> None:
+    def _offer(self, grab: Grab) -> None:
         # The capture thread. In live mode neither offer blocks, so B's full window never
         # delays A's frame; frame by frame (files) each waits for its own slot in turn.
+        # Decoded once for both, at full size (the compare's views), and only when a side
+        # has room for it: a frame neither can take is dropped by both before any decoding.
+        jobs = self.jobs.values()
+        if all(job.drop_when_busy and not job.has_room() for job in jobs):
+            for job in jobs:
+                job.drop()  # nobody waits for it: no pair to settle
+            return
+        frame = decode(grab, FULL)
+        if frame is None:
+            return
         for side, job in self.jobs.items():
             if not job.offer(frame) and not self._stopped:
                 self._on_dropped(side, frame)

@@ -10,11 +10,18 @@ small in-flight window per stream so the picture never falls behind the source.
   result was handed on: nobody polls to learn that a file is finished.
 Each result carries its own frame in `result.tag`: boxes are always drawn on the frame
 they were computed on.
+
+Frames come from the capture grabbed, not decoded: a frame the window has no room for is
+dropped before it costs a decode, and the others are decoded once, at the size a
+`DecodePlan` says (the view's and the model's need; full size without a plan or while
+recording). A reduced frame's results are reported in the source's pixels.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -23,10 +30,15 @@ from pathlib import Path
 
 from app.inference.core.session import TritonSession
 from app.inference.errors import SessionClosedError
+from app.inference.profiles.profile import input_side_needed
 from app.inference.result import InferenceResult
+from app.pipeline.live_decode import DecodePlan
 from app.sources.frame import Frame
+from app.sources.grabs import FULL, DecodeRequest, Grab
 from app.sources.live import CaptureStats, LiveCapture, Opener
 from app.sources.rate import RateMeter
+
+log = logging.getLogger(__name__)
 
 ResultCallback = Callable[[InferenceResult], None]
 
@@ -59,6 +71,8 @@ class LiveJob:
         # What is about requests (sent, ended, in flight, drained) is the group's; the job
         # counts only what is about frames (offered, dropped).
         self.group = session.group(max(1, max_in_flight), "live", on_drained)
+        # The longest side the model needs of a frame (None: all of it), for the decode size.
+        self.model_side = input_side_needed(session.profile)
         # offer() runs on the capture thread, stats() on the GUI: "a stop is not a drop".
         self._lock = threading.Lock()
         self._offered = self._dropped = 0
@@ -73,13 +87,26 @@ class LiveJob:
     def max_in_flight(self, value: int) -> None:
         self.group.limit = max(1, int(value))  # applies at once
 
-    def offer(self, frame: Frame) -> bool:
+    def has_room(self) -> bool:
+        """A frame offered now would be sent (the stream's window has a free place)."""
+        return self.group.in_flight < self.group.limit
+
+    def offer(self, frame: Frame | Grab, plan: DecodePlan | None = None) -> bool:
         """Submit the frame if there is room (live) or once there is (frame by frame).
-        Returns whether it was submitted."""
+        A grabbed frame is decoded only when it will be sent, at the size `plan` asks for
+        (None: full size). Returns whether it was submitted."""
         with self._lock:
             if self._stopped:
                 return False
             self._offered += 1
+        if isinstance(frame, Grab):
+            if self.drop_when_busy and not self.has_room():
+                return self._drop()  # never decoded
+            request = plan.request(frame.size, self.model_side) if plan is not None else FULL
+            decoded = decode(frame, request)
+            if decoded is None:
+                return self._drop()
+            frame = decoded
         try:
             request_id = self.group.submit(
                 frame.image,
@@ -88,11 +115,23 @@ class LiveJob:
                 frame=frame.index,
                 tag=frame,
                 block=not self.drop_when_busy,
+                source_size=frame.original_size,
             )
         except SessionClosedError:
             request_id = None
         if request_id is not None:
             return True
+        return self._drop()
+
+    def drop(self) -> None:
+        """A frame offered and dropped without asking (the caller saw there was no room)."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._offered += 1
+        self._drop()
+
+    def _drop(self) -> bool:
         with self._lock:
             if not self._stopped:
                 self._dropped += 1
@@ -131,6 +170,20 @@ class LiveJob:
         self.group.close()
 
 
+_undecodable: dict[str, int] = {}  # per source: frames that did not decode (for the log)
+
+
+def decode(grab: Grab, request: DecodeRequest) -> Frame | None:
+    """The grabbed frame decoded, or None when it does not decode (logged at the 1st, 10th,
+    100th... such frame of a source, not 30 times a second)."""
+    frame = grab.decode(request)
+    if frame is None:
+        count = _undecodable[grab.source] = _undecodable.get(grab.source, 0) + 1
+        if math.log10(count).is_integer():
+            log.warning("%s: frame %d does not decode; not sent (%d so far)", grab.source, grab.index, count)
+    return frame
+
+
 @dataclass
 class LiveOptions:
     max_in_flight: int = 2
@@ -152,16 +205,17 @@ class LiveStats:
 
 def capture_for(
     source: int | str | Path,
-    on_frame: Callable[[Frame], None],
+    on_grab: Callable[[Grab], None],
     on_event: Callable[[LiveEvent, str], None],
     options: LiveOptions,
     opener: Opener | None = None,
 ) -> LiveCapture:
-    """The capture thread of one play of `source` with `options`; errors and the end of a
-    file reach `on_event` (LiveRun, and the compare's run that feeds two sessions)."""
+    """The capture thread of one play of `source` with `options`, handing on its frames
+    grabbed, not decoded; errors and the end of a file reach `on_event` (LiveRun, and the
+    compare's run that feeds two sessions)."""
     return LiveCapture(
         source,
-        on_frame=on_frame,
+        on_grab=on_grab,
         on_error=lambda message: on_event(LiveEvent.ERROR, message),
         on_end=lambda: on_event(LiveEvent.END, ""),
         resolution=options.resolution,
@@ -180,6 +234,8 @@ class LiveRun:
     has been handed on (on the thread that handed it on, or the capture thread when
     nothing was left); it comes after `on_event` and after every result.
     `stop()` blocks for at most about `timeout` s: call it off any GUI thread.
+    `decode_plan`: how big frames are decoded (None: full size); its owner may change it
+    while the run plays.
     """
 
     def __init__(
@@ -191,8 +247,10 @@ class LiveRun:
         options: LiveOptions | None = None,
         opener: Opener | None = None,
         on_drained: Callable[[], None] | None = None,
+        decode_plan: DecodePlan | None = None,
     ) -> None:
         self.options = options or LiveOptions()
+        self.decode_plan = decode_plan
         self._on_result = on_result
         self._on_event = on_event
         self._on_drained = on_drained
@@ -233,11 +291,11 @@ class LiveRun:
         if job is self._ended_job and self._on_drained is not None:
             self._on_drained()
 
-    def _offer(self, frame: Frame) -> None:
+    def _offer(self, grab: Grab) -> None:
         # The capture thread. Reads the job once: it is replaced atomically by set_session().
         job = self._job
         if job is not None:
-            job.offer(frame)
+            job.offer(grab, self.decode_plan)
 
     def start(self) -> None:
         """Returns at once: the source is opened on the capture thread."""

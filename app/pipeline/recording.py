@@ -123,6 +123,7 @@ class LiveRecording:
             frame=frame.index,
             extra=extra,
             draw_extra=draw_extra,
+            unchanging=True,  # a captured frame is never drawn into: copied on the recorder's thread
         )
 
     def stop(self) -> RecordingSummary | None:
@@ -137,6 +138,8 @@ class LiveRecording:
         if recorder.written == 0:
             return RecordingSummary(False, f"nothing recorded to {path}: no annotated frame arrived")
         skipped = f" ({recorder.dropped} skipped: the disk was too slow)" if recorder.dropped else ""
+        size = f" at {recorder.size[0]}x{recorder.size[1]}" if recorder.size else ""
         return RecordingSummary(
-            True, f"recorded {recorder.written} frames to {path} and {jsonl_path_for(path).name}{skipped}"
+            True,
+            f"recorded {recorder.written} frames{size} to {path} and {jsonl_path_for(path).name}{skipped}",
         )

@@ -104,6 +104,13 @@ class TrackBook:
         )
 
 
+def load_tracker_library() -> None:
+    """Import Norfair (and SciPy: ~1.7 s the first time) now. The viewer calls it on a worker
+    thread when tracking is switched on, so its GUI thread never waits for the import when it
+    makes the first `ObjectTracker`."""
+    import norfair  # noqa: F401
+
+
 class ObjectTracker:
     """Track ids for one stream. `update()` must get the stream's frames in increasing order;
     frames never given (dropped, failed) count as frames without detections."""

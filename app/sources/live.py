@@ -20,7 +20,7 @@ from app.sources._source_spec import (
     open_failure_reason,
 )
 from app.sources.frame import Frame
-from app.sources.images import to_rgb_uint8
+from app.sources.grabs import Grab, is_jpeg_packet, read_packets
 from app.sources.rate import RateMeter
 from app.sources.stream_sizes import StreamSizes
 
@@ -51,6 +51,11 @@ class LiveCapture:
     capture thread (which must only hand the frame off). `on_error(message)` and
     `on_end()` are also called on the capture thread, at most once, and the thread
     then ends. The capture is opened and released on the capture thread.
+
+    With `on_grab(grab)` instead, frames are not decoded here: the consumer decodes the ones
+    it takes (`Grab.decode`, at the size it needs) during that call, on the capture thread,
+    and `latest()`/`on_frame` see nothing. A frame nobody takes costs a packet copy (MJPG) or
+    the codec's own decoding, never the conversion to pixels.
     """
 
     def __init__(
@@ -58,6 +63,7 @@ class LiveCapture:
         source: int | str | Path,
         *,
         on_frame: Callable[[Frame], None] | None = None,
+        on_grab: Callable[[Grab], None] | None = None,
         on_error: Callable[[str], None] | None = None,
         on_end: Callable[[], None] | None = None,
         resolution: tuple[int, int] | None = None,
@@ -67,6 +73,7 @@ class LiveCapture:
     ) -> None:
         self.spec = describe_source(source)
         self._on_frame = on_frame
+        self._on_grab = on_grab
         self._on_error = on_error
         self._on_end = on_end
         self._resolution = resolution
@@ -87,6 +94,7 @@ class LiveCapture:
         self._rate = RateMeter()
         self._thread: threading.Thread | None = None
         self._error: str | None = None
+        self._stale: str | None = None  # why a decoded frame was not the frame (a size change)
         self._ended = False
 
     # ----- lifecycle -------------------------------------------------------------------
@@ -189,6 +197,7 @@ class LiveCapture:
 
     def _capture_loop(self, cap: CaptureLike) -> None:
         is_file = self.spec.kind == "file"
+        packets = read_packets(cap, self.spec)  # MJPG: JPEGs, decoded only when taken
         fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
         with self._lock:
             self._source_fps = fps if fps > 0 else 0.0
@@ -199,7 +208,7 @@ class LiveCapture:
         # with the cause named instead of showing (and inferring) a stale picture as new.
         sizes: list[StreamSizes | None] = [self._stream_sizes(cap) if is_file else None]
         try:
-            self._read_frames(cap, is_file, pace, next_due, sizes)
+            self._read_frames(cap, is_file, packets, pace, next_due, sizes)
         finally:
             if sizes[0] is not None:
                 sizes[0].close()
@@ -210,7 +219,13 @@ class LiveCapture:
         return StreamSizes.watch(str(self.spec.value), codec)
 
     def _read_frames(
-        self, cap: CaptureLike, is_file: bool, pace: float, next_due: float, watch: list[StreamSizes | None]
+        self,
+        cap: CaptureLike,
+        is_file: bool,
+        packets: bool,
+        pace: float,
+        next_due: float,
+        watch: list[StreamSizes | None],
     ) -> None:
         """The capture loop; `watch[0]`: the file's frame sizes (renewed when a loop restarts)."""
         failures = 0
@@ -230,18 +245,15 @@ class LiveCapture:
                     break
                 # Fell more than a frame behind (slow decode, pause): restart the schedule.
                 next_due = max(next_due + pace, time.monotonic() - pace)
-            ok, bgr = cap.read()
-            if ok and bgr is not None:
+            check = self._size_check(watch[0], frames_this_pass)
+            grab = self._grab(cap, is_file, packets, check) if cap.grab() else None
+            if grab is not None:
                 failures = 0
-                sizes = watch[0]
-                if sizes is not None:
-                    announced = sizes.size_at(frames_this_pass)
-                    changed = announced is not None and announced != sizes.first
-                    if changed and sorted((bgr.shape[1], bgr.shape[0])) != sorted(announced or ()):
-                        self._fail(self._size_change(sizes, frames_this_pass))
-                        return
                 frames_this_pass += 1
-                self._publish(bgr, cap, is_file)
+                self._publish(grab)
+                if self._stale is not None:  # a decoded frame was OpenCV's last picture again
+                    self._fail(self._stale)
+                    return
                 continue
             if is_file:
                 if self._loop and frames_this_pass > 0 and cap.set(cv2.CAP_PROP_POS_FRAMES, 0):
@@ -269,27 +281,83 @@ class LiveCapture:
                 return
             self._stop.wait(RETRY_DELAY_S)
 
-    def _size_change(self, sizes: StreamSizes, frame: int) -> str:
-        (w0, h0), (w1, h1) = sizes.first or (0, 0), sizes.current or (0, 0)
-        return (
-            f"{self.spec.label}: the video's frame size changes from {w0} x {h0} to {w1} x {h1} "
-            f"at frame {frame}; OpenCV's decoder keeps the first size and cannot decode the rest"
-        )
+    def _size_check(self, sizes: StreamSizes | None, frame: int) -> Callable[[np.ndarray], bool] | None:
+        """Whether a decoded picture has the size the file's bitstream announces for `frame`
+        (None: nothing to check, the size has not changed)."""
+        if sizes is None:
+            return None
+        announced = sizes.size_at(frame)
+        if announced is None or announced == sizes.first:
+            return None
 
-    def _publish(self, bgr: np.ndarray, cap: CaptureLike, is_file: bool) -> None:
+        def check(bgr: np.ndarray) -> bool:
+            if sorted((bgr.shape[1], bgr.shape[0])) == sorted(announced):
+                return True
+            (w0, h0), (w1, h1) = sizes.first or (0, 0), sizes.current or (0, 0)
+            self._stale = (
+                f"{self.spec.label}: the video's frame size changes from {w0} x {h0} to {w1} x {h1} "
+                f"at frame {frame}; OpenCV's decoder keeps the first size and cannot decode the rest"
+            )
+            return False
+
+        return check
+
+    def _grab(
+        self,
+        cap: CaptureLike,
+        is_file: bool,
+        packets: bool,
+        check: Callable[[np.ndarray], bool] | None = None,
+    ) -> Grab | None:
+        """The frame just grabbed, not decoded (None: its packet could not be read). `check`:
+        whether a decoded picture is the frame's own (a JPEG packet always is)."""
         now = time.monotonic()
         pts = float(cap.get(cv2.CAP_PROP_POS_MSEC)) if is_file else None
         with self._lock:
             index = self._captured
-        frame = Frame(index, to_rgb_uint8(bgr), self.spec.name, now, pts)
+        if packets:
+            ok, data = cap.retrieve()  # a copy of the packet: cheap, and valid after the next grab
+            if not ok or data is None:
+                return None
+            if is_jpeg_packet(data):
+                return Grab(index, self.spec.name, now, pts, packet=data)
+            return Grab(index, self.spec.name, now, pts, retrieve=lambda: data)  # a picture after all
+
+        def retrieve() -> np.ndarray | None:
+            ok, picture = cap.retrieve()  # the conversion to pixels, only for frames taken
+            if not ok or picture is None or (check is not None and not check(picture)):
+                return None
+            return picture
+
+        return Grab(index, self.spec.name, now, pts, retrieve=retrieve)
+
+    def _publish(self, grab: Grab) -> None:
+        if self._on_grab is not None:
+            with self._lock:
+                self._captured = grab.index + 1
+            self._rate.tick(grab.timestamp)
+            try:
+                self._on_grab(grab)
+            except Exception:
+                log.exception("%s: on_grab callback raised", self.spec.label)
+            finally:
+                grab.expire()
+            return
+        frame = grab.decode()
+        grab.expire()
+        if frame is None:
+            log.warning("%s: frame %d does not decode; skipped", self.spec.label, grab.index)
+            with self._lock:
+                self._captured = grab.index + 1
+            return
         with self._lock:
             # Before anyone pulls, on_frame is the consumer and nothing counts as dropped.
             if self._latest is not None and not self._latest_taken and self._pulled:
                 self._dropped += 1
             self._latest = frame
             self._latest_taken = False
-            self._captured = index + 1
-        self._rate.tick(now)
+            self._captured = grab.index + 1
+        self._rate.tick(grab.timestamp)
         if self._on_frame is not None:
             try:
                 self._on_frame(frame)

@@ -27,8 +27,8 @@ _FOURCC = {".mp4": "mp4v", ".m4v": "mp4v", ".mov": "mp4v", ".avi": "MJPG"}
 # carries (e.g. semantic masks, top-k classes) and what only the drawing needs (`draw_extra`).
 # The image is the recorder's own copy: render may draw into it.
 Render = Callable[[np.ndarray, list[Any], dict[str, Any]], np.ndarray]
-# (image, detections, frame, timestamp, extra, draw_extra)
-_Item = tuple[np.ndarray, list[Any], int | None, float, dict[str, Any], dict[str, Any]]
+# (image, detections, frame, timestamp, extra, draw_extra, the image is the recorder's own)
+_Item = tuple[np.ndarray, list[Any], int | None, float, dict[str, Any], dict[str, Any], bool]
 
 
 class Recorder:
@@ -98,17 +98,22 @@ class Recorder:
         frame: int | None = None,
         extra: dict[str, Any] | None = None,
         draw_extra: dict[str, Any] | None = None,
+        unchanging: bool = False,
     ) -> bool:
         """Queue one RGB frame with its detections; False if it was not queued.
 
         timestamp: time.monotonic() of the frame (default: now); frame: the source's number;
         extra: more keys for the frame's JSON record (and for `render`); draw_extra: more keys
-        for `render` only (e.g. the style the frame is drawn with), not written.
+        for `render` only (e.g. the style the frame is drawn with), not written. unchanging:
+        nobody writes into `image` after this call (a live frame): the copy `render` draws
+        into is then made on the recorder's thread, not the caller's (a 4K frame is 25 MB).
         """
         now = time.monotonic() if timestamp is None else timestamp
-        # Copy: the caller may draw into or reuse this buffer after we return.
-        image = np.array(image, dtype=np.uint8, copy=True)
-        item = (image, list(detections), frame, now, dict(extra or {}), dict(draw_extra or {}))
+        if not unchanging:
+            # Copy: the caller may draw into or reuse this buffer after we return.
+            image = np.array(image, dtype=np.uint8, copy=True)
+        own = not unchanging
+        item = (image, list(detections), frame, now, dict(extra or {}), dict(draw_extra or {}), own)
         with self._lock:
             if self._closed or self._error is not None:
                 return False
@@ -164,6 +169,7 @@ class Recorder:
         timestamp: float,
         extra: dict[str, Any] | None = None,
         draw_extra: dict[str, Any] | None = None,
+        own: bool = True,
     ) -> None:
         try:
             if self._writer is None:
@@ -171,6 +177,8 @@ class Recorder:
                 self._t0 = timestamp
             assert self._writer is not None and self._jsonl is not None and self.size is not None
             if self._render is not None:
+                if not own:
+                    rgb = np.array(rgb, dtype=np.uint8, copy=True)  # render draws into it
                 rgb = self._render(rgb, detections, {**(extra or {}), **(draw_extra or {})})
             bgr = cv2.cvtColor(rgb, cv2.COLOR_GRAY2BGR if rgb.ndim == 2 else cv2.COLOR_RGB2BGR)
             if (bgr.shape[1], bgr.shape[0]) != self.size:

@@ -56,7 +56,7 @@ class AnalysisUi:
         self.tracks_dock = QDockWidget("Tracks", window)
         self.tracks_dock.setObjectName("TracksDock")
         self.tracks_dock.setWidget(self.tracks_panel)  # the window places it (a side tab)
-        self.tracking = LiveTracking(live, view, self.tracks_panel)
+        self.tracking = LiveTracking(live, view, self.tracks_panel, executor)
         self.compare = CompareController(executor, tasks, bridge, report)
         self.dialog: CompareDialog | None = None
         self.compare_action.triggered.connect(self.ask_compare)

@@ -26,7 +26,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_protocols.py": (True, r"^  HTTP shared memory +[\d.]+/s"),
     "soak.py": (True, r"^ +1 +\d+ +\d+ +\d+ +\d+ +[\d.]+"),  # the first "minute"'s row
     "bench_compare_live.py": (True, r"round 1: single: A displayed +[\d.]+ fps"),
-    "bench_live.py": (True, r"annotated display rate +[\d.]+ fps"),
+    "bench_live.py": (True, r"^2160p@30 +this +1 +[\d.]+ +[\d.]+ +[\d.]+"),  # the last configuration's row
     # Start servers of their own (and pause or SIGKILL them): that is what they measure.
     "bench_pause.py": (False, r"pause 1 s: \d+ of 60 ok"),
     "bench_lifeline.py": (False, r"group gone after the owner's SIGKILL \(1 rounds\): median [\d.]+ ms"),
@@ -36,6 +36,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_image_memory.py": (True, r"announces_30000\.jpg \([\d.]+ MB file\): peak RSS \d+ MB .*: failed"),
     "bench_masks.py": (True, r"face_detector 640x480, one at a time: server compute [\d.]+ ms"),
     "bench_server.py": (True, r"face_detector 640x480 concurrency 16: \d+ frames/s"),
+    "bench_view_paint.py": (False, r"round 1: QImage over the buffer +[\d.]+ ms CPU per frame painted"),
     "bench_pure.py": (False, r"decode\+NMS YOLOv8 .* [\d.]+ ms"),
     # Starts servers of its own (a test repository with fixed_cost, and the bundled one).
     "bench_tune.py": (False, r"the tune took \d+ s"),

@@ -8,7 +8,6 @@ from pathlib import Path
 import cv2
 import numpy as np
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QGraphicsPixmapItem
 
 from app.ui.view.image_view import ImageView
 from app.ui.viewer import Viewer
@@ -29,17 +28,27 @@ def make_slow_video(path: Path, frames: int, delay_ms: int, fps: float = 30.0) -
     return path
 
 
+def recorded_frames(path: Path) -> list[np.ndarray]:
+    """Every frame of a recorded video (BGR)."""
+    cap = cv2.VideoCapture(str(path))
+    frames = []
+    while True:
+        ok, bgr = cap.read()
+        if not ok:
+            break
+        frames.append(bgr)
+    cap.release()
+    return frames
+
+
 def live_threads() -> list[str]:
     """Names of the capture and recorder threads still alive."""
     return [t.name for t in threading.enumerate() if t.name.startswith(LIVE_THREAD_PREFIXES)]
 
 
 def shown_picture(view: ImageView) -> np.ndarray:
-    """The picture the view shows (RGB), read back from its pixmap item."""
-    scene = view.scene()
-    items = [i for i in scene.items() if isinstance(i, QGraphicsPixmapItem)]
-    assert len(items) == 1
-    image = items[0].pixmap().toImage().convertToFormat(QImage.Format.Format_RGB888)
+    """The picture the view shows (RGB, at the size it was decoded at)."""
+    image = view.shown_image().convertToFormat(QImage.Format.Format_RGB888)
     w, h = image.width(), image.height()
     buffer = np.frombuffer(image.constBits(), np.uint8).reshape(h, image.bytesPerLine())
     return buffer[:, : w * 3].reshape(h, w, 3).copy()

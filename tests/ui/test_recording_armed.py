@@ -7,28 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import cv2
 import pytest
 
 from app.server.embedded import EmbeddedServer
 from app.ui.live.live_controller import RecordingState
 from tests.media import decode_index, make_index_video
+from tests.ui.live_fixtures import recorded_frames
 from tests.ui.viewer_fixtures import Harness, until
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 FRAMES = 40
-
-
-def recorded_frames(path: Path) -> list:  # type: ignore[type-arg]
-    cap = cv2.VideoCapture(str(path))
-    frames = []
-    while True:
-        ok, bgr = cap.read()
-        if not ok:
-            break
-        frames.append(bgr)
-    cap.release()
-    return frames
 
 
 def test_record_armed_before_start_records_from_the_first_frame(

@@ -249,17 +249,20 @@ class FakeCamera:
         return True
 
     def read(self) -> tuple[bool, np.ndarray | None]:
+        return self.retrieve() if self.grab() else (False, None)
+
+    def grab(self) -> bool:
         self.reads += 1
         if self.reads <= self.frames:
             time.sleep(0.005)
-            return True, np.full((48, 64, 3), self.reads, np.uint8)
+            return True
         if self.block is not None:
             self.in_read.set()
             self.block.wait(10)
-        return False, None
+        return False
 
-    def grab(self) -> bool:
-        return True
+    def retrieve(self) -> tuple[bool, np.ndarray | None]:
+        return True, np.full((48, 64, 3), self.reads, np.uint8)
 
     def get(self, prop_id: int) -> float:
         return 0.0
@@ -291,12 +294,12 @@ def test_unplugged_camera_reports_and_the_thread_ends() -> None:
 class SlowFailingStream(FakeCamera):
     """A network stream whose reads time out (each failing read takes 0.4 s)."""
 
-    def read(self) -> tuple[bool, np.ndarray | None]:
+    def grab(self) -> bool:
         if self.reads >= self.frames:
             self.reads += 1
             time.sleep(0.4)
-            return False, None
-        return super().read()
+            return False
+        return super().grab()
 
 
 def test_stream_whose_reads_time_out_is_given_up_after_about_a_second() -> None:

@@ -24,8 +24,8 @@ def refilter(
     descending score (ties keep their input order). The input is not modified.
     """
     kept = [d for d in detections if d.score >= score_threshold]
-    if not kept:
-        return []
+    if len(kept) < 2:
+        return kept  # nothing to suppress (the live preview's one face: no numpy per frame)
     boxes = np.asarray([d.box for d in kept], dtype=np.float64).reshape(-1, 4)
     scores = np.asarray([d.score for d in kept], dtype=np.float64)
     classes = np.asarray([d.class_id for d in kept], dtype=np.int64)

@@ -1,4 +1,4 @@
-"""numpy RGB uint8 image -> QImage / QPixmap, safely (see NOTES.md, PySide6); a QImage to a
+"""numpy RGB uint8 image -> QImage, safely (see NOTES.md, PySide6); a QImage to a
 PNG file written whole or not at all."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 from PySide6.QtCore import QBuffer, QIODevice
-from PySide6.QtGui import QImage, QImageWriter, QPixmap
+from PySide6.QtGui import QImage, QImageWriter
 
 from app.system.atomic_files import write_whole
 
@@ -33,10 +33,6 @@ def rgb_to_qimage(image: np.ndarray) -> QImage:
     h, w = arr.shape[:2]
     qimg = QImage(arr.data, w, h, arr.strides[0], fmt)
     return qimg.copy()
-
-
-def rgb_to_qpixmap(image: np.ndarray) -> QPixmap:
-    return QPixmap.fromImage(rgb_to_qimage(image))
 
 
 def png_bytes(image: QImage) -> bytes:

@@ -6,6 +6,10 @@ results are counted and never drawn. `_on_result` keeps only the newest result a
 it on the next pass of the event loop: a burst of results costs one paint. Every
 displayed picture is the frame its boxes were computed on. When a file ends, the run's
 "drained" (after its last result, through the same bridge) releases the capture.
+
+Frames are decoded on the capture thread, no bigger than the view shows them (`LiveDetail`
+keeps the run's `DecodePlan` told), into a buffer the view draws without copying; while a
+recording is armed or on they are decoded at full size, and the recording takes only those.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from app.inference.result import Detection, InferenceResult
 from app.pipeline.display import DisplayMeter, DisplayStats
 from app.pipeline.frame_order import FrameOrder
 from app.pipeline.live import LiveEvent, LiveOptions, LiveRun, LiveState, LiveStats, StreamStats
+from app.pipeline.live_decode import DecodePlan
 from app.pipeline.recording import LiveRecording
 from app.sources.cameras import parse_source
 from app.sources.frame import Frame
@@ -36,6 +41,7 @@ from app.ui.analysis.scoped_stats import Scope
 from app.ui.analysis.stats_panel import StatsPanel, format_ms
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
+from app.ui.live.live_detail import LiveDetail
 from app.ui.view.image_view import ImageView
 from app.ui.view.painter import render_rgb_in_place
 from app.ui.widgets.thresholds import ThresholdsWidget
@@ -105,6 +111,8 @@ class LiveController(QObject):
         # showing what was counted, not zeros, until the next run starts.
         self.final_stats: LiveStats | None = None
         self.meter = DisplayMeter()
+        self.decode_plan = DecodePlan()  # how big frames are decoded; kept across runs
+        self.detail = LiveDetail(view, self.decode_plan, executor, tasks)
         self.recording = LiveRecording(paint=render_rgb_in_place)
         self.armed: Path | None = None  # a recording waiting for the stream's first frame
         self.recording_since: float | None = None  # time.monotonic() of its first frame
@@ -171,6 +179,7 @@ class LiveController(QObject):
         self._owns_view = False
         self._run += 1  # results still on their way from this run are logged, not drawn
         self._pending = None
+        self.detail.shown(None)
 
     def forget_results(self) -> None:
         """The model changed: the frame shown keeps no box, mask or class of the old one (a
@@ -265,7 +274,11 @@ class LiveController(QObject):
             self._owns_view = True
             if self._on_take_view is not None:
                 self._on_take_view()
-        self.view.set_image(frame.image, self._visible(result), result.masks, result.classes)
+        # The display buffer is drawn as it is (no copy); the scene stays in source pixels.
+        picture = frame.display if frame.display is not None else frame.image
+        size = frame.original_size
+        self.view.set_image(picture, self._visible(result), result.masks, result.classes, size=size)
+        self.detail.shown(frame)
         self._shown = result
         self._shown_index = frame.index
         age_ms = self.meter.drawn(frame.timestamp)
@@ -342,8 +355,10 @@ class LiveController(QObject):
         return source or 30.0
 
     def _record(self, frame: Frame, result: InferenceResult) -> None:
-        """Into the recording in frame order (results may come out of order)."""
-        if not self.recording.active or self._order is None:
+        """Into the recording in frame order (results may come out of order). A frame decoded
+        smaller (before the recording asked for full size) is left out: the video has the
+        source's resolution throughout."""
+        if not self.recording.active or self._order is None or frame.reduced:
             return
         stats = self.stream_stats()
         # No request unfinished (an answered one may still be decoding) and every result
@@ -373,6 +388,7 @@ class LiveController(QObject):
             return
         if self.live is None:
             self.armed = path
+            self.decode_plan.full = True  # from the stream's first frame
             self._recording_state(RecordingState.ARMED)
             self._report(f"recording armed: {path.name} starts with the stream's first frame", False)
             return
@@ -386,16 +402,21 @@ class LiveController(QObject):
             self.recording.start(path, self._record_fps())
         except ValueError as e:
             self._report(str(e), True)
+            self.decode_plan.full = False
             self._recording_state(RecordingState.OFF)
             return
+        # Recorded at the source's resolution: frames are decoded at full size meanwhile.
+        self.decode_plan.full = True
         self.recording_since = time.monotonic()
         self._recording_state(RecordingState.RECORDING)
+        self._report(f"recording to {path.name} at the source's full resolution", False)
 
     def _disarm(self, why: str) -> None:
         """An armed recording whose stream never delivered a frame: say so, nothing is written."""
         if self.armed is None:
             return
         path, self.armed = self.armed, None
+        self.decode_plan.full = False
         self._recording_state(RecordingState.OFF)
         self._report(f"nothing recorded to {path.name}: {why}", True)
 
@@ -403,6 +424,7 @@ class LiveController(QObject):
         """Close the files (what is queued is written first) and say what was recorded."""
         if self.armed is not None and not self.recording.active:
             path, self.armed = self.armed, None
+            self.decode_plan.full = False
             self._recording_state(RecordingState.OFF)
             self._report(f"recording to {path.name} cancelled before the stream started", False)
             return
@@ -411,6 +433,7 @@ class LiveController(QObject):
             for frame, done, trails in self._order.drain():
                 self._write_recorded(frame, done, trails)
             self._order = None
+        self.decode_plan.full = False  # the view's size again from the next frame
         summary = await asyncio.get_running_loop().run_in_executor(self._executor, recording.stop)
         self.recording_since = None
         self._recording_state(RecordingState.OFF)
@@ -453,6 +476,7 @@ class LiveController(QObject):
             opener=self.opener,
             # Posted after the run's last result: when it runs here, every result was shown.
             on_drained=wrap(functools.partial(self._on_drained, run)),
+            decode_plan=self.decode_plan,
         )
         self.live.start()  # returns at once: opening happens on the capture thread
         self._set_state(LiveState.PLAYING, self._describe())

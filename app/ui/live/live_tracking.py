@@ -1,26 +1,35 @@
 """Tracking in the live preview: track ids on the stream's detections, trails on the view and
 the tracks panel. The tracker (app.pipeline.tracking) runs on the GUI thread as results are
-received: a few hundred microseconds per frame, in frame order (older results are ignored)."""
+received: a few hundred microseconds per frame, in frame order (older results are ignored).
+Its library is imported on the executor when tracking is switched on (1.7 s the first time);
+the frames shown meanwhile have no track ids yet."""
 
 from __future__ import annotations
+
+import logging
+from concurrent.futures import Executor, Future
 
 from PySide6.QtCore import QObject, QTimer
 
 from app.inference.result import InferenceResult
 from app.pipeline.live import LiveState
-from app.pipeline.tracking import ObjectTracker, Track
+from app.pipeline.tracking import ObjectTracker, Track, load_tracker_library
 from app.ui.live.live_controller import LiveController
 from app.ui.live.tracks_panel import TracksPanel
 from app.ui.view.image_view import ImageView
 from app.ui.view.trail_item import TrailsItem
 
+log = logging.getLogger(__name__)
+
 PANEL_INTERVAL_MS = 500
 
 
 class LiveTracking(QObject):
-    def __init__(self, live: LiveController, view: ImageView, panel: TracksPanel) -> None:
+    def __init__(self, live: LiveController, view: ImageView, panel: TracksPanel, executor: Executor) -> None:
         super().__init__()
         self.live, self.view, self.panel = live, view, panel
+        self._executor = executor
+        self.library: Future[None] | None = None  # the tracking library's import, once
         self.enabled = False
         self.tracker: ObjectTracker | None = None
         self._source: str | None = None
@@ -44,6 +53,9 @@ class LiveTracking(QObject):
         self.trails.set_tracks([])
         self.trails.setVisible(on)
         if on:
+            if self.library is None:
+                self.library = self._executor.submit(load_tracker_library)
+                self.library.add_done_callback(self._library_loaded)
             self.panel.clear("Tracking: waiting for the live stream's frames")
             self._panel_timer.start()
         else:
@@ -66,10 +78,20 @@ class LiveTracking(QObject):
         self._state = state
 
     def _track(self, result: InferenceResult) -> InferenceResult:
+        library = self.library
+        if library is None or not library.done():
+            return result  # still importing (never on this thread): no ids on this frame
+        if library.exception() is not None:
+            return result  # logged once below; the stream goes on untracked
         if self.tracker is None or result.source != self._source:
             self.tracker = ObjectTracker()
             self._source = result.source
         return self.tracker.track(result)
+
+    def _library_loaded(self, library: Future[None]) -> None:
+        error = library.exception()
+        if error is not None:
+            log.error("tracking is unavailable: %s", error)
 
     def _live_tracks(self) -> list[Track]:
         """The tracks whose trails are drawn over the frame just tracked (the recording's too)."""

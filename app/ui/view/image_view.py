@@ -9,19 +9,19 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QPixmap, QResizeEvent, QShowEvent, QTransform, QWheelEvent
-from PySide6.QtWidgets import QFrame, QGraphicsPixmapItem, QGraphicsScene, QGraphicsView, QWidget
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QImage, QPainter, QResizeEvent, QShowEvent, QTransform, QWheelEvent
+from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QWidget
 
 from app.drawing.draw_list import classes_text, semantic_fill
 from app.drawing.marks import MarkShape
 from app.drawing.style import AnnotationStyle
 from app.inference.result import ClassScore, Detection, SemanticMask
-from app.ui.base.qimage import rgb_to_qpixmap
 from app.ui.view.classes_item import ClassesItem
 from app.ui.view.detection_items import DetectionItem
 from app.ui.view.mark_items import MarkItem
 from app.ui.view.overlay_items import KeypointsItem, MaskItem, ZoomFollowingItem
+from app.ui.view.picture_item import PictureItem
 
 ZOOM_STEP = 1.25  # per wheel notch (120 eighths of a degree)
 MIN_ZOOM = 0.02
@@ -33,20 +33,24 @@ class ImageView(QGraphicsView):
 
     Starts in "fit" mode (the image follows the window size); zooming or 1:1
     leaves fit mode until `fit()` is called again. A new image of the same size
-    keeps the current zoom and pan (live video).
+    keeps the current zoom and pan (live video). The picture may have been decoded
+    smaller than the image it shows (`set_image(..., size=)`): the scene stays in the
+    image's own pixels, and the picture is drawn stretched over it.
     """
 
     zoom_changed = Signal(float)  # current scale (1.0 = one image pixel per screen pixel)
     classes_changed = Signal(list)  # the top-k ClassScore list now shown ([] when none)
+    # The zoom, the viewport's size or the screen's device pixel ratio changed: how many
+    # device pixels one image pixel covers (`detail_shown`) may have changed.
+    detail_changed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._scene = QGraphicsScene(self)
         self.setScene(self._scene)
-        self._pixmap_item = QGraphicsPixmapItem()
-        self._pixmap_item.setTransformationMode(Qt.TransformationMode.SmoothTransformation)
-        self._pixmap_item.setZValue(0)
-        self._scene.addItem(self._pixmap_item)
+        self._picture = PictureItem()
+        self._picture.setZValue(0)
+        self._scene.addItem(self._picture)
         self._boxes: list[DetectionItem] = []
         self._marks: list[MarkItem] = []  # labelled objects and false positives (an evaluation)
         self._detections: list[Detection] = []
@@ -83,21 +87,41 @@ class ImageView(QGraphicsView):
         detections: Sequence[Detection] = (),
         masks: Sequence[SemanticMask] | None = None,
         classes: Sequence[ClassScore] | None = None,
+        *,
+        size: tuple[int, int] | None = None,
     ) -> None:
-        """Show `image` (H, W, 3 RGB uint8) and replace the boxes with `detections` and the
-        semantic masks / top-k classes with `masks` / `classes` (None: none)."""
+        """Show `image` (H, W, 3 RGB uint8, or a live frame's H, W, 4 display buffer, shown
+        without a copy and kept alive while shown) and replace the boxes with `detections`
+        and the semantic masks / top-k classes with `masks` / `classes` (None: none).
+        `size`: the (width, height) the picture stands for when it was decoded smaller (the
+        detections are in those pixels); default: its own."""
         h, w = image.shape[:2]
-        self._pixmap_item.setPixmap(rgb_to_qpixmap(image))
-        new_size = (int(w), int(h))
+        new_size = size or (int(w), int(h))
+        self._picture.set_picture(image, new_size)
         size_changed = new_size != self._image_size
         self._image_size = new_size
-        self._scene.setSceneRect(QRectF(0, 0, w, h))
+        self._scene.setSceneRect(QRectF(0, 0, *new_size))
         self.set_detections(detections)
         self.set_overlays(masks, classes)
         if size_changed:
             self._fit_mode = True  # a different picture starts fitted
         if self._fit_mode:
             self._apply_fit()
+
+    def set_picture(self, image: np.ndarray, size: tuple[int, int]) -> None:
+        """The same image decoded at another size (sharper after a zoom): the picture changes,
+        nothing else does."""
+        if size == self._image_size:
+            self._picture.set_picture(image, size)
+
+    def detail_shown(self) -> float:
+        """Device pixels one image pixel covers now (the zoom times the device pixel ratio)."""
+        return self.zoom_factor() * self.devicePixelRatioF()
+
+    def viewport_pixels(self) -> tuple[int, int]:
+        """The viewport's size in device pixels."""
+        area, ratio = self.viewport().size(), self.devicePixelRatioF()
+        return round(area.width() * ratio), round(area.height() * ratio)
 
     def set_detections(self, detections: Sequence[Detection]) -> None:
         """Replace the drawn boxes; the image stays."""
@@ -186,6 +210,7 @@ class ImageView(QGraphicsView):
         for item in self._scene.items():
             if isinstance(item, DetectionItem | ZoomFollowingItem) and item.parentItem() is None:
                 item.set_view_scale(scale)
+        self.detail_changed.emit()
 
     def set_marks(self, marks: Sequence[MarkShape]) -> None:
         """Replace the evaluation's marks over the picture: labelled objects (dashed) and false
@@ -209,7 +234,7 @@ class ImageView(QGraphicsView):
         self.set_detections(())
         self.set_marks(())
         self.set_overlays(None, None)
-        self._pixmap_item.setPixmap(QPixmap())
+        self._picture.set_picture(None)
         self._image_size = None
         self._scene.setSceneRect(QRectF())
 
@@ -221,8 +246,9 @@ class ImageView(QGraphicsView):
         return self._image_size
 
     def shown_image(self) -> QImage:
-        """The picture as it was handed to the scene, at its own size (a null image when empty)."""
-        return self._pixmap_item.pixmap().toImage()
+        """A copy of the picture as it was handed to the scene, at its own (decoded) size (a
+        null image when empty)."""
+        return self._picture.image().copy()
 
     def box_items(self) -> list[DetectionItem]:
         """The rectangle items currently drawn (for tests and hit-testing)."""
@@ -302,8 +328,15 @@ class ImageView(QGraphicsView):
         super().resizeEvent(event)
         if self._fit_mode:
             self._apply_fit()
+        self.detail_changed.emit()
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         if self._fit_mode:
             self._apply_fit()
+        self.detail_changed.emit()
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.DevicePixelRatioChange:  # moved to another screen
+            self.detail_changed.emit()
+        return super().event(event)
