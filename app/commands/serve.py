@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from app.commands.common import int_range, path_argument
 from app.commands.interrupts import termination_as_interrupt
@@ -59,8 +58,7 @@ def run(args: argparse.Namespace) -> int:
             _say(f"models ready: {names}")
             print(f"grpc={server.grpc_url} http={server.http_url}", flush=True)
             supervisor = ServerSupervisor(local, _say).start()
-            while not supervisor.gave_up:
-                time.sleep(0.5)
+            supervisor.wait()  # until it gives up (Ctrl-C, SIGTERM, SIGHUP interrupt the wait)
             _say("error: tritonserver keeps exiting; serve stops")
             return 1
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP

@@ -1,6 +1,10 @@
 """--screenshot: once everything opened has its results (or after the first annotated frames
 of --camera), a PNG of the window; the exit status says whether it all worked, and a failure
-is repeated on stderr for scripted runs (the window showed it in the banner)."""
+is repeated on stderr for scripted runs (the window showed it in the banner).
+
+Nothing is polled: every signal or state event after which `ready()` can have become true
+wakes the wait, which looks again.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,6 @@ from app.ui.batch.gallery import Gallery
 from app.ui.live.live_controller import LiveController
 from app.ui.server.connection import ConnectionController
 
-CHECK_S = 0.1
 SETTLE_S = 0.5  # two statistics ticks: the figures and the log catch up with the last results
 
 
@@ -36,6 +39,23 @@ class Screenshot:
         self.window, self.connection, self.runner = window, connection, runner
         self.gallery, self.live, self.camera = gallery, live, camera
         self._pending, self._failure = pending, failure
+        self._changed = asyncio.Event()  # set by every change that can make ready() true
+        # `pending()` turns False when the session opens (the viewer runs what waited for it).
+        for signal in (
+            connection.state_changed,
+            connection.session_opened,
+            runner.finished,
+            gallery.settled,
+            live.state_changed,  # ended, failed (its error set)
+            live.frame_shown,
+            live.released,
+        ):
+            signal.connect(self._wake)
+        for event in (gallery.state.batch_changed, gallery.state.shown_changed):
+            event.connect(self._wake)
+
+    def _wake(self, *_args: object) -> None:
+        self._changed.set()
 
     def ready(self) -> bool:
         """Connected (or failed), everything opened has its result and the shown image is drawn."""
@@ -55,8 +75,11 @@ class Screenshot:
 
     async def take(self, path: str, settle: Callable[[], None], report: Callable[[str, bool], None]) -> int:
         """Wait until ready, `settle()` (flush what is shown), write the PNG; the exit status."""
-        while not self.ready():
-            await asyncio.sleep(CHECK_S)
+        while True:
+            self._changed.clear()  # before looking: a change from now on wakes the wait
+            if self.ready():
+                break
+            await self._changed.wait()
         await asyncio.sleep(SETTLE_S)
         settle()
         writer = QImageWriter(path, b"png")

@@ -144,7 +144,7 @@ def test_the_supervisor_gives_up_once_the_budget_is_spent(tmp_path: Path) -> Non
             second = local.server
             assert second is not None and second is not first and second.pid is not None
             os.kill(second.pid, signal.SIGKILL)
-            assert eventually(lambda: supervisor.gave_up, 60), said
+            assert supervisor.wait(60) and supervisor.gave_up, said
             assert not local.running
     finally:
         local.stop()

@@ -26,6 +26,18 @@ def test_camera_screenshot_after_30_annotated_frames(triton: EmbeddedServer, tmp
     assert out.stat().st_size > 20_000
 
 
+def test_camera_screenshot_of_a_file_shorter_than_30_frames(triton: EmbeddedServer, tmp_path: Path) -> None:
+    """The file ends before 30 frames are drawn: the screenshot is taken once its capture is
+    released (the wait wakes on that, nothing polls for it)."""
+    video = tmp_path / "short.mp4"
+    make_face_video(video, frames=10, fps=30)
+    out = tmp_path / "short.png"
+    proc = run_viewer(tmp_path, "--url", triton.grpc_url, "--camera", str(video), "--screenshot", str(out))
+    assert proc.returncode == 0, proc.stderr
+    image = QImage(str(out))
+    assert not image.isNull() and image.width() >= 800
+
+
 def test_camera_that_cannot_open_exits_1_with_the_reason(triton: EmbeddedServer, tmp_path: Path) -> None:
     out = tmp_path / "bad.png"
     proc = run_viewer(tmp_path, "--url", triton.grpc_url, "--camera", "9", "--screenshot", str(out))

@@ -13,6 +13,7 @@ registered again on the new server. Beyond the budget it stops trying and says s
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 
 from app.pipeline.connection.local_server import LocalServer, LocalServerStopped
@@ -37,6 +38,7 @@ class ServerSupervisor:
         self._periodic = Periodic(self._look, interval_s, "server-supervisor", join_s=2 * interval_s + 1.0)
         self.restarts = 0  # restarts done
         self.gave_up = False  # the budget was spent: the server stays down
+        self._over = threading.Event()  # supervision ended (gave up, or stopped)
 
     def start(self) -> ServerSupervisor:
         self._periodic.start()
@@ -44,6 +46,13 @@ class ServerSupervisor:
 
     def stop(self) -> None:
         self._periodic.stop()
+        self._over.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the supervision is over (the budget spent, or `stop()`); False if
+        `timeout` passed first. In the main thread, Ctrl-C (or SIGTERM made an interrupt)
+        still interrupts it."""
+        return self._over.wait(timeout)
 
     def __enter__(self) -> ServerSupervisor:
         return self.start()
@@ -53,10 +62,13 @@ class ServerSupervisor:
 
     def _look(self) -> bool:
         try:
-            return self._check()
+            go_on = self._check()
         except Exception:  # never let a surprise end the supervision silently
             log.exception("server supervision failed")
             return True
+        if not go_on:
+            self._over.set()
+        return go_on
 
     def _check(self) -> bool:
         """One look; False when supervision is over (stopped, or the budget is spent)."""

@@ -35,6 +35,8 @@ class Gallery(QObject):
 
     shown = Signal(str)  # key of the entry now displayed (image and boxes in place)
     load_failed = Signal(str)  # message naming the file and the cause
+    # A picture's load ended (drawn, failed, or given up for another): `busy()` may be False now.
+    settled = Signal()
 
     def __init__(
         self,
@@ -158,6 +160,8 @@ class Gallery(QObject):
         if self._loading is not None:
             self._loading.cancel()
         self._loading = self._tasks.spawn(self._load(key), name=f"show {Path(key).name}")
+        # A done callback runs once the task is done: `busy()` already tells the truth then.
+        self._loading.add_done_callback(lambda _task: self.settled.emit())
 
     async def _load(self, key: str) -> None:
         loop = asyncio.get_running_loop()

@@ -82,6 +82,7 @@ class LiveController(QObject):
     recording_state = Signal(object)  # RecordingState
     result = Signal(object)  # every result of the live stream (GUI thread), for the log
     painted = Signal(object)  # the result just drawn (its frame in .tag), e.g. for track trails
+    released = Signal()  # every capture thread has ended: `idle` may be True now
 
     def __init__(
         self,
@@ -501,6 +502,8 @@ class LiveController(QObject):
                     )
             finally:
                 self._releasing -= 1
+                if self._releasing == 0:
+                    self.released.emit()
         if not quiet and self.live is None:  # (unless a new start came in meanwhile)
             self._set_state(state, self._describe())
 
