@@ -204,7 +204,6 @@ class Viewer(QObject):
         self._batch_key: str | None = None  # the batch image shown before live video took the view
         self._log_buffer: list[InferenceResult] = []
         self._shutting_down = False
-        self._model: str | None = None
         self._asked_for_server = False
         self._failure: str | None = None  # the last connection failure (for --screenshot)
         self._connection_lost = False  # failed or disconnected since the last connect
@@ -239,7 +238,7 @@ class Viewer(QObject):
         w.server_panel.transport_chosen.connect(self._on_transport_chosen)
         w.load_test_action.triggered.connect(self.open_load_test)
         self.server_tools.models_changed.connect(
-            lambda entries: w.server_panel.set_models(entries, self._model)
+            lambda entries: w.server_panel.set_models(entries, self.state.model)
         )
         self.server_tools.model_reloaded.connect(self._on_model_reloaded)
         w.paths_opened.connect(self.open_paths)
@@ -456,7 +455,7 @@ class Viewer(QObject):
     def _on_connect_requested(self, urls: list[str]) -> None:
         if urls:
             self.settings.remember_server(", ".join(urls))
-        self.connection.connect_to(urls, self._model)
+        self.connection.connect_to(urls, self.state.model)
 
     def _on_local_server_unavailable(self, reason: str) -> None:
         """No local server here (no tritonserver binary on this platform, or an unusable
@@ -514,7 +513,7 @@ class Viewer(QObject):
         def accept() -> None:  # the same server and model, over the other protocol
             self.window.server_panel.set_recent(self.settings.recent_servers(), url)
             self.settings.remember_server(url)
-            self.connection.connect_to([url], model or self._model)
+            self.connection.connect_to([url], model or self.state.model)
 
         if self.protocol_offer is not None:
             self.protocol_offer.close()
@@ -547,7 +546,9 @@ class Viewer(QObject):
     def _profile_model(self) -> str | None:
         """The model a profile choice is for: the one open, else the one last asked for."""
         target = self.connection.target
-        return self._model or self.window.server_panel.current_model() or (target.model if target else None)
+        return (
+            self.state.model or self.window.server_panel.current_model() or (target.model if target else None)
+        )
 
     def _apply_transport(self, kind: TransportKind, client_batch: int) -> None:
         self._delivery = Delivery(kind, client_batch, self.options.batch_delay_ms)
@@ -557,7 +558,7 @@ class Viewer(QObject):
         self.settings.set_transport(kind, client_batch)
         self._apply_transport(kind, client_batch)
         if self.connection.session is not None:
-            self.connection.connect_to(self._session_urls(), self._model)
+            self.connection.connect_to(self._session_urls(), self.state.model)
 
     def open_load_test(self) -> None:
         """Tools > Load test…: the sweep on the current images (or the sample), in its own window."""
@@ -583,13 +584,12 @@ class Viewer(QObject):
 
     def _on_model_reloaded(self, name: str) -> None:
         """Loaded again (Model > Repository, Tune's Apply): the model shown is read again."""
-        if name == self._model and self.connection.session is not None and not self.runner.active():
+        if name == self.state.model and self.connection.session is not None and not self.runner.active():
             self.connection.connect_to(self._session_urls(), name)
 
     def _on_session_opened(self, session: TritonSession) -> None:
         info = session.info
         assert info is not None
-        self._model = info.name
         switched = self.state.model is not None and self.state.model != info.name
         self.state.model = info.name
         self.profiles.model_opened(info.name)
@@ -730,8 +730,8 @@ class Viewer(QObject):
         self.window.statusBar().showMessage(lead, 0 if error else 5000)
 
     def _save_thresholds(self, score: float, iou: float) -> None:
-        if self._model:
-            self.settings.set_thresholds(self._model, score, iou)
+        if self.state.model:
+            self.settings.set_thresholds(self.state.model, score, iou)
 
     def _clear(self) -> None:
         """File > Clear the image list: what runs for it stops, nothing of it stays drawn."""

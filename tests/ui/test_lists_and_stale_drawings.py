@@ -149,7 +149,7 @@ def test_the_old_models_results_are_never_drawn_after_switching_models(
 
     viewer.connection.session_opened.connect(opened)
     viewer.window.server_panel.model_chosen.emit("person_segmentation")
-    harness.run(until(lambda: viewer._model == "person_segmentation", what="the new model"))
+    harness.run(until(lambda: viewer.state.model == "person_segmentation", what="the new model"))
     assert drawn_after_switch == [0], "the face detector's box was still drawn on the picture"
     # The list runs again with the new model: its mask, no box.
     harness.run(until(lambda: job_done(viewer) and view.semantic_items(), what="the new model's mask"))
@@ -161,13 +161,13 @@ def test_the_old_models_results_are_never_drawn_after_switching_models(
     video = tmp_path / "face.avi"
     make_face_video(video, frames=20, fps=30, size=(320, 240))
     viewer.window.server_panel.model_chosen.emit("face_detector")
-    harness.run(until(lambda: viewer._model == "face_detector", what="the face detector again"))
+    harness.run(until(lambda: viewer.state.model == "face_detector", what="the face detector again"))
     viewer.live_ui.toolbar.frame_by_frame.setChecked(True)
     viewer.live_ui.open_source(str(video))
     harness.run(until(lambda: viewer.live.state == "ended" and viewer.live.idle, what="the video played"))
     assert view.box_items(), "the last frame shows its face"
     viewer.window.server_panel.model_chosen.emit("person_segmentation")
-    harness.run(until(lambda: viewer._model == "person_segmentation", what="the new model"))
+    harness.run(until(lambda: viewer.state.model == "person_segmentation", what="the new model"))
     assert view.box_items() == [] and viewer.state.mode is Mode.LIVE
     # The list waits for the batch view (no run, no statistics scope taken from the stream),
     # then runs with the model now in use.

@@ -55,16 +55,16 @@ def result(index: int, status: Status = Status.OK, score: float = 0.9) -> Infere
 def test_a_burst_of_results_is_drawn_once_newest_first(live: LiveController, qtbot: QtBot) -> None:
     shown: list[int] = []
     live.frame_shown.connect(lambda index, _age: shown.append(index))
-    run = live._run
+    run = live.run_id
     for index in (3, 5, 4):  # arrive out of order, all before the next paint
-        live._on_result(run, result(index))
+        live.on_result(run, result(index))
     qtbot.waitUntil(lambda: shown == [5])
     assert live.view.box_items()[0].detection.box[0] == 5.0  # the boxes of frame 5 on frame 5
     stats = live.display_stats()
     assert (stats.results, stats.shown, stats.coalesced) == (3, 1, 2)
     # An older frame after a newer one was drawn: counted, never drawn.
-    live._on_result(run, result(4))
-    live._on_result(run, result(6))
+    live.on_result(run, result(4))
+    live.on_result(run, result(6))
     qtbot.waitUntil(lambda: shown == [5, 6])
     qtbot.waitUntil(lambda: not live.paint_pending)  # the paint pass is over: nothing more is drawn
     assert shown == [5, 6] and live.display_stats().results == 5
@@ -75,16 +75,16 @@ def test_results_of_a_stopped_run_are_logged_not_drawn(live: LiveController, qtb
     logged: list[InferenceResult] = []
     live.frame_shown.connect(lambda index, _age: shown.append(index))
     live.result.connect(logged.append)
-    live._on_result(live._run - 1, result(1))  # a stopped run's result
+    live.on_result(live.run_id - 1, result(1))  # a stopped run's result
     assert not live.paint_pending, "no paint pass scheduled: it can never be drawn"
     assert shown == [] and live.display_stats().results == 0
     assert [r.frame for r in logged] == [1]
 
 
 def test_failed_frames_are_reported_once_per_interval(live: LiveController, qtbot: QtBot) -> None:
-    run = live._run
+    run = live.run_id
     for index in range(10):
-        live._on_result(run, result(index, Status.FAILED))
+        live.on_result(run, result(index, Status.FAILED))
     reports = live.reports  # type: ignore[attr-defined]
     assert len(reports) == 1 and reports[0][1] is True
     assert "test.mp4 frame 0: boom" in reports[0][0]
@@ -93,7 +93,7 @@ def test_failed_frames_are_reported_once_per_interval(live: LiveController, qtbo
 
 
 def test_thresholds_refilter_the_shown_frame(live: LiveController, qtbot: QtBot) -> None:
-    live._on_result(live._run, result(1, score=0.6))
+    live.on_result(live.run_id, result(1, score=0.6))
     qtbot.waitUntil(lambda: len(live.view.box_items()) == 1)
     live.thresholds.score_slider().setValue(70)
     assert live.view.box_items() == []

@@ -89,7 +89,7 @@ def test_a_semantic_models_results_are_counted_listed_and_exported(
 
     # A detector: the score and IoU sliders apply again, the opacity slider does not.
     w.server_panel.model_chosen.emit("face_detector")
-    harness.run(until(lambda: viewer._model == "face_detector", what="face_detector"))
+    harness.run(until(lambda: viewer.state.model == "face_detector", what="face_detector"))
     assert thresholds.score_slider().isEnabled() and not thresholds.opacity_slider().isEnabled()
     assert "gives no masks" in thresholds.opacity_slider().toolTip()
 

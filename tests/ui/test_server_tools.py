@@ -145,7 +145,7 @@ def test_a_server_without_repository_control_is_said_plainly_and_the_actions_are
         viewer.server_tools.open_tune()
         tune = viewer.server_tools.tune
         assert tune is not None
-        harness.run(until(lambda: tune._reading is None, what="the tune's config read"))
+        harness.run(until(lambda: not tune.reading, what="the tune's config read"))
         assert not tune.start_button.isEnabled() and "model control mode" in (tune.last_error or "")
         harness.close(viewer)
 
@@ -400,10 +400,10 @@ def test_the_server_view_shows_gpu_rows_only_when_the_server_reports_a_gpu(harne
         "2.00 GiB of 8.00 GiB",
         "72 W",
     )
-    assert panel._form.isRowVisible(panel.gpu_util)
+    assert panel.row_shown(panel.gpu_util)
     assert [s.title for s in panel.plot.series] == ["CPU %", "GPU %", "pending"]
     without_gpu = "\n".join(line for line in GPU_PAGE.splitlines() if "nv_gpu" not in line)
     panel.history.add(parse_metrics(without_gpu, panel.url or ""))
     panel.refresh()
-    assert not panel._form.isRowVisible(panel.gpu_util) and not panel._form.isRowVisible(panel.gpu_power)
+    assert not panel.row_shown(panel.gpu_util) and not panel.row_shown(panel.gpu_power)
     panel.deleteLater()

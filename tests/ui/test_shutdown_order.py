@@ -42,7 +42,8 @@ def test_quit_after_using_compare_cancels_everything_without_a_traceback(
     session = viewer.connection.session
     assert session is not None
     harness.run(until(lambda: session.in_flight > 0, what="requests in flight"))
-    job = viewer.runner._jobs[max(viewer.runner._jobs)]
+    job = viewer.runner.latest_job()
+    assert job is not None
 
     caplog.clear()
     started = time.monotonic()

@@ -52,8 +52,13 @@ class BatchRunner(QObject):
         connection manager's thread: it reads a copy of the ids (one step under the GIL)."""
         return any(job_id not in self._finished for job_id in list(self._jobs))
 
+    def latest_job(self) -> BatchJob | None:
+        """The job started last (running or not), None before the first."""
+        return self._jobs[max(self._jobs)] if self._jobs else None
+
     def latest_counts(self) -> BatchCounts | None:
-        return self._jobs[max(self._jobs)].counts() if self._jobs else None
+        job = self.latest_job()
+        return job.counts() if job is not None else None
 
     def start(self, paths: list[str]) -> int:
         """Start a job on the current session (the caller checks there is one)."""

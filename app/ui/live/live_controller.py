@@ -2,7 +2,7 @@
 
 The run (capture thread -> LiveJob -> session) is Qt-free. Its results and events come
 back through the bridge, bound to the run that produced them, so a stopped run's late
-results are counted and never drawn. `_on_result` keeps only the newest result and draws
+results are counted and never drawn. `on_result` keeps only the newest result and draws
 it on the next pass of the event loop: a burst of results costs one paint. Every
 displayed picture is the frame its boxes were computed on. When a file ends, the run's
 "drained" (after its last result, through the same bridge) releases the capture.
@@ -209,6 +209,11 @@ class LiveController(QObject):
         """A result waits for the next paint pass (nothing else of this stream can be drawn)."""
         return self._paint_timer.isActive()
 
+    @property
+    def run_id(self) -> int:
+        """The number of the run whose results are drawn (bumped by every start and stop)."""
+        return self._run
+
     def screenshot_ready(self) -> bool:
         """--screenshot: enough annotated frames shown, the source failed, or a short file ended."""
         if self.error is not None or self.meter.shown >= SCREENSHOT_FRAMES:
@@ -241,7 +246,9 @@ class LiveController(QObject):
         await self._stop(LiveState.STOPPED, quiet=True)
 
     # -- results (GUI thread, from the bridge) ---------------------------------------------------
-    def _on_result(self, run: int, result: InferenceResult) -> None:
+    def on_result(self, run: int, result: InferenceResult) -> None:
+        """A result of run `run` (see `run_id`): logged whatever its run, drawn (on the next
+        pass, newest first) only when `run` is the one playing."""
         self.result.emit(result)  # logged whatever its run
         if run != self._run:
             return  # a stopped run's (cancelled) request: logged, not drawn
@@ -471,7 +478,7 @@ class LiveController(QObject):
         self.live = LiveRun(
             source,
             self.session,
-            on_result=wrap(functools.partial(self._on_result, run)),
+            on_result=wrap(functools.partial(self.on_result, run)),
             on_event=wrap(functools.partial(self._on_event, run)),
             options=LiveOptions(**vars(self.options)),
             opener=self.opener,

@@ -165,6 +165,11 @@ class ServerMetricsPanel(QWidget):
         series.append(Series("pending", PENDING_COLOR, self.history.series("pending_requests"), right=True))
         self.plot.set_series(series)
 
+    def row_shown(self, field: QWidget) -> bool:
+        """Whether the row of `field` (e.g. `gpu_util`) is shown: GPU rows only for a server
+        that reports a GPU."""
+        return self._form.isRowVisible(field)
+
     def _show_gpu(self, on: bool) -> None:
         for label in (self.gpu_util, self.gpu_memory, self.gpu_power):
             self._form.setRowVisible(label, on)

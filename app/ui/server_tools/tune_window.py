@@ -215,6 +215,11 @@ class TuneWindow(QDialog):
         self._update_buttons()
 
     @property
+    def reading(self) -> bool:
+        """The chosen model's config is being read (Start waits for it)."""
+        return self._reading is not None
+
+    @property
     def ready(self) -> bool:
         """The model's config is read and the server lets us load: Start can go."""
         return self._control_enabled is True and self._reading is None
