@@ -3,7 +3,9 @@ face detector and the test-only models of tests/models/."""
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +33,15 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
     elif os.environ.get("QT_QPA_PLATFORM") == "offscreen":
         del os.environ["QT_QPA_PLATFORM"]
+
+
+# A run that cannot end (a thread nobody stops, an atexit hook waiting on one) must fail with
+# every thread's stack, not hang CI until it is cut.
+EXIT_GRACE_S = 120
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    faulthandler.dump_traceback_later(EXIT_GRACE_S, exit=True, file=sys.__stderr__)
 
 
 TEST_MODELS = TESTS / "models"

@@ -169,6 +169,7 @@ class Viewer(QObject):
             self.bridge,
             self.report,
         )
+        w.view_menu.insertAction(w.view_menu_toolbar_anchor, self.evaluation.dock.toggleViewAction())
         w.add_side_dock(self.analysis.tracks_dock)
         self.analysis.tracks_dock.hide()  # until tracking is on
         self.actions = ActionStates(self.state, w, self.browser)
@@ -295,7 +296,9 @@ class Viewer(QObject):
         ev.result.connect(lambda result: self._on_batch_result(self._evaluation_job, result))
         ev.run_started.connect(w.batch_panel.start)
         ev.run_progress.connect(w.batch_panel.set_progress)
-        ev.run_finished.connect(self._on_batch_finished)
+        ev.run_finished.connect(
+            lambda _job, counts, seconds: self._on_batch_finished(self._evaluation_job, counts, seconds)
+        )
 
     def _on_evaluation_starting(self, roots: list[str]) -> None:
         self._clear()
@@ -515,7 +518,7 @@ class Viewer(QObject):
             self.settings.remember_server(url)
             self.connection.connect_to([url], model or self.state.model)
 
-        if self.protocol_offer is not None:
+        if self.protocol_offer is not None and shiboken6.isValid(self.protocol_offer):
             self.protocol_offer.close()
         self.protocol_offer = offer_protocol(self.window, url, message, accept)
 
@@ -798,7 +801,7 @@ class Viewer(QObject):
         steps: list[tuple[str, Callable[[], object]]] = [
             ("settings", self._save_settings),
             ("timers", self._stop_timers),
-            ("help dialog", self._close_help_dialog),
+            ("dialogs", self._close_dialogs),
             ("batch", self.runner.cancel),  # stop submitting first: nothing new goes out
             ("bridge", self.bridge.close),  # from now on results are dropped, not delivered
             ("live", self.live.shutdown),  # stop the stream, release the capture on its thread
@@ -836,10 +839,13 @@ class Viewer(QObject):
         self.server_split.stop()
         self._flush_timer.stop()
 
-    def _close_help_dialog(self) -> None:
+    def _close_dialogs(self) -> None:
+        """The Help dialog and a protocol offer, if open (closed by the user: already deleted)."""
         dialog, self.dialog = self.dialog, None
-        if dialog is not None and shiboken6.isValid(dialog):  # closed by the user: deleted
-            dialog.close()
+        offer, self.protocol_offer = self.protocol_offer, None
+        for widget in (dialog, offer):
+            if widget is not None and shiboken6.isValid(widget):
+                widget.close()
 
     async def _close_load_test(self) -> None:
         if self.load_test is not None:

@@ -70,7 +70,7 @@ class ConfusionHeatMap(QWidget):
         self.matrix = np.zeros((0, 0), np.int64)
         self.selected: tuple[int, int] | None = None
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setMinimumSize(200, 160)
+        self.setMinimumSize(200, 120)  # a 1024x640 screen still holds the window
         self.setMouseTracking(True)
 
     def sizeHint(self) -> QSize:

@@ -31,7 +31,7 @@ class PrCurves(QWidget):
         super().__init__(parent)
         self.curves: list[Curve] = []
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setMinimumSize(220, 180)
+        self.setMinimumSize(220, 150)
 
     def sizeHint(self) -> QSize:
         return QSize(340, 280)
