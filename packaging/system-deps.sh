@@ -11,7 +11,7 @@ packages=(
   libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0
   libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-xfixes0
   fonts-dejavu-core                # readable labels in screenshots
-  binutils                         # objdump: the package's glibc-floor check (packaging/check_bundle.py)
+  binutils                         # objdump (the package's glibc-floor check), strip (packaging_strip.py)
   desktop-file-utils               # desktop-file-validate: the tests check the menu entry the app writes
   openssl                          # tests: the certificate of a TLS test server
 )
