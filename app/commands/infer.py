@@ -52,7 +52,7 @@ from app.pipeline.exports.formats import ExportFormat
 from app.pipeline.exports.stream import ExportStream
 from app.pipeline.exports.vocabulary import ModelVocabulary
 from app.pipeline.frame_order import StreamsInOrder
-from app.pipeline.tracking import StreamTrackers
+from app.pipeline.tracking import StreamTrackers, load_tracker_library
 from app.system.atomic_files import LineFile
 
 # Image-decoding threads (OpenCV releases the GIL while decoding); 0: the main thread reads.
@@ -224,6 +224,13 @@ def _process(
     export: ExportStream | None = None,
     track: bool = False,
 ) -> int:
+    if track:
+        try:
+            load_tracker_library()  # before any request: a tracker that fails later loses results
+        except ImportError as e:
+            raise UsageError(
+                f"--track: the tracking library (Norfair, SciPy) cannot be loaded: {e}"
+            ) from None
     progress = Progress(None, what="inputs")
     # With another --format, the records go to the export and only the summary to `out`.
     writer = RecordWriter(out if export is None else None, progress, export)

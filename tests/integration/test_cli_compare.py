@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import collections
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,7 @@ import skimage.data
 
 from app.pipeline.tracking import tracked_fraction
 from app.server.embedded import EmbeddedServer
-from tests.integration.test_cli_infer import bgr, parse, run_cli
+from tests.integration.test_cli_infer import ROOT, bgr, parse, run_cli
 from tests.media import make_face_video
 
 pytestmark = pytest.mark.slow
@@ -187,6 +190,29 @@ def test_infer_track_keeps_one_id_for_a_moving_face(triton: EmbeddedServer, tmp_
     assert still["detections"] and all("track_id" not in d for d in still["detections"])
     tracks = summary["tracks"][str(video)]
     assert tracks["tracks"] >= 1 and tracks["detections"] == sum(len(i) for i in ids)
+
+
+def test_infer_track_without_its_library_says_so_before_any_request(
+    triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    """A tracking library that does not load (e.g. a bundle missing part of SciPy) is a usage
+    error named up front, never a run whose results vanish in the tracker (0 records, exit 0)."""
+    broken = tmp_path / "site"
+    (broken / "norfair").mkdir(parents=True)
+    (broken / "norfair" / "__init__.py").write_text("raise ImportError('libscipy_openblas.so: no')\n")
+    video = tmp_path / "face.avi"
+    make_face_video(video, frames=5, fps=30, size=(320, 240))
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", "infer", "--track", "--url", triton.grpc_url, str(video)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(broken), str(ROOT)])},
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "--track: the tracking library (Norfair, SciPy) cannot be loaded" in proc.stderr
+    assert "libscipy_openblas.so" in proc.stderr and proc.stdout == ""
 
 
 def test_infer_without_track_writes_no_track_ids(triton: EmbeddedServer, tmp_path: Path) -> None:
