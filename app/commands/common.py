@@ -250,16 +250,13 @@ def delivery_of(args: argparse.Namespace) -> Delivery:
 def add_model_arguments(p: argparse.ArgumentParser, *, profile: bool = True) -> None:
     p.add_argument("--model", default=None, help="model name (default: face_detector, or the only one ready)")
     if profile:
-        p.add_argument(
-            "--profile",
-            type=path_argument,
-            default=None,
-            metavar="FILE",
-            help="TOML profile overriding detection",
-        )
-        p.add_argument(
-            "--labels", type=path_argument, default=None, metavar="FILE", help="class names, one per line"
-        )
+        add_profile_arguments(p)
+
+
+def add_profile_arguments(p: argparse.ArgumentParser) -> None:
+    """--profile FILE and --labels FILE: what the model's own description leaves out."""
+    p.add_argument("--profile", type=path_argument, metavar="FILE", help="TOML profile overriding detection")
+    p.add_argument("--labels", type=path_argument, metavar="FILE", help="class names, one per line")
 
 
 def urls_of(args: argparse.Namespace) -> list[str]:

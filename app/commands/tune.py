@@ -27,6 +27,7 @@ from app.commands.common import (
     EXIT_USAGE,
     UsageError,
     add_connection_arguments,
+    add_profile_arguments,
     eprint,
     path_argument,
     serving,
@@ -53,16 +54,7 @@ DEFAULT_LEVELS = "1,4,16"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p, repeatable_url=False)
     p.add_argument("--model", required=True, metavar="NAME", help="the model to tune")
-    p.add_argument(
-        "--profile",
-        type=path_argument,
-        default=None,
-        metavar="FILE",
-        help="TOML profile overriding detection",
-    )
-    p.add_argument(
-        "--labels", type=path_argument, default=None, metavar="FILE", help="class names, one per line"
-    )
+    add_profile_arguments(p)
     p.add_argument(
         "--image",
         type=path_argument,
