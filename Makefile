@@ -45,8 +45,8 @@ $(MLS_STAMP): tests/mlserver/requirements.txt tests/mlserver/setup_mlserver.sh
 mlserver: $(MLS_STAMP)
 
 test: lint reference mlserver
-	MEDIAPIPE_PYTHON=$${MEDIAPIPE_PYTHON:-$(REF_VENV)/bin/python} \
-	MLSERVER_PYTHON=$${MLSERVER_PYTHON:-$(MLS_VENV)/bin/python} $(BIN)/python -m pytest
+	MEDIAPIPE_PYTHON=$${MEDIAPIPE_PYTHON:-$(CURDIR)/$(REF_VENV)/bin/python} \
+	MLSERVER_PYTHON=$${MLSERVER_PYTHON:-$(CURDIR)/$(MLS_VENV)/bin/python} $(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(BIN)/python -m app bench $(ARGS)

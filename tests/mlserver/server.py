@@ -52,7 +52,8 @@ class MLServer:
 def mlserver_python() -> Path:
     """The MLServer venv's interpreter: $MLSERVER_PYTHON, else .venv-mlserver (`make mlserver`)."""
     named = os.environ.get("MLSERVER_PYTHON")
-    python = Path(named) if named else DEFAULT_VENV / "bin" / "python"
+    # Absolute: the server runs with its own folder as working directory.
+    python = (Path(named) if named else DEFAULT_VENV / "bin" / "python").absolute()
     if not python.is_file():
         raise RuntimeError(
             f"no MLServer venv at {python}: run `make mlserver` "

@@ -17,7 +17,8 @@ DEFAULT_VENV = ROOT / ".venv-mediapipe"
 def reference_python() -> Path:
     """The MediaPipe venv's interpreter: $MEDIAPIPE_PYTHON, else .venv-mediapipe (`make reference`)."""
     named = os.environ.get("MEDIAPIPE_PYTHON")
-    python = Path(named) if named else DEFAULT_VENV / "bin" / "python"
+    # Absolute: the server runs with its own folder as working directory.
+    python = (Path(named) if named else DEFAULT_VENV / "bin" / "python").absolute()
     if not python.is_file():
         raise RuntimeError(
             f"no MediaPipe reference venv at {python}: run `make reference` "
