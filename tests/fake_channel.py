@@ -71,6 +71,8 @@ class Call:
     request_id: str
     on_done: ReplyCallback
     timeout: float
+    model_version: str = ""
+    headers: Mapping[str, str] | None = None
     cancelled: bool = False
     ended: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -187,7 +189,7 @@ class FakeChannel:
     ) -> Call:
         if self.closed:
             raise InferenceServerException(msg="Channel closed!", status="StatusCode.CANCELLED")
-        call = Call(request_id, on_done, client_timeout)
+        call = Call(request_id, on_done, client_timeout, model_version, headers)
         behaviour = self.server.next_behaviour()
         self.calls.append(call)
         with self.server.sent:

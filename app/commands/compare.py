@@ -133,8 +133,8 @@ def _sessions(args: argparse.Namespace, spec: SessionSpec) -> Iterator[dict[Side
 def describe(session: TritonSession) -> dict[str, Any]:
     info = session.info
     return {
-        "model": info.name if info else session.requested_model,
-        "version": session.model_version or (info.version if info else ""),
+        "model": info.name if info else session.spec.model,
+        "version": session.spec.version or (info.version if info else ""),
         "urls": list(session.urls),
     }
 

@@ -765,7 +765,7 @@ class Viewer(QObject):
         session, version = self.connection.session, None
         if session is not None:
             url = session.urls[0]
-            options = session.options
+            options = session.spec.connection
             version = await asyncio.get_running_loop().run_in_executor(
                 self.executor, server_version, url, options
             )

@@ -13,6 +13,7 @@ import skimage.data
 import tritonclient.grpc as grpcclient
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
 from app.inference.masks import decode_rle
 from app.inference.result import InferenceResult
 from app.server.embedded import EmbeddedServer
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 
 def _infer(url: str, model: str, image: np.ndarray) -> InferenceResult:
-    with TritonSession(url, model) as session:
+    with TritonSession(SessionSpec(urls=(url,), model=model)) as session:
         result = session.infer(image, source="astronaut")
     assert result.ok, result.error
     return result

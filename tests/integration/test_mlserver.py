@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery, SessionSpec
 from app.inference.errors import ExtensionMissingError, SessionError
 from app.inference.introspection.discovery import check_live, list_models
 from app.inference.introspection.extensions import MISSING, Extension
@@ -119,7 +120,11 @@ def test_the_index_says_state_ready_and_model_ready_says_true(mlserver: MLServer
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
 def test_a_session_skips_what_the_server_lacks(mlserver: MLServer, protocol: str) -> None:
     url = mlserver.grpc_url if protocol == "grpc" else mlserver.http_url
-    with TritonSession(url, "boxes_nms", transport=TransportKind.AUTO, client_batch=2) as session:
+    with TritonSession(
+        SessionSpec(
+            urls=(url,), model="boxes_nms", delivery=Delivery(transport=TransportKind.AUTO, client_batch=2)
+        )
+    ) as session:
         assert session.info is not None and not session.info.config_known
         assert session.transport is not None and session.transport.kind is TransportKind.GRPC
         assert session.transport_note == MISSING[Extension.SHARED_MEMORY]
@@ -135,7 +140,7 @@ def test_a_session_skips_what_the_server_lacks(mlserver: MLServer, protocol: str
 
 def test_no_model_named_on_a_server_of_two_asks_for_one(mlserver: MLServer) -> None:
     with pytest.raises(SessionError) as caught:
-        TritonSession(mlserver.http_url).open()
+        TritonSession(SessionSpec(urls=(mlserver.http_url,))).open()
     assert caught.value.kind is ErrorKind.NOT_FOUND
     assert set(caught.value.models) == {"boxes_nms", "boxes_yolo"}
 

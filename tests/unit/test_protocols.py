@@ -61,7 +61,7 @@ def test_a_spec_knows_its_protocol_and_a_session_refuses_both_at_once() -> None:
     assert SessionSpec(urls=("h:8001",)).protocol is ServerProtocol.GRPC
     assert SessionSpec().protocol is ServerProtocol.GRPC  # the embedded server
     with pytest.raises(ValueError, match="one protocol"):
-        TritonSession(["h:8001", "http://h:8000"])
+        TritonSession(SessionSpec(urls=("h:8001", "http://h:8000")))
 
 
 def test_binary_tensors_only_where_the_server_declares_them() -> None:

@@ -22,12 +22,11 @@ import enum
 import functools
 import itertools
 import logging
-import math
 import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -39,14 +38,7 @@ from app.inference.core.group import RequestGroup
 from app.inference.core.model_discovery import discover
 from app.inference.core.pool import ConnectionPool
 from app.inference.core.scheduler import DelayedCalls
-from app.inference.core.spec import (
-    MAX_REQUEST_TIMEOUT_S,
-    Delivery,
-    Limits,
-    ProfileSource,
-    SessionSpec,
-    Timeouts,
-)
+from app.inference.core.spec import MAX_REQUEST_TIMEOUT_S, SessionSpec
 from app.inference.core.stats import RequestStats
 from app.inference.core.transport_choice import choose_transport
 from app.inference.core.window import Window
@@ -69,9 +61,9 @@ from app.inference.profiles.output_check import OutputCheck, OutputError, descri
 from app.inference.profiles.profile import DecodedOutputs, ModelProfile, decode_outputs, preprocess
 from app.inference.protocol import ServerProtocol, protocol_of
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
-from app.inference.transports.channel import Call, Channel, ChannelFactory, ConnectionOptions, Reply
+from app.inference.transports.channel import Call, Channel, Reply
 from app.inference.transports.open_channel import open_channel
-from app.inference.transports.transport import Lease, Transport, TransportKind, declared_outputs
+from app.inference.transports.transport import Lease, Transport, declared_outputs
 from app.inference.transports.wire import Wire
 
 log = logging.getLogger(__name__)
@@ -136,73 +128,17 @@ class TritonSession:
     """Lifecycle (like httpx's client): unopened -> open() -> close(); `with` and `async with`
     work; close() is idempotent and may come from any thread, even while open() runs."""
 
-    def __init__(
-        self,
-        urls: Sequence[str] | str,
-        model: str | None = None,
-        *,
-        options: ConnectionOptions | None = None,
-        profile_overrides: dict[str, Any] | None = None,
-        timeout_s: float = 10.0,
-        retries: int | None = None,
-        retry_backoff_s: float = 0.05,
-        max_in_flight: int = 64,
-        decode_workers: int = 2,
-        send_in_caller: bool = False,
-        channel_factory: ChannelFactory = open_channel,
-        transport: TransportKind = TransportKind.AUTO,
-        client_batch: int = 1,
-        batch_delay_ms: float = 2.0,
-        model_version: str = "",
-    ) -> None:
-        self.urls = [urls] if isinstance(urls, str) else list(urls)
-        if not self.urls:
-            raise ValueError("at least one server URL is needed")
-        protocols = {protocol_of(url) for url in self.urls}
+    def __init__(self, spec: SessionSpec) -> None:
+        """An unopened session as `spec` says (nothing blocks here: `open()` connects, and
+        reads the profile file if the spec names one). `open_session` is the usual way in."""
+        if spec.embedded:
+            raise ValueError("the spec names no server (the embedded server's address is filled in first)")
+        protocols = {protocol_of(url) for url in spec.urls}
         if len(protocols) > 1:
             raise ValueError(
-                f"the servers of one session speak one protocol (gRPC or HTTP), not both: {self.urls}"
+                f"the servers of one session speak one protocol (gRPC or HTTP), not both: {list(spec.urls)}"
             )
-        # gRPC or HTTP/REST, by the URLs' scheme (http://, https://; grpc:// or none: gRPC).
-        self.protocol = protocols.pop()
-        if not (math.isfinite(timeout_s) and timeout_s > 0):
-            raise ValueError(f"the timeout must be a positive number of seconds, not {timeout_s}")
-        timeout_s = min(timeout_s, MAX_REQUEST_TIMEOUT_S)  # beyond it gRPC fails at once
-        self.requested_model = model
-        # Triton's model version ("": the server's choice, its version policy's latest).
-        self.model_version = str(model_version or "").strip()
-        self.options = options or ConnectionOptions()
-        self.profile_overrides = profile_overrides
-        self.timeout_s = timeout_s
-        # None: transient failures (server unreachable) are retried until the request's own
-        # deadline, so a server restart shorter than the timeout fails nothing.
-        self.retries = retries
-        self.retry_backoff_s = retry_backoff_s
-        self.max_in_flight = max_in_flight
-        self.decode_workers = decode_workers
-        # True: submit() pre-processes and sends on the caller's thread, saving a thread hop
-        # per request (~0.2 ms of CPU). For callers that may block (the command line); the
-        # GUI keeps the default so its thread never does numpy work or touches the network.
-        self.send_in_caller = send_in_caller
-        self.channel_factory = channel_factory
-        self.requested_transport = transport
-        # Client-side batching (models with max_batch_size > 0): up to `client_batch` prepared
-        # requests of one shape, or what arrived within `batch_delay_ms`, go as one call.
-        self.client_batch = max(1, int(client_batch))
-        self.batch_delay_ms = max(0.0, float(batch_delay_ms))
-        # What it was built from (the same values as the attributes above; the profile file,
-        # if any, was already read into `profile_overrides`).
-        self.spec = SessionSpec(
-            urls=tuple(self.urls),
-            model=model,
-            version=self.model_version,
-            profile=ProfileSource(overrides=profile_overrides),
-            delivery=Delivery(transport, self.client_batch, self.batch_delay_ms),
-            timeouts=Timeouts(timeout_s, retries, retry_backoff_s),
-            connection=self.options,
-            limits=Limits(max_in_flight, decode_workers, send_in_caller),
-            channel_factory=channel_factory,
-        )
+        self.spec = spec
         self.transport: Transport | None = None
         self.transport_note = ""  # why the transport differs from the one asked for
         self.stats = RequestStats()
@@ -211,47 +147,30 @@ class TritonSession:
         # What the server has of Triton's extensions; what it lacks is said once (`notes`).
         self.features = ServerFeatures()
         self._state = SessionState.UNOPENED
-        self._headers = dict(self.options.headers)
+        self._headers = dict(spec.connection.headers)
         self._secrets = list(self._headers.values())
         self._lock = threading.Lock()
         self._drained = threading.Condition(self._lock)
         self._pending: dict[str, _Request] = {}
-        self._window = Window(max_in_flight)
+        self._window = Window(spec.limits.max_in_flight)
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:6]
         self._pool: ConnectionPool | None = None
-        self._requested_outputs: list[Any] = []
         self._output_check: OutputCheck | None = None  # what every reply must carry
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
         self._timer: DelayedCalls | None = None
         self._batcher: ClientBatcher[_Request] | None = None
         self._groups: weakref.WeakSet[RequestGroup] = weakref.WeakSet()
 
-    @classmethod
-    def from_spec(cls, spec: SessionSpec) -> TritonSession:
-        """An unopened session as `spec` says (blocking: reads its profile file, if any;
-        ProfileError when that cannot be read). `open_session` is the usual way in."""
-        if spec.embedded:
-            raise ValueError("the spec names no server (the embedded server's address is filled in first)")
-        session = cls(
-            spec.urls,
-            spec.model,
-            options=spec.connection,
-            profile_overrides=spec.profile.load(),
-            timeout_s=spec.timeouts.request_s,
-            retries=spec.timeouts.retries,
-            retry_backoff_s=spec.timeouts.retry_backoff_s,
-            max_in_flight=spec.limits.max_in_flight,
-            decode_workers=spec.limits.decode_workers,
-            send_in_caller=spec.limits.send_in_caller,
-            channel_factory=spec.channel_factory or open_channel,
-            transport=spec.delivery.transport,
-            client_batch=spec.delivery.client_batch,
-            batch_delay_ms=spec.delivery.batch_delay_ms,
-            model_version=spec.version,
-        )
-        session.spec = spec
-        return session
+    @property
+    def urls(self) -> list[str]:
+        """The servers, as given (for messages)."""
+        return list(self.spec.urls)
+
+    @property
+    def protocol(self) -> ServerProtocol:
+        """gRPC or HTTP/REST, by the URLs' scheme (http://, https://; grpc:// or none: gRPC)."""
+        return self.spec.protocol
 
     @property
     def state(self) -> SessionState:
@@ -279,49 +198,62 @@ class TritonSession:
 
     def open(self) -> TritonSession:
         """Connect, check health, discover the model and its profile. Raises SessionError
-        (SessionClosedError when close() came first or interrupted it)."""
+        (SessionClosedError when close() came first or interrupted it), or ProfileError
+        naming the spec's profile file when it cannot be read (the session stays unopened)."""
+        spec = self.spec
+        overrides = spec.profile.load()
         with self._lock:
             if self._state is SessionState.CLOSED:
                 raise SessionClosedError("the session was closed before it opened")
             if self._state is not SessionState.UNOPENED:
                 raise SessionError(f"a session can be opened once (it is {self._state})")
             self._state = SessionState.OPENING
-            pool = self._pool = ConnectionPool(self.urls, self.options, self.channel_factory)
+            pool = self._pool = ConnectionPool(
+                spec.urls, spec.connection, spec.channel_factory or open_channel
+            )
         try:
             found = discover(
                 pool,
-                self.requested_model,
-                self.model_version,
+                spec.model,
+                spec.version,
                 self._headers,
-                self.profile_overrides,
-                self.timeout_s,
+                overrides,
+                spec.timeouts.request_s,
             )
             self.models, self.info, self.features = found.models, found.info, found.features
             live = found.live
             batch = self._batch_size()
             channels = {url: pool.first_channel(url) for url in live}
             self._output_check = OutputCheck.of(
-                self.info.profile, self.info.outputs, self.info.max_batch_size, self.options.max_output_bytes
+                self.info.profile,
+                self.info.outputs,
+                self.info.max_batch_size,
+                spec.connection.max_output_bytes,
             )
             self.transport, self.transport_note = choose_transport(
-                self.requested_transport,
+                spec.delivery.transport,
                 channels,
                 self.info,
                 self._headers,
                 batch,
                 self.wire,
                 self.features,
-                self.options.max_output_bytes,
+                spec.connection.max_output_bytes,
             )
             with self._lock:
                 if self._state is not SessionState.OPENING:
                     raise SessionClosedError("the session was closed while connecting")
                 # Why threads here: decoding is numpy/OpenCV work that must stay off gRPC's threads.
-                self._workers = concurrent.futures.ThreadPoolExecutor(self.decode_workers, "triton-worker")
+                self._workers = concurrent.futures.ThreadPoolExecutor(
+                    spec.limits.decode_workers, "triton-worker"
+                )
                 self._timer = DelayedCalls()
                 if batch > 1:
                     self._batcher = ClientBatcher(
-                        batch, self.batch_delay_ms / 1000, self._dispatch_from_timer, self._timer.call_later
+                        batch,
+                        spec.delivery.batch_delay_ms / 1000,
+                        self._dispatch_from_timer,
+                        self._timer.call_later,
                     )
                 self.stats.reset()
                 self._state = SessionState.OPEN
@@ -363,9 +295,9 @@ class TritonSession:
         """Requests per call: 1 unless client batching is on and the model batches."""
         assert self.info is not None
         limit = self.info.client_batch_limit
-        if self.client_batch <= 1 or limit <= 0 or not self.info.profile.has_batch_dim:
+        if self.spec.delivery.client_batch <= 1 or limit <= 0 or not self.info.profile.has_batch_dim:
             return 1
-        return min(self.client_batch, limit)
+        return min(self.spec.delivery.client_batch, limit)
 
     @property
     def batching(self) -> int:
@@ -376,7 +308,7 @@ class TritonSession:
         """e.g. "shared memory (inputs and outputs), client batches of 8 (2 ms)"."""
         text = self.transport.description if self.transport is not None else "not connected"
         if self._batcher is not None:
-            text += f", client batches of {self._batcher.size} ({self.batch_delay_ms:g} ms)"
+            text += f", client batches of {self._batcher.size} ({self.spec.delivery.batch_delay_ms:g} ms)"
         return text
 
     def read_server_counters(self) -> ServerCounters:
@@ -394,8 +326,8 @@ class TritonSession:
                 raw = channel.inference_statistics(
                     self.info.name,
                     headers=self._headers,
-                    timeout_s=self.timeout_s,
-                    version=self.model_version,
+                    timeout_s=self.spec.timeouts.request_s,
+                    version=self.spec.version,
                 )
             except Exception as e:
                 if extension_missing(e):
@@ -408,7 +340,9 @@ class TritonSession:
         # A pipeline's stages right after: their figures cover (nearly) the same interval.
         channels = [self._pool.first_channel(url) for url in self._pool.urls]
         pipeline = pipeline_stages(self.info.config)
-        stages = stage_counters(channels, pipeline, headers=self._headers, timeout_s=self.timeout_s)
+        stages = stage_counters(
+            channels, pipeline, headers=self._headers, timeout_s=self.spec.timeouts.request_s
+        )
         return dataclasses.replace(total, stages=stages)
 
     @property
@@ -516,8 +450,9 @@ class TritonSession:
             return None
         if wait is not None:
             wait = max(0.0, wait - (time.monotonic() - started))
-        if timeout_s is not None:
-            timeout_s = min(timeout_s, MAX_REQUEST_TIMEOUT_S)
+        timeout_s = (
+            self.spec.timeouts.request_s if timeout_s is None else min(timeout_s, MAX_REQUEST_TIMEOUT_S)
+        )
         aborted = (lambda: group.cancelled) if group is not None else None
         if not self._window.acquire(wait, aborted):
             if group is not None:
@@ -539,8 +474,8 @@ class TritonSession:
             width=source_size[0] if source_size else width,
             height=source_size[1] if source_size else height,
             started=now,
-            deadline=now + (self.timeout_s if timeout_s is None else timeout_s),
-            timeout_s=self.timeout_s if timeout_s is None else timeout_s,
+            deadline=now + timeout_s,
+            timeout_s=timeout_s,
         )
         with self._lock:
             closed = self._state is not SessionState.OPEN
@@ -555,7 +490,7 @@ class TritonSession:
                 raise SessionClosedError(f"the session is {self._state}; no new requests")
             return None
         self.stats.record_sent()
-        if self.send_in_caller:
+        if self.spec.limits.send_in_caller:
             self._prepare_and_send(req, image)
         else:
             assert self._workers is not None
@@ -573,7 +508,7 @@ class TritonSession:
 
         request_id = self.submit(image, done, **kwargs)
         if request_id is None:
-            raise WindowFullError(f"{self.max_in_flight} requests already in flight")
+            raise WindowFullError(f"{self.spec.limits.max_in_flight} requests already in flight")
         future.add_done_callback(lambda f: f.cancelled() and self.cancel(request_id))
         return future
 
@@ -681,7 +616,7 @@ class TritonSession:
             self._end_send(send, reusable=send.call is None)
             return
         assert self._pool is not None and self.info is not None and self.transport is not None
-        channel, why = self._pool.acquire(give_up_after_s=self.timeout_s)
+        channel, why = self._pool.acquire(give_up_after_s=self.spec.timeouts.request_s)
         if channel is None:
             self._fail_send(send, Status.FAILED, why, ErrorKind.UNREACHABLE)
             self._end_send(send, reusable=True)
@@ -699,7 +634,7 @@ class TritonSession:
         try:
             send.call = channel.send(
                 model_name=self.info.name,
-                model_version=self.model_version,
+                model_version=self.spec.version,
                 inputs=send.lease.inputs,
                 outputs=send.lease.outputs,
                 request_id=send.id,
@@ -806,9 +741,10 @@ class TritonSession:
         """Transient failure: try again after a back-off, while the send's deadline allows."""
         if self._state is not SessionState.OPEN:
             return False
-        if self.retries is not None and send.attempts > self.retries:
+        retries = self.spec.timeouts.retries
+        if retries is not None and send.attempts > retries:
             return False
-        delay = min(self.retry_backoff_s * 2 ** (send.attempts - 1), MAX_RETRY_BACKOFF_S)
+        delay = min(self.spec.timeouts.retry_backoff_s * 2 ** (send.attempts - 1), MAX_RETRY_BACKOFF_S)
         if time.monotonic() + delay >= send.deadline:
             return False
         assert self._timer is not None and self._workers is not None

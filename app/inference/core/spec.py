@@ -7,7 +7,7 @@ opened from one by `open_session` (app.inference.core.open_session). A variant i
 `dataclasses.replace(spec, model=...)`: the A/B compare, the load sweep and a reconnect
 after an outage change one part and keep the rest (transport, batching, TLS, headers).
 
-Adding a setting is one field here with a default, read by `open_session`/`TritonSession`:
+Adding a setting is one field here with a default, read by `TritonSession(spec)`:
 no caller changes. The protocol is the URLs' own: `http://` / `https://` is HTTP/REST,
 `grpc://` or a bare HOST:PORT gRPC (`protocol`); the channels follow it (`open_channel`).
 """
@@ -55,6 +55,11 @@ class Delivery:
     transport: TransportKind = TransportKind.AUTO
     client_batch: int = 1
     batch_delay_ms: float = 2.0
+
+    def __post_init__(self) -> None:
+        # Frozen: normalised once here (at least one request per call, no negative delay).
+        object.__setattr__(self, "client_batch", max(1, int(self.client_batch)))
+        object.__setattr__(self, "batch_delay_ms", max(0.0, float(self.batch_delay_ms)))
 
 
 # The longest request timeout used: gRPC turns a deadline beyond its range (`--timeout 1e10`)

@@ -144,7 +144,7 @@ class CompareController(QObject):
     def _describe(self, side: Side) -> str:
         session = self.sessions[side]
         info = session.info
-        version = session.model_version or (info.version if info else "")
+        version = session.spec.version or (info.version if info else "")
         name = info.name if info else "?"
         return f"{name}{f' v{version}' if version else ''} @ {', '.join(session.urls)}"
 
