@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from tritonclient.utils import InferenceServerException
 
-from app.inference.protocol import ServerProtocol
+from app.inference.protocol import Endpoint, ServerProtocol
 from app.inference.transports.channel import ConnectionOptions, ReplyCallback
 
 MODEL = "fake_faces"
@@ -124,8 +124,8 @@ class FakeServer:
         self.sent = threading.Condition(self.lock)
         self.live = True  # False: every call fails as a server that is down does (UNAVAILABLE)
 
-    def factory(self, url: str, options: ConnectionOptions) -> FakeChannel:
-        channel = FakeChannel(url, self)
+    def factory(self, endpoint: Endpoint, options: ConnectionOptions) -> FakeChannel:
+        channel = FakeChannel(endpoint, self)
         self.channels.append(channel)
         return channel
 
@@ -142,8 +142,8 @@ class FakeServer:
 class FakeChannel:
     protocol = ServerProtocol.GRPC
 
-    def __init__(self, url: str, server: FakeServer) -> None:
-        self.url = url
+    def __init__(self, endpoint: Endpoint, server: FakeServer) -> None:
+        self.endpoint = endpoint
         self.in_flight = 0
         self.server = server
         self.closed = False

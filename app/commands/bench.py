@@ -42,7 +42,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
 from app.inference.profiles.profile import ProfileError, preprocess
-from app.inference.protocol import ServerProtocol, parse_url
+from app.inference.protocol import Endpoint, ServerProtocol
 from app.inference.result import strict_json
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
@@ -188,10 +188,15 @@ class PlainLoop:
     the same pre-processed tensors sent in turn. It must not use the app's pipeline."""
 
     def __init__(
-        self, url: str, options: ConnectionOptions, model: str, tensors: list[np.ndarray], profile: Any
+        self,
+        endpoint: Endpoint,
+        options: ConnectionOptions,
+        model: str,
+        tensors: list[np.ndarray],
+        profile: Any,
     ):
         self.client = grpcclient.InferenceServerClient(
-            parse_url(url).address, ssl=options.ssl, root_certificates=options.root_certificates
+            endpoint.address, ssl=options.ssl, root_certificates=options.root_certificates
         )
         self.model = model
         self.headers = dict(options.headers) or None
@@ -254,7 +259,7 @@ class PlainHttpLoop:
 
     def __init__(
         self,
-        url: str,
+        endpoint: Endpoint,
         options: ConnectionOptions,
         model: str,
         tensors: list[np.ndarray],
@@ -263,7 +268,6 @@ class PlainHttpLoop:
     ) -> None:
         import tritonclient.http as httpclient  # on first use: it brings gevent
 
-        endpoint = parse_url(url)
         self.address, self.tls = endpoint.address, endpoint.tls or options.ssl
         self.options = options
         self.model = model
@@ -323,7 +327,11 @@ class PlainHttpLoop:
 
 
 def plain_comparison(
-    url: str, options: ConnectionOptions, images: list[np.ndarray], plan: SweepPlan, timeout_s: float
+    endpoint: Endpoint,
+    options: ConnectionOptions,
+    images: list[np.ndarray],
+    plan: SweepPlan,
+    timeout_s: float,
 ) -> Any:
     """`extra_for_level` for the sweep: the plain loop at the same level, and the ratio."""
     loops: dict[str, PlainLoop | PlainHttpLoop] = {}
@@ -335,9 +343,9 @@ def plain_comparison(
             tensors = [preprocess(image, session.info.profile)[0] for image in images]
             name, profile = session.info.name, session.info.profile
             loop = loops[name] = (
-                PlainHttpLoop(url, options, name, tensors, profile, session.wire.binary)
+                PlainHttpLoop(endpoint, options, name, tensors, profile, session.wire.binary)
                 if session.protocol is ServerProtocol.HTTP
-                else PlainLoop(url, options, name, tensors, profile)
+                else PlainLoop(endpoint, options, name, tensors, profile)
             )
         loop.run(level, plan.warmup_for(level), timeout_s)
         plain = loop.run(level, plan.requests, timeout_s)
@@ -463,10 +471,12 @@ def run(args: argparse.Namespace) -> int:
         check_file_output("--output", args.output)  # before the sweep, not after it
         check_file_output("--csv", args.csv)
         with serving(spec) as spec:
-            url = spec.urls[0]  # --url is given once here
+            endpoint = spec.endpoints[0]  # --url is given once here
             extra, loops = (None, {})
             if args.compare_plain:
-                extra, loops = plain_comparison(url, spec.connection, images, plan, spec.timeouts.request_s)
+                extra, loops = plain_comparison(
+                    endpoint, spec.connection, images, plan, spec.timeouts.request_s
+                )
             sweep = Sweep(
                 spec,
                 images,
@@ -484,7 +494,7 @@ def run(args: argparse.Namespace) -> int:
             finally:
                 for loop in loops.values():
                     loop.close()
-            report = build_report(sweep, url, names, plan)
+            report = build_report(sweep, endpoint.url, names, plan)
     except (UsageError, SessionError, ProfileError) as e:
         eprint(f"error: {e}")
         return EXIT_USAGE

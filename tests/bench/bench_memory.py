@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.inference.core.session import TritonSession  # noqa: E402
 from app.inference.core.spec import Limits, SessionSpec  # noqa: E402
+from app.inference.protocol import parse_endpoints  # noqa: E402
 from app.inference.result import InferenceResult  # noqa: E402
 from app.server.embedded import EmbeddedServer  # noqa: E402
 
@@ -57,7 +58,9 @@ def main() -> int:
             )
             url = stack.enter_context(EmbeddedServer(repo)).grpc_url
         with TritonSession(
-            SessionSpec(urls=(url,), model="slow_faces", limits=Limits(max_in_flight=args.window))
+            SessionSpec(
+                endpoints=parse_endpoints(url), model="slow_faces", limits=Limits(max_in_flight=args.window)
+            )
         ) as session:
             finished = threading.Semaphore(0)
             failures: list[str] = []

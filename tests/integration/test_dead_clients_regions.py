@@ -17,6 +17,7 @@ import tritonclient.grpc as grpcclient
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.transports.shm import PREFIX, SHM_DIR
 from app.inference.transports.transport import TransportKind
 from app.server.embedded import EmbeddedServer
@@ -52,7 +53,9 @@ def test_a_new_session_unregisters_the_regions_of_killed_clients(
     # follows its own processes only. A live owner, this process, keeps its session open.
     with TritonSession(
         SessionSpec(
-            urls=(triton.grpc_url,), model="face_detector", delivery=Delivery(transport=TransportKind.SHM)
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="face_detector",
+            delivery=Delivery(transport=TransportKind.SHM),
         )
     ) as bystander:
         assert bystander.infer(skimage.data.astronaut()).ok
@@ -77,7 +80,9 @@ def test_a_new_session_unregisters_the_regions_of_killed_clients(
 
         with TritonSession(
             SessionSpec(
-                urls=(triton.grpc_url,), model="face_detector", delivery=Delivery(transport=TransportKind.SHM)
+                endpoints=parse_endpoints(triton.grpc_url),
+                model="face_detector",
+                delivery=Delivery(transport=TransportKind.SHM),
             )
         ) as session:
             assert session.transport is not None and session.transport.kind is TransportKind.SHM

@@ -10,6 +10,7 @@ import skimage.data
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import SessionSpec, Timeouts
+from app.inference.protocol import parse_endpoints
 from app.inference.result import Status
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
@@ -25,10 +26,15 @@ def test_pool_spreads_load_survives_an_outage_and_notices_the_return(triton: Emb
     second = EmbeddedServer(model_repository(), **ports).start()
     try:
         both = TritonSession(
-            SessionSpec(urls=(triton.grpc_url, second.grpc_url), timeouts=Timeouts(request_s=2.0))
+            SessionSpec(
+                endpoints=parse_endpoints([triton.grpc_url, second.grpc_url]),
+                timeouts=Timeouts(request_s=2.0),
+            )
         ).open()
         alone = TritonSession(
-            SessionSpec(urls=(second.grpc_url,), timeouts=Timeouts(request_s=0.5, retries=2))
+            SessionSpec(
+                endpoints=parse_endpoints(second.grpc_url), timeouts=Timeouts(request_s=0.5, retries=2)
+            )
         ).open()
         futures = [both.submit_future(photo) for _ in range(40)]
         used = {f.result(timeout=30).server for f in futures}

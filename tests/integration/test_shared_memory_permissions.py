@@ -12,6 +12,7 @@ import skimage.data
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.transports.shm import PREFIX, SHM_DIR
 from app.inference.transports.transport import TransportKind
 from app.server.embedded import EmbeddedServer
@@ -26,7 +27,9 @@ def modes(prefix: str) -> dict[str, int]:
 def test_server_and_client_regions_are_private(triton: EmbeddedServer) -> None:
     with TritonSession(
         SessionSpec(
-            urls=(triton.grpc_url,), model="face_detector", delivery=Delivery(transport=TransportKind.SHM)
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="face_detector",
+            delivery=Delivery(transport=TransportKind.SHM),
         )
     ) as session:
         assert session.infer(skimage.data.astronaut()).ok

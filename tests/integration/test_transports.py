@@ -16,6 +16,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.core.stats import TimingTotals
 from app.inference.introspection.server_stats import split
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult, Status
 from app.inference.transports.shm import SHM_DIR
 from app.inference.transports.transport import TransportKind
@@ -61,7 +62,7 @@ def test_same_detections_over_grpc_shm_and_client_batches(triton: EmbeddedServer
         for batch in (1, 4):
             with TritonSession(
                 SessionSpec(
-                    urls=(triton.grpc_url,),
+                    endpoints=parse_endpoints(triton.grpc_url),
                     model=model,
                     delivery=Delivery(transport=transport, client_batch=batch),
                 )
@@ -88,7 +89,7 @@ def test_client_batches_really_form_and_each_member_keeps_its_own_id(triton: Emb
     # slow pre-processing split them (seen: batches of 3 and 2).
     with TritonSession(
         SessionSpec(
-            urls=(triton.grpc_url,),
+            endpoints=parse_endpoints(triton.grpc_url),
             model="fixed_yolov8",
             delivery=Delivery(client_batch=4, batch_delay_ms=5000),
         )
@@ -104,7 +105,7 @@ def test_client_batches_really_form_and_each_member_keeps_its_own_id(triton: Emb
 def test_exactly_once_with_client_batching_under_cancels_and_timeouts(triton: EmbeddedServer) -> None:
     with TritonSession(
         SessionSpec(
-            urls=(triton.grpc_url,),
+            endpoints=parse_endpoints(triton.grpc_url),
             model="slow_faces",
             limits=Limits(max_in_flight=64),
             timeouts=Timeouts(request_s=5),
@@ -125,7 +126,9 @@ def test_a_short_timeout_never_cuts_a_batched_neighbour_short(triton: EmbeddedSe
     # the impatient one's deadline.
     with TritonSession(
         SessionSpec(
-            urls=(triton.grpc_url,), model="slow_faces", delivery=Delivery(client_batch=2, batch_delay_ms=200)
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="slow_faces",
+            delivery=Delivery(client_batch=2, batch_delay_ms=200),
         )
     ) as session:
         collect = Collector()
@@ -138,7 +141,9 @@ def test_a_short_timeout_never_cuts_a_batched_neighbour_short(triton: EmbeddedSe
 
 def test_the_server_split_is_within_the_round_trip(triton: EmbeddedServer) -> None:
     totals = TimingTotals()
-    with TritonSession(SessionSpec(urls=(triton.grpc_url,), model="face_detector")) as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="face_detector")
+    ) as session:
         before = session.read_server_counters()
         for _ in range(30):
             result = session.infer(PHOTO)
@@ -176,12 +181,14 @@ def face_frame(w: int, h: int, face_share: float) -> np.ndarray:
 @pytest.mark.parametrize(("w", "h"), [(1920, 1080), (1080, 1920), (4000, 3000)])
 def test_a_downscaled_frame_finds_the_same_face(triton: EmbeddedServer, w: int, h: int) -> None:
     canvas = face_frame(w, h, 0.3)
-    with TritonSession(SessionSpec(urls=(triton.grpc_url,), model="face_detector")) as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="face_detector")
+    ) as session:
         assert session.profile.max_input_side == 256  # from the model's config
         small = session.infer(canvas)
     with TritonSession(
         SessionSpec(
-            urls=(triton.grpc_url,),
+            endpoints=parse_endpoints(triton.grpc_url),
             model="face_detector",
             profile=ProfileSource(overrides={"max_input_side": 0}),
         )
@@ -196,9 +203,11 @@ def test_a_downscaled_frame_finds_the_same_face(triton: EmbeddedServer, w: int, 
 
 def test_auto_uses_shm_on_this_machine_and_grpc_when_asked(triton: EmbeddedServer) -> None:
     with (
-        TritonSession(SessionSpec(urls=(triton.grpc_url,))) as auto,
+        TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as auto,
         TritonSession(
-            SessionSpec(urls=(triton.grpc_url,), delivery=Delivery(transport=TransportKind.GRPC))
+            SessionSpec(
+                endpoints=parse_endpoints(triton.grpc_url), delivery=Delivery(transport=TransportKind.GRPC)
+            )
         ) as grpc,
     ):
         assert auto.transport is not None and auto.transport.kind is TransportKind.SHM
@@ -213,7 +222,7 @@ def test_shm_falls_back_to_grpc_with_a_message_when_the_server_refuses_regions()
     server = FakeServer()
     with TritonSession(
         SessionSpec(
-            urls=("127.0.0.1:9",),
+            endpoints=parse_endpoints("127.0.0.1:9"),
             channel_factory=server.factory,
             delivery=Delivery(transport=TransportKind.SHM),
         )
@@ -229,7 +238,7 @@ def test_a_remote_server_gets_grpc_and_a_reason_when_shm_was_asked() -> None:
     server = FakeServer()
     with TritonSession(
         SessionSpec(
-            urls=("10.1.2.3:8001",),
+            endpoints=parse_endpoints("10.1.2.3:8001"),
             channel_factory=server.factory,
             delivery=Delivery(transport=TransportKind.SHM),
         )
@@ -248,7 +257,8 @@ def test_regions_of_a_dead_client_are_removed_at_the_next_start(
         "import sys, time\n"
         "from app.inference.core.session import TritonSession\n"
         "from app.inference.core.spec import SessionSpec\n"
-        f"s = TritonSession(SessionSpec(urls=({triton.grpc_url!r},))).open()\n"
+        "from app.inference.protocol import parse_endpoints\n"
+        f"s = TritonSession(SessionSpec(endpoints=parse_endpoints({triton.grpc_url!r}))).open()\n"
         "print('open', flush=True)\n"
         "time.sleep(60)\n"
     )
@@ -260,7 +270,7 @@ def test_regions_of_a_dead_client_are_removed_at_the_next_start(
         proc.kill()
         proc.wait()
         assert all(p.exists() for p in theirs), "a SIGKILL runs no clean-up"
-        with TritonSession(SessionSpec(urls=(triton.grpc_url,))):  # the next start sweeps
+        with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))):  # the next start sweeps
             pass
         assert not any(p.exists() for p in theirs)
         if proc.poll() is None:
@@ -289,11 +299,17 @@ def test_big_jpegs_and_mjpg_frames_are_decoded_small_and_reported_in_their_own_p
         first = next(iter(reader))
     assert first.image.shape == (270, 480, 3) and first.source_size == (1920, 1080)
     collect = Collector()
-    with TritonSession(SessionSpec(urls=(triton.grpc_url,), model="face_detector")) as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="face_detector")
+    ) as session:
         BatchJob(session, [jpeg, video], collect).run()
     whole = {"max_input_side": 0}  # the full-size image, as a plain client sends it
     with TritonSession(
-        SessionSpec(urls=(triton.grpc_url,), model="face_detector", profile=ProfileSource(overrides=whole))
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="face_detector",
+            profile=ProfileSource(overrides=whole),
+        )
     ) as session:
         full = session.infer(cv2.cvtColor(cv2.imread(str(jpeg)), cv2.COLOR_BGR2RGB))
     assert full.ok and len(full.detections) == 1

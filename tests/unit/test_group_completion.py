@@ -13,6 +13,7 @@ import pytest
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import Limits, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult
 from tests.fake_channel import MODEL, FakeServer, keep, reply_at_once
 
@@ -55,7 +56,9 @@ def server() -> Iterator[FakeServer]:
 def open_session(server: FakeServer, **parts: Any) -> TritonSession:
     """A session on the fake server; `parts`: the spec's own (timeouts=, limits=...)."""
     return TritonSession(
-        SessionSpec(urls=("fake:8001",), model=MODEL, channel_factory=server.factory, **parts)
+        SessionSpec(
+            endpoints=parse_endpoints("fake:8001"), model=MODEL, channel_factory=server.factory, **parts
+        )
     ).open()
 
 

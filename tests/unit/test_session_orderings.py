@@ -13,6 +13,7 @@ import pytest
 
 from app.inference.core.session import SessionState, TritonSession
 from app.inference.core.spec import Limits, SessionSpec, Timeouts
+from app.inference.protocol import parse_endpoints
 from app.inference.result import ErrorKind, InferenceResult, Status
 from app.pipeline.live import LiveJob
 from app.sources.frame import Frame
@@ -25,7 +26,9 @@ IMAGE = np.zeros((48, 64, 3), np.uint8)
 def open_session(server: FakeServer, **parts: Any) -> TritonSession:
     """A session on the fake server; `parts`: the spec's own (timeouts=, limits=...)."""
     return TritonSession(
-        SessionSpec(urls=("fake:8001",), model=MODEL, channel_factory=server.factory, **parts)
+        SessionSpec(
+            endpoints=parse_endpoints("fake:8001"), model=MODEL, channel_factory=server.factory, **parts
+        )
     ).open()
 
 

@@ -13,16 +13,18 @@ from app.inference.core.open_session import open_session
 from app.inference.core.session import SessionState, TritonSession
 from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.profiles.profile import ProfileError
+from app.inference.protocol import parse_endpoints
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
 from tests.fake_channel import MODEL, FakeServer, keep
 
 
 def test_urls_and_version_are_normalised_and_no_url_means_the_embedded_server() -> None:
-    assert SessionSpec(urls="h:1").urls == ("h:1",)  # type: ignore[arg-type]
-    assert SessionSpec(urls=["a:1", "b:2"]).urls == ("a:1", "b:2")  # type: ignore[arg-type]
+    assert SessionSpec(endpoints=parse_endpoints("h:1")).urls == ("h:1",)
+    two = SessionSpec(endpoints=list(parse_endpoints(["a:1", "b:2"])))  # type: ignore[arg-type]
+    assert two.endpoints == parse_endpoints(["a:1", "b:2"]) and two.urls == ("a:1", "b:2")
     assert SessionSpec(version=" 2 ").version == "2"
-    assert SessionSpec().embedded and not SessionSpec(urls=("h:1",)).embedded
+    assert SessionSpec().embedded and not SessionSpec(endpoints=parse_endpoints("h:1")).embedded
     with pytest.raises(ValueError, match="positive number of seconds"):
         Timeouts(request_s=0)
     with pytest.raises(ValueError, match="names no server"):
@@ -37,7 +39,9 @@ def test_a_profile_file_is_read_when_the_session_opens_and_overrides_win(tmp_pat
     assert ProfileSource().load() is None
     missing = ProfileSource(file=tmp_path / "missing.toml")
     server = FakeServer()
-    session = TritonSession(SessionSpec(urls=("fake:8001",), profile=missing, channel_factory=server.factory))
+    session = TritonSession(
+        SessionSpec(endpoints=parse_endpoints("fake:8001"), profile=missing, channel_factory=server.factory)
+    )
     with pytest.raises(ProfileError, match=r"missing\.toml: not found"):
         session.open()
     assert session.state is SessionState.UNOPENED and not server.channels  # read before connecting
@@ -46,7 +50,7 @@ def test_a_profile_file_is_read_when_the_session_opens_and_overrides_win(tmp_pat
 def test_every_part_of_the_spec_reaches_the_session() -> None:
     server = FakeServer()
     spec = SessionSpec(
-        urls=("fake:8001",),
+        endpoints=parse_endpoints("fake:8001"),
         model=MODEL,
         version="1",
         profile=ProfileSource(overrides={"labels": ["visage"]}),
@@ -76,7 +80,7 @@ def test_every_part_of_the_spec_reaches_the_session() -> None:
 def test_a_session_built_from_keywords_describes_itself_with_the_same_spec() -> None:
     session = TritonSession(
         SessionSpec(
-            urls=("h:1",),
+            endpoints=parse_endpoints("h:1"),
             model="m",
             version="7",
             timeouts=Timeouts(request_s=4.0, retries=1),
@@ -101,7 +105,9 @@ def test_on_created_sees_the_session_before_it_opens_and_can_abandon_it() -> Non
         seen.append(session)
         session.close(0.0)
 
-    spec = SessionSpec(urls=("fake:8001",), model=MODEL, channel_factory=FakeServer().factory)
+    spec = SessionSpec(
+        endpoints=parse_endpoints("fake:8001"), model=MODEL, channel_factory=FakeServer().factory
+    )
     with pytest.raises(Exception, match="closed"):
         open_session(spec, on_created=abandon)
     assert len(seen) == 1 and seen[0].state is SessionState.CLOSED

@@ -59,7 +59,7 @@ from app.inference.introspection.server_stats import ServerCounters, add_counter
 from app.inference.introspection.stage_stats import stage_counters
 from app.inference.profiles.output_check import OutputCheck, OutputError, describe_arrays
 from app.inference.profiles.profile import DecodedOutputs, ModelProfile, decode_outputs, preprocess
-from app.inference.protocol import ServerProtocol, protocol_of
+from app.inference.protocol import ServerProtocol
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
 from app.inference.transports.channel import Call, Channel, Reply
 from app.inference.transports.open_channel import open_channel
@@ -133,7 +133,7 @@ class TritonSession:
         reads the profile file if the spec names one). `open_session` is the usual way in."""
         if spec.embedded:
             raise ValueError("the spec names no server (the embedded server's address is filled in first)")
-        protocols = {protocol_of(url) for url in spec.urls}
+        protocols = {endpoint.protocol for endpoint in spec.endpoints}
         if len(protocols) > 1:
             raise ValueError(
                 f"the servers of one session speak one protocol (gRPC or HTTP), not both: {list(spec.urls)}"
@@ -209,7 +209,7 @@ class TritonSession:
                 raise SessionError(f"a session can be opened once (it is {self._state})")
             self._state = SessionState.OPENING
             pool = self._pool = ConnectionPool(
-                spec.urls, spec.connection, spec.channel_factory or open_channel
+                spec.endpoints, spec.connection, spec.channel_factory or open_channel
             )
         try:
             found = discover(
@@ -223,7 +223,7 @@ class TritonSession:
             self.models, self.info, self.features = found.models, found.info, found.features
             live = found.live
             batch = self._batch_size()
-            channels = {url: pool.first_channel(url) for url in live}
+            channels = {endpoint: pool.first_channel(endpoint) for endpoint in live}
             self._output_check = OutputCheck.of(
                 self.info.profile,
                 self.info.outputs,
@@ -320,8 +320,8 @@ class TritonSession:
         if self.features.lacks(Extension.STATISTICS):
             raise ExtensionMissingError(MISSING[Extension.STATISTICS])
         total: ServerCounters | None = None
-        for url in self._pool.urls:
-            channel = self._pool.first_channel(url)
+        for endpoint in self._pool.endpoints:
+            channel = self._pool.first_channel(endpoint)
             try:
                 raw = channel.inference_statistics(
                     self.info.name,
@@ -338,7 +338,7 @@ class TritonSession:
             total = counters if total is None else add_counters(total, counters)
         assert total is not None
         # A pipeline's stages right after: their figures cover (nearly) the same interval.
-        channels = [self._pool.first_channel(url) for url in self._pool.urls]
+        channels = [self._pool.first_channel(endpoint) for endpoint in self._pool.endpoints]
         pipeline = pipeline_stages(self.info.config)
         stages = stage_counters(
             channels, pipeline, headers=self._headers, timeout_s=self.spec.timeouts.request_s
@@ -644,7 +644,7 @@ class TritonSession:
             )
         except Exception as e:  # e.g. the channel was closed under us
             self._pool.release(channel)
-            failure = classify_failure(e, channel.url, self._secrets)
+            failure = classify_failure(e, channel.endpoint, self._secrets)
             self._fail_send(send, failure.status, failure.message, failure.kind)
             self._end_send(send, reusable=True)
 
@@ -670,27 +670,27 @@ class TritonSession:
     ) -> None:
         assert self._pool is not None and self.transport is not None
         if error is not None or result is None:
-            failure = classify_failure(error, channel.url, self._secrets)
+            failure = classify_failure(error, channel.endpoint, self._secrets)
             if failure.regions_lost:
-                self._pool.mark_ok(channel.url)  # it answered
+                self._pool.mark_ok(channel.endpoint)  # it answered
                 self.transport.server_restarted()
                 if self._live_members(send) and self._retry(send):
                     return
             elif failure.transient:
                 if failure.kind is ErrorKind.UNREACHABLE:
-                    self._pool.mark_unreachable(channel.url, failure.message)
+                    self._pool.mark_unreachable(channel.endpoint, failure.message)
                 else:
-                    self._pool.mark_ok(channel.url)  # it answered: a passing state of the server
+                    self._pool.mark_ok(channel.endpoint)  # it answered: a passing state of the server
                 if self._live_members(send) and self._retry(send):
                     return
             elif failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
-                self._pool.mark_ok(channel.url)  # the server answered, with an error
+                self._pool.mark_ok(channel.endpoint)  # the server answered, with an error
             self._fail_send(send, failure.status, failure.message, failure.kind)
             # The server answered (an error), or never got it: its buffers are free again,
             # unless the call was cancelled or timed out (the server may still use them).
             self._end_send(send, reusable=failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT))
             return
-        self._pool.mark_ok(channel.url)
+        self._pool.mark_ok(channel.endpoint)
         batch = len(send.members)
         try:
             # One check whatever the transport: first on what the reply says it carries
@@ -807,7 +807,7 @@ class TritonSession:
             classes=decoded.classes if decoded else None,
             dropped_invalid=decoded.dropped_invalid if decoded else 0,
             model=self.info.name if self.info else None,
-            server=send.channel.url if send is not None and send.channel is not None else None,
+            server=send.channel.endpoint.url if send is not None and send.channel is not None else None,
             retries=max(0, send.attempts - 1) if send is not None else 0,
             error_kind=kind,
             timing=timing,
