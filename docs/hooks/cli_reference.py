@@ -123,7 +123,7 @@ def _section(parser: argparse.ArgumentParser, title: str, level: int, descriptio
         lines += ["", "```text", parser.epilog.strip("\n"), "```"]
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
+            for sub in action.choices.values():
                 lines += ["", *_section(sub, f"`{sub.prog}`", level + 1, sub.description)]
     return lines
 
