@@ -18,7 +18,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "<!-- cli-reference -->"
-WIDTH = 100  # columns of the usage blocks (argparse reads $COLUMNS)
+WIDTH = 82  # columns of the usage blocks, as wide as the page's code blocks (argparse reads $COLUMNS)
 
 
 def _import_cli() -> Any:
