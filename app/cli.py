@@ -136,13 +136,19 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def smoke_test_parser() -> argparse.ArgumentParser:
+    """The parser of `triton-viewer --smoke-test` (the packaged build's self-check)."""
+    parser = argparse.ArgumentParser(prog="triton-viewer --smoke-test")
+    _load(SMOKE_TEST).add_arguments(parser)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if "--smoke-test" in args_list:
-        module = _load(SMOKE_TEST)
-        parser = argparse.ArgumentParser(prog="triton-viewer --smoke-test")
-        module.add_arguments(parser)
-        return run_headless(module.run, parser.parse_args([a for a in args_list if a != "--smoke-test"]))
+        parser = smoke_test_parser()
+        args = parser.parse_args([a for a in args_list if a != "--smoke-test"])
+        return run_headless(_load(SMOKE_TEST).run, args)
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     parser = build_parser(command)
     if command is None:
