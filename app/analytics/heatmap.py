@@ -93,9 +93,9 @@ class HeatMap:
         if peak <= 0:
             return out
         height, width = out.shape[:2]
-        smooth = cv2.GaussianBlur(heat / peak, (0, 0), sigmaX=0.8)
+        smooth = cv2.GaussianBlur(heat / peak, (0, 0), sigmaX=1.0)
         smooth = smooth / max(float(smooth.max()), 1e-12)
-        up = np.clip(cv2.resize(smooth, (width, height), interpolation=cv2.INTER_LINEAR), 0.0, 1.0)
+        up = np.clip(cv2.resize(smooth, (width, height), interpolation=cv2.INTER_CUBIC), 0.0, 1.0)
         colour = cv2.applyColorMap((up * 255).astype(np.uint8), cv2.COLORMAP_JET)
         colour = cv2.cvtColor(colour, cv2.COLOR_BGR2RGB).astype(np.float32)
         opacity = np.where(up >= MIN_HEAT, alpha * (0.35 + 0.65 * up), 0.0).astype(np.float32)[..., None]
