@@ -55,7 +55,7 @@ def export_nvdsanalytics(
     size = size or config.size
     if size is None:
         raise ExportError(
-            f"{origin}: the source's size is not known: give it (--size WIDTH x HEIGHT) or add "
+            f"{origin}: the source's size is not known: give it (--size WIDTHxHEIGHT) or add "
             '"size": [width, height] to the zones file (config-width and config-height need it)'
         )
     if stream < 0:
