@@ -89,14 +89,15 @@ def _load(path: str) -> ZonesConfig:
 
 def _check(config: ZonesConfig, path: str, size: tuple[int, int] | None) -> int:
     size = size or config.size
+    warnings = config.outside(*size) if size else []
     summary = {
         "file": path,
         "lines": [line.name for line in config.lines],
         "zones": [zone.name for zone in config.zones],
         "size": list(size) if size else None,
-        "warnings": config.outside(*size) if size else [],
+        "warnings": warnings,
     }
-    for warning in summary["warnings"]:
+    for warning in warnings:
         eprint(f"warning: {path}: {warning}")
     print(json.dumps(summary))
     return EXIT_OK
@@ -110,6 +111,7 @@ def _export(config: ZonesConfig, args: argparse.Namespace) -> int:
     except ExportError as e:
         raise UsageError(str(e)) from None
     size = args.size or config.size
+    assert size is not None  # the export needs it, and said so
     for warning in config.outside(*size):
         eprint(f"warning: {args.file}: {warning}")
     for note in exported.notes:
