@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -205,7 +206,7 @@ def back_and_forth(waypoints: tuple[float, ...], speed: float, hold: int) -> lis
     """x per frame: from each waypoint to the next at `speed` pixels per frame, resting `hold`
     frames at each one (the first and the last included)."""
     xs: list[float] = []
-    for start, end in zip(waypoints, waypoints[1:], strict=False):
+    for start, end in itertools.pairwise(waypoints):
         xs += [start] * hold
         steps = max(1, math.ceil(abs(end - start) / speed))
         xs += [start + (end - start) * k / steps for k in range(steps)]
