@@ -68,6 +68,16 @@ def test_an_empty_map_is_the_frame_itself_and_a_png_reads_back(tmp_path: Path) -
     assert heat.render().shape == (48, 64, 3)  # over black at the map's size
 
 
+def test_the_layer_alone_is_transparent_where_nothing_was_seen() -> None:
+    heat = HeatMap(160, 120, cell=16)
+    assert heat.layer_rgba().shape == (32, 40, 4) and not heat.layer_rgba().any()
+    heat.add(np.array([[40, 40]]), 0.0, 1.0)
+    layer = heat.layer_rgba((160, 120))
+    assert layer.shape == (120, 160, 4)
+    assert layer[40, 40, 3] > 100 and layer[40, 40, 0] > layer[40, 40, 2]  # opaque-ish and red
+    assert layer[110, 150, 3] == 0
+
+
 def test_a_heat_map_needs_a_size() -> None:
     with pytest.raises(ValueError, match="needs a frame size"):
         HeatMap(0, 10)
