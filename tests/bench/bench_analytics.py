@@ -28,16 +28,6 @@ from app.inference.result import Detection
 
 WIDTH, HEIGHT, FPS = 1920, 1080, 30.0
 TRACKS = 50
-
-    [700, 500],
-    [900, 500],
-    [900, 800],
-    [1000, 800],
-    [1000, 500],
-    [1200, 500],
-    [1200, 1000],
-    [700, 1000],
-]
 ZONES = ZonesConfig.from_dict(
     {
         "lines": [
