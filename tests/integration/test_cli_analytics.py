@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import cv2
+import numpy as np
 import pytest
 
 from app.server.embedded import EmbeddedServer
@@ -168,6 +169,35 @@ def test_with_another_format_the_events_go_with_the_summary(
     assert records and all("event" in r for r in records)  # the frames are in the COCO file
     assert [r["event"] for r in records] == ["line_crossed", "zone_entered", "zone_left"]
     assert summary["analytics"]["lines"]["door"]["in"] == 1 and coco.is_file()
+
+
+def test_a_heat_map_needs_no_tracks(triton: EmbeddedServer, tmp_path: Path) -> None:
+    xs = back_and_forth((140, 500), speed=10, hold=6)
+    video = tmp_path / "walk.avi"
+    make_crossing_video(video, xs, fps=FPS)
+    image = tmp_path / "still.png"
+    cv2.imwrite(str(image), _first_frame(video))
+    proc = run_cli(
+        "infer", "--url", triton.grpc_url, "--heatmap", str(tmp_path / "maps"), str(video), str(image)
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    records, summary = parse(proc.stdout)
+    assert not events_of(records) and "analytics" not in summary
+    assert summary["heatmaps"] == {str(video): str(tmp_path / "maps" / "walk.png")}  # the image takes no part
+    picture = cv2.imread(summary["heatmaps"][str(video)])
+    background = _first_frame(video)
+    # Coloured along the face's path (the anchor's row), the top of the frame untouched.
+    row = round(float(np.median([r["detections"][0]["box"][3] for r in records if r.get("detections")])))
+    assert np.abs(picture[row, 200:450].astype(int) - background[row, 200:450].astype(int)).max() > 40
+    assert np.array_equal(picture[:40], background[:40])
+
+
+def _first_frame(video: Path) -> np.ndarray:
+    capture = cv2.VideoCapture(str(video))
+    ok, frame = capture.read()
+    capture.release()
+    assert ok
+    return frame
 
 
 @pytest.mark.parametrize(
