@@ -4,7 +4,8 @@ A thin adapter over `app.pipeline.batch.BatchJob` (the viewer's batches run the 
 job, so both write the same records). The main thread feeds (the session's windows are
 the backpressure that bounds memory); results arrive on the session's worker threads and
 go straight to one writer (a lock around write + flush: records are whole lines, and
-appear as soon as they are known).
+appear as soon as they are known). --zones and --heatmap (app.commands.infer_analytics) take
+each video's frames after its tracker, in frame order; their events follow the frame records.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from app.commands import infer_analytics
 from app.commands.common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -38,6 +38,7 @@ from app.commands.common import (
     write_summary,
 )
 from app.commands.infer_analytics import InferAnalytics
+from app.commands.infer_analytics import add_arguments as add_analytics_arguments
 from app.commands.outputs import LineSink, close_records, discard_records, open_records, records_failure
 from app.commands.progress import Progress
 from app.inference.core.open_session import open_session
@@ -92,7 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="video frames: give each detection a track id that follows the object across frames",
     )
-    infer_analytics.add_arguments(p, path_argument)
+    add_analytics_arguments(p, path_argument)
     p.add_argument(
         "paths",
         type=path_argument,

@@ -246,3 +246,9 @@ def test_the_heat_map_takes_every_detection_for_the_time_it_stands_for() -> None
     density = heat.density()
     assert density[2, 1] == pytest.approx(0.5) and density[7, 7] == pytest.approx(0.5)
     assert density.sum() == pytest.approx(1.0)
+
+
+def test_a_track_is_lost_only_once_the_tracker_has_given_it_up() -> None:
+    from app.pipeline.tracking import MAX_MISSED  # analytics sits below the pipeline: no import there
+
+    assert LOST_AFTER == MAX_MISSED + 1
