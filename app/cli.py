@@ -38,6 +38,10 @@ SUBCOMMANDS = {
         "app.commands.evaluate",
         "accuracy against labelled data (COCO, YOLO, VOC, labelme): mAP, per class, confusion, speed",
     ),
+    "zones": (
+        "app.commands.zones",
+        "counting lines and zones (infer --zones): check a zones file, export it for DeepStream",
+    ),
 }
 EXAMPLES = {
     None: """\
@@ -58,6 +62,7 @@ examples:
   triton-viewer infer --format yolo --output labels/ photos/      (labels/photo.txt, labels/classes.txt)
   triton-viewer infer --format voc --output annotations/ photos/  (annotations/photo.xml)
   triton-viewer infer --format labelme --output photos/ photos/   (photo.json beside photo.jpg)
+  triton-viewer infer --track --zones door.json --heatmap heat.png clip.mp4  (counts, dwell, heat map)
 
 exit status: 0 all inputs succeeded, 1 some failed, 2 usage or connection error, 130 interrupted""",
     "models": """\
@@ -94,6 +99,11 @@ examples:
   triton-viewer evaluate labels/ --images photos/ --format yolo --model face_detector
   triton-viewer evaluate data/ --model yolo_fp32 --model yolo_int8       (both, and B - A per class)
   triton-viewer evaluate faces/ --model face_detector --iou-type keypoints""",
+    "zones": """\
+examples:
+  triton-viewer zones check door.json --size 1920x1080
+  triton-viewer zones export --to deepstream door.json --size 1920x1080 --output config_nvdsanalytics.txt
+  triton-viewer infer --track --zones door.json --heatmap heat.png clip.mp4 > events.jsonl""",
     "serve": """\
 examples:
   triton-viewer serve
@@ -136,13 +146,19 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def smoke_test_parser() -> argparse.ArgumentParser:
+    """The parser of `triton-viewer --smoke-test` (the packaged build's self-check)."""
+    parser = argparse.ArgumentParser(prog="triton-viewer --smoke-test")
+    _load(SMOKE_TEST).add_arguments(parser)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if "--smoke-test" in args_list:
-        module = _load(SMOKE_TEST)
-        parser = argparse.ArgumentParser(prog="triton-viewer --smoke-test")
-        module.add_arguments(parser)
-        return run_headless(module.run, parser.parse_args([a for a in args_list if a != "--smoke-test"]))
+        parser = smoke_test_parser()
+        args = parser.parse_args([a for a in args_list if a != "--smoke-test"])
+        return run_headless(_load(SMOKE_TEST).run, args)
     command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
     parser = build_parser(command)
     if command is None:

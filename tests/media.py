@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -199,3 +200,41 @@ def make_webcam_video(path: str | Path, frames: int, fps: float, size: tuple[int
             writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
     finally:
         writer.release()
+
+
+def back_and_forth(waypoints: tuple[float, ...], speed: float, hold: int) -> list[float]:
+    """x per frame: from each waypoint to the next at `speed` pixels per frame, resting `hold`
+    frames at each one (the first and the last included)."""
+    xs: list[float] = []
+    for start, end in itertools.pairwise(waypoints):
+        xs += [start] * hold
+        steps = max(1, math.ceil(abs(end - start) / speed))
+        xs += [start + (end - start) * k / steps for k in range(steps)]
+    return [*xs, *[waypoints[-1]] * hold]
+
+
+def make_crossing_video(
+    path: str | Path,
+    face_centres_x: list[float],
+    fps: float = 30,
+    size: tuple[int, int] = (640, 480),
+) -> list[tuple[int, int]]:
+    """A video of the astronaut's face whose centre is at `face_centres_x[i]` on frame i (at a
+    fixed height, half-way down): the face's path is the truth the analytics tests count
+    against. Returns the head's top-left per frame (see `face_box`)."""
+    scale = face_scale_for(size)
+    head = head_image(scale)
+    fx1, _fy1, fx2, _fy2 = FACE_IN_CROP
+    offset = (fx1 + fx2) / 2 * scale  # the face's centre from the head's left edge
+    y = (size[1] - head.shape[0]) // 2
+    positions = [(round(cx - offset), y) for cx in face_centres_x]
+    for x, _ in positions:
+        if not 0 <= x <= size[0] - head.shape[1]:
+            raise ValueError(f"a face centre at x={x + offset} puts the head outside the {size} frame")
+    writer = _writer(Path(path), fps, size)
+    try:
+        for position in positions:
+            writer.write(cv2.cvtColor(face_frame(size, position, head), cv2.COLOR_RGB2BGR))
+    finally:
+        writer.release()
+    return positions

@@ -4,7 +4,8 @@ A thin adapter over `app.pipeline.batch.BatchJob` (the viewer's batches run the 
 job, so both write the same records). The main thread feeds (the session's windows are
 the backpressure that bounds memory); results arrive on the session's worker threads and
 go straight to one writer (a lock around write + flush: records are whole lines, and
-appear as soon as they are known).
+appear as soon as they are known). --zones and --heatmap (app.commands.infer_analytics) take
+each video's frames after its tracker, in frame order; their events follow the frame records.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from app.commands.common import (
     tell_session,
     write_summary,
 )
+from app.commands.infer_analytics import InferAnalytics
+from app.commands.infer_analytics import add_arguments as add_analytics_arguments
 from app.commands.outputs import LineSink, close_records, discard_records, open_records, records_failure
 from app.commands.progress import Progress
 from app.inference.core.open_session import open_session
@@ -90,6 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="video frames: give each detection a track id that follows the object across frames",
     )
+    add_analytics_arguments(p, path_argument)
     p.add_argument(
         "paths",
         type=path_argument,
@@ -103,9 +107,16 @@ class RecordWriter:
     """One JSON Lines writer shared by every thread; counts what it wrote, by status."""
 
     def __init__(
-        self, stream: LineSink | None, progress: Progress, export: ExportStream | None = None
+        self,
+        stream: LineSink | None,
+        progress: Progress,
+        export: ExportStream | None = None,
+        events: LineSink | None = None,
     ) -> None:
         self.stream = stream  # None: records are not written out (another --format is)
+        # Where analytics events go when the records do not (another --format): the summary's
+        # stream, so they are not lost.
+        self.events = stream if stream is not None else events
         self.export = export
         self.progress = progress
         self.counts = StatusCounts()  # of the records written
@@ -135,6 +146,24 @@ class RecordWriter:
             if self.broken is not None:
                 return
             self.broken = reason
+        for stop in self.on_broken:
+            stop()
+
+    def write_event(self, record: dict[str, Any]) -> None:
+        """An analytics event (--zones): written beside the records, counted in no status."""
+        if self.events is None:
+            return
+        line = record_line(record, self._encoding)
+        with self._lock:
+            if self.broken is not None:
+                return
+            try:
+                self.events.write(line)
+                self.events.flush()
+            except (OSError, ValueError) as e:
+                self.broken = records_failure(self.events, e)
+            else:
+                return
         for stop in self.on_broken:
             stop()
 
@@ -190,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec = session_spec(args, delivery=delivery_of(args))
         fmt = ExportFormat(getattr(args, "format", ExportFormat.JSONL))
+        names = _display_names(args.paths)
+        analytics = InferAnalytics.from_args(args, lambda path: names.get(str(path), str(path)))
         out, close_out = open_records(args.output, fmt)
         with serving(spec) as spec:
             session = open_session(spec)
@@ -200,7 +231,13 @@ def run(args: argparse.Namespace) -> int:
                     export = ExportStream(fmt, args.output, args.paths, vocabulary)
                 ran = True
                 status = _process(
-                    session, args.paths, args.concurrency, out, export, getattr(args, "track", False)
+                    session,
+                    args.paths,
+                    args.concurrency,
+                    out,
+                    export,
+                    getattr(args, "track", False),
+                    analytics,
                 )
             finally:
                 session.close(drain_timeout=0.5)
@@ -223,6 +260,7 @@ def _process(
     out: LineSink,
     export: ExportStream | None = None,
     track: bool = False,
+    analytics: InferAnalytics | None = None,
 ) -> int:
     if track:
         try:
@@ -233,10 +271,21 @@ def _process(
             ) from None
     progress = Progress(None, what="inputs")
     # With another --format, the records go to the export and only the summary to `out`.
-    writer = RecordWriter(out if export is None else None, progress, export)
-    # --track: each video's frames reach its own tracker in frame order, then the writer.
+    writer = RecordWriter(out if export is None else None, progress, export, events=out)
+    # --track: each video's frames reach its own tracker in frame order, then the writer;
+    # --zones/--heatmap: then its analytics, whose events follow the frame's record.
     trackers = StreamTrackers() if track else None
-    order = StreamsInOrder(lambda r: writer.write_result(trackers.track(r))) if trackers is not None else None
+
+    def deliver(result: InferenceResult) -> None:
+        if trackers is not None:
+            result = trackers.track(result)
+        writer.write_result(result)
+        if analytics is not None:
+            for event in analytics.feed(result):
+                writer.write_event(event)
+
+    ordered = trackers is not None or analytics is not None
+    order = StreamsInOrder(deliver) if ordered else None
     names = _display_names(paths)
     model = session.info.name if session.info else "?"
 
@@ -267,6 +316,9 @@ def _process(
         counts = job.counts()
     if order is not None:
         order.flush()  # frames behind one never sent (interrupted): written in order
+    if analytics is not None:
+        for event in analytics.finish():  # the visits still open end with their videos
+            writer.write_event(event)
     seconds = time.monotonic() - t0
     progress.finish()
     if export is not None and writer.broken is None:
@@ -281,6 +333,8 @@ def _process(
     summary["timing"] = _timing(writer.timing, session, counters_before, t0)
     summary["transport"] = session.transport.kind.value if session.transport else None
     summary["protocol"] = session.protocol.value
+    if analytics is not None:
+        _analytics_summary(analytics, summary, writer)
     if trackers is not None:  # per video: how many tracks, how many flickered (< 3 frames)
         summary["tracks"] = {
             source: tracker.book.flicker(ended_only=False).to_record()
@@ -293,6 +347,20 @@ def _process(
         return EXIT_INTERRUPTED
     failed = summary["failed"] or summary.get("not_started", 0)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _analytics_summary(analytics: InferAnalytics, summary: dict[str, Any], writer: RecordWriter) -> None:
+    """The summary's "analytics" and "heatmaps"; a heat map that cannot be written fails the run."""
+    counts = analytics.summary()
+    if counts is not None:
+        summary["analytics"] = counts
+    heatmaps, errors = analytics.save_heatmaps()
+    if analytics.heatmap is not None:
+        summary["heatmaps"] = heatmaps
+        for source, path in heatmaps.items():
+            eprint(f"heat map of {source}: {path}")
+    if errors:
+        writer.broken = writer.broken or "; ".join(errors)
 
 
 def _server_counters(session: TritonSession) -> ServerCounters | None:

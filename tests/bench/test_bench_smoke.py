@@ -32,6 +32,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_lifeline.py": (False, r"group gone after the owner's SIGKILL \(1 rounds\): median [\d.]+ ms"),
     "bench_infer_vs_plain.py": (True, r"C= 8: app infer +[\d.]+ img/s"),
     "bench_tracking.py": (False, r"20 objects, 10 frames: update median [\d.]+ ms"),
+    "bench_analytics.py": (False, r"50 tracks, 4 lines, 4 zones, no heat map: update median [\d.]+ ms"),
     "bench_memory.py": (True, r"growth: [-+][\d.]+ MB"),
     "bench_image_memory.py": (True, r"announces_30000\.jpg \([\d.]+ MB file\): peak RSS \d+ MB .*: failed"),
     "bench_masks.py": (True, r"face_detector 640x480, one at a time: server compute [\d.]+ ms"),

@@ -135,7 +135,7 @@ def test_bundle_layout(unpacked: Path) -> None:
     assert (internal / "resources/icons/triton-viewer.png").read_bytes()[:8] == PNG
     assert (internal / "pytriton/tritonserver/bin/tritonserver").stat().st_mode & 0o111
     # (SciPy is in: tracking needs it, through Norfair.)
-    for other_binding in ("PyQt5", "PyQt6", "PySide2", "tkinter", "matplotlib", "skimage"):
+    for other_binding in ("PyQt5", "PyQt6", "PySide2", "tkinter", "matplotlib", "skimage", "yaml", "jinja2"):
         assert not (internal / other_binding).exists(), other_binding
     # Left to the host: these would raise the glibc floor or must match the host's.
     names = {p.name for p in unpacked.rglob("*")}

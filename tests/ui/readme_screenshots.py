@@ -1,7 +1,7 @@
-"""The README's screenshots: the real windows at 1280x720 with a window manager's frame
-(Xvfb and openbox, started here), against the embedded server.
+"""The screenshots of the README and the docs site: the real windows at 1280x720 with a window
+manager's frame (Xvfb and openbox, started here), against the embedded server.
 
-    .venv/bin/python -m tests.ui.readme_screenshots resources/ [SHOT...]
+    .venv/bin/python -m tests.ui.readme_screenshots docs/images/ [SHOT...]
 
 Writes screenshot-start.png (the first screen), screenshot.png (a batch: the picture, its
 boxes listed, the thumbnails and the batch's statistics), screenshot-evaluation.png (Evaluate
@@ -9,9 +9,10 @@ against labels: the worst image first, its labels dashed beside the model's boxe
 confusion matrix), screenshot-live.png (live video being recorded), screenshot-compare.png
 (two versions of the test model fixed_versions side by side), screenshot-tune.png (Tools >
 Tune… after a tune of the test model fixed_cost) and screenshot-pipeline.png (face_mesh on the
-portraits, Where the time goes showing its stages). SHOT: `window`, `compare`, `tune` or
-`pipeline` (default all). Each is the whole screen: the window as a user sees it, title bar
-included. Settings go to a temporary folder: the user's own are never touched.
+portraits, Where the time goes showing its stages), into docs/images/ when no folder is given.
+SHOT: `window`, `compare`, `tune` or `pipeline` (default all). Each is the whole screen: the
+window as a user sees it, title bar included. Settings go to a temporary folder: the user's
+own are never touched.
 """
 
 from __future__ import annotations
@@ -274,4 +275,4 @@ def main(out_dir: str, shots: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp", sys.argv[2:] or list(SHOTS))
+    main(sys.argv[1] if len(sys.argv) > 1 else "docs/images", sys.argv[2:] or list(SHOTS))
