@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -145,10 +144,3 @@ def _keypoints_of(results: Mapping[int, InferenceResult]) -> int | None:
             if det.keypoints:
                 return len(det.keypoints)
     return None
-
-
-def thresholds_record(evaluation: Evaluation) -> dict[str, Any]:
-    return {
-        name: (float(t) if np.isfinite(t) else None)
-        for name, t in zip(evaluation.classes.categories, evaluation.best_thresholds, strict=True)
-    }
