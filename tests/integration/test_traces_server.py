@@ -1,0 +1,171 @@
+"""Triton's own traces, read from the embedded server as it writes them, matched to the
+client's requests and placed on its clock (the real server, both protocols)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from app.inference.introspection.extensions import ServerFeatures
+from app.inference.tracing import spans as names
+from app.inference.tracing.chrome import trace_events
+from app.inference.tracing.clock import ClockPlacement
+from app.inference.tracing.matching import ClientRecord, TraceCollector
+from app.inference.tracing.settings import TraceControl
+from app.inference.tracing.spans import ClientStage, RequestTrace
+from app.inference.tracing.trace_file import TraceFileReader
+from app.inference.transports.channel import Channel, ConnectionOptions
+from app.inference.transports.open_channel import open_channel
+from app.inference.transports.wire import Wire
+from app.resources import sample_image
+from app.server.embedded import EmbeddedServer
+from tests.strict_json import strict_loads
+
+FORTY = "fixed_40ms"
+
+
+@pytest.fixture(params=["grpc", "http"])
+def channel(request: pytest.FixtureRequest, triton: EmbeddedServer) -> Iterator[Channel]:
+    url = triton.grpc_url if request.param == "grpc" else f"http://{triton.http_url}"
+    opened = open_channel(url, ConnectionOptions())
+    yield opened
+    opened.close()
+
+
+def send_timed(channel: Channel, model: str, image: np.ndarray, request_id: str) -> ClientRecord:
+    """One request through the app's channel, its client window timed (monotonic ns)."""
+    wire = Wire(channel.protocol)
+    inputs = [wire.input("image", image[None], "UINT8")]
+    outputs = [wire.output("num_dets")]
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def on_done(result: Any = None, error: Exception | None = None) -> None:
+        outcome["reply_ns"], outcome["error"] = time.monotonic_ns(), error
+        done.set()
+
+    start = time.monotonic_ns()
+    channel.send(
+        model_name=model,
+        inputs=inputs,
+        outputs=outputs,
+        request_id=request_id,
+        client_timeout=30.0,
+        headers=None,
+        on_done=on_done,
+    )
+    assert done.wait(30)
+    assert outcome["error"] is None, outcome["error"]
+    return ClientRecord(
+        request_id,
+        model,
+        [ClientStage(names.IN_FLIGHT, start, outcome["reply_ns"])],
+        send_ns=start,
+        reply_ns=outcome["reply_ns"],
+    )
+
+
+def collect(
+    reader: TraceFileReader, collector: TraceCollector, wanted: int, timeout_s: float = 20
+) -> list[RequestTrace]:
+    found: list[RequestTrace] = []
+    deadline = time.monotonic() + timeout_s
+    while len(found) < wanted and time.monotonic() < deadline:
+        collector.add_server(reader.poll())
+        found += collector.ready()
+        time.sleep(0.05)
+    return found
+
+
+def traced(triton: EmbeddedServer, channel: Channel, model: str) -> tuple[TraceControl, TraceFileReader]:
+    control = TraceControl(channel, {}, ServerFeatures())
+    settings = control.enable(model)
+    assert settings is not None and settings.on and settings.log_frequency == 1
+    assert triton.trace_file is not None and settings.trace_file == str(triton.trace_file)
+    return control, TraceFileReader(Path(settings.trace_file))
+
+
+def test_a_40_ms_model_shows_its_compute_inside_the_request(triton: EmbeddedServer, channel: Channel) -> None:
+    control, reader = traced(triton, channel, FORTY)
+    collector = TraceCollector(ClockPlacement(same_machine=True))
+    image = np.zeros((48, 64, 3), np.uint8)
+    try:
+        ids = [f"x-ray-{channel.protocol.value}-{i}" for i in range(3)]
+        for request_id in ids:
+            collector.add_client(send_timed(channel, FORTY, image, request_id))
+        found = collect(reader, collector, len(ids))
+    finally:
+        control.restore()
+    assert sorted(t.request_id for t in found) == sorted(ids)
+    for trace in found:
+        assert trace.has_server(), trace.notes
+        assert trace.top.name == f"request {trace.request_id}"
+        infer = trace.first(names.COMPUTE_INFER)
+        queue = trace.first(names.QUEUE)
+        assert infer is not None and queue is not None
+        # The model sleeps 40 ms in execute(): the server's own marks say so.
+        assert infer.duration_ms >= 40.0
+        assert infer.model == FORTY
+        # On one steady clock, the server's part lies inside the client's.
+        flight = trace.first(names.IN_FLIGHT)
+        assert flight is not None
+        server = trace.first(names.SERVER)
+        assert server is not None and flight.start_ns <= server.start_ns <= server.end_ns <= flight.end_ns
+        assert 0 <= trace.facts["network_ms"] < flight.duration_ms
+        compute = sum(
+            s.duration_ms
+            for s in trace.spans
+            if s.name in (names.COMPUTE_INPUT, names.COMPUTE_INFER, names.COMPUTE_OUTPUT)
+        )
+        assert queue.duration_ms + compute <= flight.duration_ms
+        assert trace.clock.startswith("same machine")
+        if channel.protocol.value == "http":
+            assert trace.first(names.RECEIVE) is not None
+    # The settings were put back: the model inherits the server's (off) again.
+    after = control.settings(FORTY)
+    assert after is not None and not after.on and after.log_frequency == 0
+    # The Chrome trace of them is strict JSON, every span inside its request's on its track.
+    document = strict_loads(json.dumps(trace_events(found)))
+    events = [e for e in document["traceEvents"] if e["ph"] == "X"]
+    tops = {e["args"]["request_id"]: e for e in events if e["name"].startswith("request ")}
+    assert set(tops) == set(ids)
+    for event in events:
+        top = tops[event["args"]["request_id"]]
+        assert event["tid"] == top["tid"]
+        assert top["ts"] <= event["ts"] and event["ts"] + event["dur"] <= top["ts"] + top["dur"] + 0.001
+
+
+def test_face_mesh_shows_its_stages_nested_in_its_compute(triton: EmbeddedServer) -> None:
+    channel = open_channel(triton.grpc_url, ConnectionOptions())
+    control, reader = traced(triton, channel, "face_mesh")
+    collector = TraceCollector(ClockPlacement(same_machine=True))
+    import cv2
+
+    image = np.ascontiguousarray(cv2.imread(str(sample_image()))[:, :, ::-1])
+    try:
+        collector.add_client(send_timed(channel, "face_mesh", image, "mesh-1"))
+        (trace,) = collect(reader, collector, 1, timeout_s=60)
+    finally:
+        control.restore()
+        channel.close()
+    infer_index = next(
+        i for i, s in enumerate(trace.spans) if s.name == names.COMPUTE_INFER and s.model == "face_mesh"
+    )
+    infer = trace.spans[infer_index]
+    stages = [s for s in trace.spans if s.parent == infer_index]
+    assert [s.name for s in stages][:1] == ["face_detector"]
+    assert "face_landmark" in [s.name for s in stages]
+    for stage in stages:
+        assert stage.model == stage.name
+        assert infer.start_ns <= stage.start_ns <= stage.end_ns <= infer.end_ns
+        # Each stage has its own compute, carrying the stage model's name.
+        own = [s for s in trace.spans if s.parent == trace.spans.index(stage)]
+        assert names.COMPUTE_INFER in [s.name for s in own]
+        assert {s.model for s in own} == {stage.name}
