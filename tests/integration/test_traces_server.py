@@ -16,8 +16,9 @@ import pytest
 from app.inference.introspection.extensions import ServerFeatures
 from app.inference.tracing import spans as names
 from app.inference.tracing.chrome import trace_events
-from app.inference.tracing.clock import ClockPlacement
+from app.inference.tracing.clock import ClockPlacement, ServerClock
 from app.inference.tracing.matching import ClientRecord, TraceCollector
+from app.inference.tracing.otlp import TRACEPARENT, OtlpReceiver, new_traceparent
 from app.inference.tracing.settings import TraceControl
 from app.inference.tracing.spans import ClientStage, RequestTrace
 from app.inference.tracing.trace_file import TraceFileReader
@@ -26,6 +27,7 @@ from app.inference.transports.open_channel import open_channel
 from app.inference.transports.wire import Wire
 from app.resources import sample_image
 from app.server.embedded import EmbeddedServer
+from app.server.trace_setup import TraceMode, TraceSetup
 from tests.strict_json import strict_loads
 
 FORTY = "fixed_40ms"
@@ -39,7 +41,9 @@ def channel(request: pytest.FixtureRequest, triton: EmbeddedServer) -> Iterator[
     opened.close()
 
 
-def send_timed(channel: Channel, model: str, image: np.ndarray, request_id: str) -> ClientRecord:
+def send_timed(
+    channel: Channel, model: str, image: np.ndarray, request_id: str, headers: dict[str, str] | None = None
+) -> ClientRecord:
     """One request through the app's channel, its client window timed (monotonic ns)."""
     wire = Wire(channel.protocol)
     inputs = [wire.input("image", image[None], "UINT8")]
@@ -58,7 +62,7 @@ def send_timed(channel: Channel, model: str, image: np.ndarray, request_id: str)
         outputs=outputs,
         request_id=request_id,
         client_timeout=30.0,
-        headers=None,
+        headers=headers,
         on_done=on_done,
     )
     assert done.wait(30)
@@ -73,7 +77,7 @@ def send_timed(channel: Channel, model: str, image: np.ndarray, request_id: str)
 
 
 def collect(
-    reader: TraceFileReader, collector: TraceCollector, wanted: int, timeout_s: float = 20
+    reader: TraceFileReader | OtlpReceiver, collector: TraceCollector, wanted: int, timeout_s: float = 20
 ) -> list[RequestTrace]:
     found: list[RequestTrace] = []
     deadline = time.monotonic() + timeout_s
@@ -169,3 +173,34 @@ def test_face_mesh_shows_its_stages_nested_in_its_compute(triton: EmbeddedServer
         own = [s for s in trace.spans if s.parent == trace.spans.index(stage)]
         assert names.COMPUTE_INFER in [s.name for s in own]
         assert {s.model for s in own} == {stage.name}
+
+
+def test_opentelemetry_mode_traces_just_the_requests_sent_with_a_traceparent(tmp_path: Path) -> None:
+    repo = tmp_path / "repository"
+    repo.mkdir()
+    (repo / FORTY).symlink_to(Path(__file__).parents[1] / "models" / FORTY, target_is_directory=True)
+    with OtlpReceiver() as receiver:
+        setup = TraceSetup(TraceMode.OPENTELEMETRY, receiver.url)
+        with EmbeddedServer(repo, tracing=setup) as server:
+            assert server.trace_file is None
+            channel = open_channel(server.grpc_url, ConnectionOptions())
+            settings = TraceControl(channel, {}, ServerFeatures()).settings()
+            assert settings is not None and settings.opentelemetry and settings.collector_url == receiver.url
+            collector = TraceCollector(ClockPlacement(same_machine=True, server_clock=ServerClock.WALL))
+            image = np.zeros((48, 64, 3), np.uint8)
+            header, trace_id = new_traceparent()
+            try:
+                send_timed(channel, FORTY, image, "untraced-1")
+                collector.add_client(send_timed(channel, FORTY, image, "traced-1", {TRACEPARENT: header}))
+                send_timed(channel, FORTY, image, "untraced-2")
+                (trace,) = collect(receiver, collector, 1)
+            finally:
+                channel.close()
+            time.sleep(0.5)  # the server posts every 200 ms: nothing else comes
+            assert receiver.poll() == []
+    assert trace.request_id == "traced-1" and trace.trace_id == trace_id and trace.has_server()
+    infer, flight = trace.first(names.COMPUTE_INFER), trace.first(names.IN_FLIGHT)
+    assert infer is not None and flight is not None and infer.duration_ms >= 40.0
+    # Wall-clock marks moved onto the steady clock: inside the client's window.
+    assert flight.start_ns <= infer.start_ns <= infer.end_ns <= flight.end_ns
+    assert "wall-clock" in trace.clock

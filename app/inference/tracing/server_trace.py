@@ -45,6 +45,7 @@ class ServerTrace:
     parent_id: str = ""
     marks: dict[str, int] = field(default_factory=dict)
     children: list[ServerTrace] = field(default_factory=list)
+    otel_trace_id: str = ""  # OpenTelemetry: the W3C trace id (the client's, from its traceparent)
 
     def mark(self, name: str) -> int | None:
         return self.marks.get(name)
@@ -67,6 +68,7 @@ class ServerTrace:
             self.parent_id,
             {name: ns + offset_ns for name, ns in self.marks.items()},
             [child.shifted(offset_ns) for child in self.children],
+            self.otel_trace_id,
         )
 
     def walk(self) -> Iterable[ServerTrace]:

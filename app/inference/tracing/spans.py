@@ -246,7 +246,7 @@ def build_trace(
         if send_ns is not None:
             builder.add(_span(NETWORK_OUT, send_ns, window[0], model, SpanKind.NETWORK), top)
         builder.add_server(server, top, SERVER, reply_ns)
-    trace_id = server.trace_id if server is not None else ""
+    trace_id = (server.otel_trace_id or server.trace_id) if server is not None else ""
     trace = RequestTrace(request_id, model, nest_in_client_stages(builder.spans), trace_id=trace_id)
     if window is not None and send_ns is not None and reply_ns is not None:
         # The wire both ways (and the client's and server's protocol stacks): the client's
