@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app.inference.introspection.extensions import ServerFeatures
+from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.tracing import spans as names
 from app.inference.tracing.chrome import trace_events
 from app.inference.tracing.clock import ClockPlacement, ServerClock
@@ -28,6 +28,7 @@ from app.inference.transports.wire import Wire
 from app.resources import sample_image
 from app.server.embedded import EmbeddedServer
 from app.server.trace_setup import TraceMode, TraceSetup
+from tests.mlserver.server import MLServer
 from tests.strict_json import strict_loads
 
 FORTY = "fixed_40ms"
@@ -204,3 +205,22 @@ def test_opentelemetry_mode_traces_just_the_requests_sent_with_a_traceparent(tmp
     # Wall-clock marks moved onto the steady clock: inside the client's window.
     assert flight.start_ns <= infer.start_ns <= infer.end_ns <= flight.end_ns
     assert "wall-clock" in trace.clock
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_a_server_without_the_trace_extension_is_named_in_one_sentence(
+    mlserver: MLServer, protocol: str
+) -> None:
+    url = mlserver.grpc_url if protocol == "grpc" else mlserver.http_url
+    channel = open_channel(url, ConnectionOptions())
+    features = ServerFeatures()
+    control = TraceControl(channel, {}, features)
+    try:
+        assert control.settings() is None
+        assert control.enable("boxes_nms") is None
+        control.restore()
+    finally:
+        channel.close()
+    assert features.missing == [Extension.TRACE]
+    assert control.missing_note == MISSING[Extension.TRACE]
+    assert features.notes() == ["request tracing not available from this server (Triton's trace extension)"]
