@@ -22,6 +22,7 @@ from app.inference.tracing.otlp import TRACEPARENT, OtlpReceiver, new_traceparen
 from app.inference.tracing.settings import TraceControl
 from app.inference.tracing.spans import ClientStage, RequestTrace
 from app.inference.tracing.trace_file import TraceFileReader
+from app.inference.tracing.tracer import Tracer, TraceSelection
 from app.inference.transports.channel import Channel, ConnectionOptions
 from app.inference.transports.open_channel import open_channel
 from app.inference.transports.wire import Wire
@@ -223,4 +224,39 @@ def test_a_server_without_the_trace_extension_is_named_in_one_sentence(
         channel.close()
     assert features.missing == [Extension.TRACE]
     assert control.missing_note == MISSING[Extension.TRACE]
+    tracer = Tracer.start(TraceSelection.parse("all"), "boxes_nms", control, same_machine=True)
+    assert tracer.source is None
+    assert tracer.notes == [f"{MISSING[Extension.TRACE]}: the client's stages only"]
     assert features.notes() == ["request tracing not available from this server (Triton's trace extension)"]
+
+
+def test_the_tracer_reads_the_embedded_servers_own_files_and_says_when_it_cannot(
+    triton: EmbeddedServer,
+) -> None:
+    channel = open_channel(triton.grpc_url, ConnectionOptions())
+    try:
+        far = Tracer.start(
+            TraceSelection.parse("1"), FORTY, TraceControl(channel, {}, ServerFeatures()), same_machine=False
+        )
+        assert far.source is None and "on its own machine, which this app cannot read" in far.notes[0]
+        control = TraceControl(channel, {}, ServerFeatures())
+        tracer = Tracer.start(TraceSelection.parse("1"), FORTY, control, same_machine=True)
+        assert isinstance(tracer.source, TraceFileReader) and tracer.source.consume
+        settings = control.settings(FORTY)
+        assert settings is not None and settings.on  # on for the one request to trace
+        recorder = tracer.begin("tracer-1")
+        assert recorder is not None and tracer.begin("tracer-2") is None
+        record = send_timed(channel, FORTY, np.zeros((8, 8, 3), np.uint8), "tracer-1")
+        recorder.stages[:] = record.stages
+        tracer.finished(recorder, send_s=record.send_ns / 1e9, reply_s=record.reply_ns / 1e9)  # type: ignore[operator]
+        deadline, found = time.monotonic() + 20, []
+        while not found and time.monotonic() < deadline:
+            found = tracer.poll()
+            time.sleep(0.05)
+        assert [t.request_id for t in found] == ["tracer-1"] and found[0].has_server()
+        # The one request traced: the server's tracing goes off again by itself.
+        after = control.settings(FORTY)
+        assert after is not None and not after.on
+        tracer.close()
+    finally:
+        channel.close()

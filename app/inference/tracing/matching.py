@@ -44,6 +44,12 @@ class ClientRecord:
     reply_ns: int | None = None  # the reply (or the error) arrived
     facts: dict[str, Any] = field(default_factory=dict)
     finished_s: float = field(default_factory=time.monotonic)
+    # The id the server saw: the request's own, or its client batch's ("a,b,c") when
+    # several requests went as one call.
+    server_request_id: str = ""
+
+    def __post_init__(self) -> None:
+        self.server_request_id = self.server_request_id or self.request_id
 
 
 class TraceCollector:
@@ -52,42 +58,54 @@ class TraceCollector:
         placement: ClockPlacement,
         *,
         wait_s: float = WAIT_S,
+        settle_s: float = 0.0,
         max_unclaimed: int = MAX_UNCLAIMED,
         max_waiting: int = MAX_WAITING,
     ) -> None:
         self.placement = placement
         self.wait_s = wait_s
+        self.settle_s = settle_s
         self.max_unclaimed = max_unclaimed
         self.max_waiting = max_waiting
         self._lock = threading.Lock()
-        self._clients: OrderedDict[str, ClientRecord] = OrderedDict()
+        # By the id the server saw; a client batch's members wait under one id.
+        self._clients: OrderedDict[str, list[ClientRecord]] = OrderedDict()
+        # Kept after a match too: a batch's later members match the same trace.
         self._servers: OrderedDict[str, ServerTrace] = OrderedDict()
         self._matched: list[tuple[ClientRecord, ServerTrace]] = []
         self.dropped = 0  # traced requests given up for lack of room (max_waiting)
 
     def add_client(self, record: ClientRecord) -> None:
         with self._lock:
-            server = self._servers.pop(record.request_id, None)
+            server = self._servers.get(record.server_request_id)
             if server is not None:
                 self._match(record, server)
                 return
-            self._clients[record.request_id] = record
+            self._clients.setdefault(record.server_request_id, []).append(record)
             while len(self._clients) > self.max_waiting:
-                self._clients.popitem(last=False)
-                self.dropped += 1
+                _, dropped = self._clients.popitem(last=False)
+                self.dropped += len(dropped)
 
     def add_server(self, traces: Iterable[ServerTrace]) -> None:
         with self._lock:
             for trace in traces:
                 if not trace.request_id:
                     continue
-                client = self._clients.pop(trace.request_id, None)
-                if client is not None:
+                for client in self._clients.pop(trace.request_id, []):
                     self._match(client, trace)
-                    continue
                 self._servers[trace.request_id] = trace
                 while len(self._servers) > self.max_unclaimed:
                     self._servers.popitem(last=False)
+
+    def add_stage(self, request_id: str, stage: ClientStage) -> bool:
+        """A stage timed after the request ended (the GUI's), to a record not given out yet."""
+        with self._lock:
+            waiting = [r for records in self._clients.values() for r in records]
+            for record in waiting + [client for client, _ in self._matched]:
+                if record.request_id == request_id:
+                    record.stages.append(stage)
+                    return True
+        return False
 
     def _match(self, client: ClientRecord, server: ServerTrace) -> None:
         window = server_window(server)
@@ -96,14 +114,21 @@ class TraceCollector:
         self._matched.append((client, server))
 
     def ready(self, now: float | None = None, *, flush: bool = False) -> list[RequestTrace]:
-        """The traces complete now: matched ones, and (past `wait_s`, or all when `flush`)
-        the client-only ones. Each is given once."""
+        """The traces complete now: matched ones `settle_s` after the client finished (room
+        for the GUI's stages), and (past `wait_s`, or all when `flush`) the client-only
+        ones. Each is given once."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            matched, self._matched = self._matched, []
-            late = [r for r in self._clients.values() if flush or now - r.finished_s >= self.wait_s]
-            for record in late:
-                del self._clients[record.request_id]
+            due = [flush or now - client.finished_s >= self.settle_s for client, _ in self._matched]
+            matched = [m for m, ready in zip(self._matched, due, strict=True) if ready]
+            self._matched = [m for m, ready in zip(self._matched, due, strict=True) if not ready]
+            late: list[ClientRecord] = []
+            for key in list(self._clients):
+                records = self._clients[key]
+                late += [r for r in records if flush or now - r.finished_s >= self.wait_s]
+                records[:] = [r for r in records if not (flush or now - r.finished_s >= self.wait_s)]
+                if not records:
+                    del self._clients[key]
             offset, clock = self.placement.offset_ns, self.placement.describe()
         out = []
         for client, server in matched:
@@ -132,5 +157,6 @@ class TraceCollector:
 
     @property
     def waiting(self) -> int:
+        """Traced requests not given out yet (waiting for the server's side, or settling)."""
         with self._lock:
-            return len(self._clients)
+            return sum(len(r) for r in self._clients.values()) + len(self._matched)
