@@ -58,7 +58,7 @@ def test_a_full_window_is_named_with_its_wait_and_the_slots() -> None:
     first = diagnose(trace)[0]
     assert first.finding is Finding.WINDOW_FULL
     assert first.message == "waited 31.0 ms for a free slot: in flight 2 of 2"
-    assert "--in-flight" in first.advice
+    assert first.advice.startswith("the client is the limit") and "--concurrency" in first.advice
     labels = [p.label for p in breakdown(trace)]
     assert labels[0] == "waited 31.0 ms for a free slot: in flight 2 of 2"
 
@@ -126,3 +126,17 @@ def test_the_breakdown_names_the_gaps_between_stages() -> None:
     parts = breakdown(trace)
     assert [p.name for p in parts] == [names.PREPROCESS, "gap", names.IN_FLIGHT, names.DECODE]
     assert parts[1].label == "3.0 ms unaccounted before in flight" and parts[1].start_ms == 2.0
+
+
+def test_a_full_window_over_a_queueing_server_blames_the_server() -> None:
+    trace = traced(
+        [(names.SLOT_WAIT, 0, 40), (names.IN_FLIGHT, 40, 122)],
+        server(41, 38, 41),
+        40,
+        122,
+        in_flight=2,
+        window=2,
+    )
+    findings = {d.finding: d for d in diagnose(trace)}
+    assert findings[Finding.WINDOW_FULL].advice.startswith("the server is the limit")
+    assert Finding.SERVER_QUEUE in findings

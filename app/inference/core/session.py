@@ -48,6 +48,8 @@ from app.inference.core.spec import (
     Timeouts,
 )
 from app.inference.core.stats import RequestStats
+from app.inference.core.trace_hooks import PathTracing
+from app.inference.core.tracing_control import open_tracer
 from app.inference.core.transport_choice import choose_transport
 from app.inference.core.window import Window
 from app.inference.decoding.letterbox import BoxTransform, FromReducedSource
@@ -69,6 +71,9 @@ from app.inference.profiles.output_check import OutputCheck, OutputError, descri
 from app.inference.profiles.profile import DecodedOutputs, ModelProfile, decode_outputs, preprocess
 from app.inference.protocol import ServerProtocol, protocol_of
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
+from app.inference.tracing.otlp import OtlpReceiver
+from app.inference.tracing.spans import DECODE, READ_OUTPUTS, RETRY_WAIT, SEND
+from app.inference.tracing.tracer import RequestRecorder, Tracer, TraceSelection
 from app.inference.transports.channel import Call, Channel, ChannelFactory, ConnectionOptions, Reply
 from app.inference.transports.open_channel import open_channel
 from app.inference.transports.transport import Lease, Transport, TransportKind, declared_outputs
@@ -111,6 +116,7 @@ class _Request:
     preprocess_ms: float = 0.0
     prepared: float = 0.0  # monotonic time the tensor was ready
     send: _Send | None = None  # the gRPC call carrying it (shared when batched)
+    trace: RequestRecorder | None = None  # traced requests only (trace_hooks.py)
 
 
 @dataclass(eq=False)
@@ -125,6 +131,7 @@ class _Send:
     call: Call | None = None  # the attempt in flight
     lease: Lease | None = None
     sent_at: float = 0.0
+    answered_at: float = 0.0  # the last attempt's reply (or error) arrived
     ended: bool = False  # answered or given up: its lease went back to the transport
 
     @property
@@ -216,6 +223,8 @@ class TritonSession:
         self._lock = threading.Lock()
         self._drained = threading.Condition(self._lock)
         self._pending: dict[str, _Request] = {}
+        # The tracer, once start_tracing() made one (app.inference.core.tracing_control).
+        self._tracing = PathTracing()
         self._window = Window(max_in_flight)
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:6]
@@ -427,6 +436,22 @@ class TritonSession:
         """Threads blocked in submit() for a place in the session's window now."""
         return self._window.waiting
 
+    def start_tracing(self, selection: TraceSelection, *, receiver: OtlpReceiver | None = None) -> Tracer:
+        """Trace the requests `selection` picks from now on, client and server (blocking: it
+        reads and changes the server's trace settings; close() puts them back). The tracer
+        gives out the traces (`Tracer.poll`); untraced requests pay nothing for it."""
+        if self._pool is None or self.info is None:
+            raise SessionError("the session is not open")
+        if self._tracing.tracer is None:
+            self._tracing.tracer = open_tracer(
+                self._pool, self.urls, self.info.name, self.features, self._headers, selection, receiver
+            )
+        return self._tracing.tracer
+
+    @property
+    def tracer(self) -> Tracer | None:
+        return self._tracing.tracer
+
     def close(self, drain_timeout: float = 2.0) -> None:
         """Stop accepting; let in-flight requests finish for up to `drain_timeout` s; cancel the rest."""
         with self._lock:
@@ -462,6 +487,8 @@ class TritonSession:
                 call()  # each ends its request (cancelled) now that we are closing
         if self._workers is not None:
             self._workers.shutdown(wait=True)
+        if self._tracing.tracer is not None:
+            self._tracing.tracer.close()  # the server's trace settings put back (its traces stay readable)
         if self.transport is not None:
             self.transport.close()  # unregister and unlink the shared-memory regions
         if self._pool is not None:
@@ -512,6 +539,7 @@ class TritonSession:
             raise SessionClosedError(f"the session is {self._state}; no new requests")
         wait = (None if wait_s is None else wait_s) if block else 0.0
         started = time.monotonic()
+        in_flight_before = self._window.used  # for a traced request's "in flight 2 of 2"
         if group is not None and not group.window.acquire(wait):
             return None
         if wait is not None:
@@ -542,6 +570,7 @@ class TritonSession:
             deadline=now + (self.timeout_s if timeout_s is None else timeout_s),
             timeout_s=self.timeout_s if timeout_s is None else timeout_s,
         )
+        req.trace = self._tracing.begin(req.id, started, now, in_flight_before, self._window.size)
         with self._lock:
             closed = self._state is not SessionState.OPEN
             refused = closed or (group is not None and not group.admit())
@@ -622,6 +651,7 @@ class TritonSession:
         req.prepared = time.monotonic()
         req.preprocess_ms = (req.prepared - t0) * 1000
         req.tensor = tensor
+        self._tracing.prepared(req, t0, req.prepared, tensor, self.profile.input_name)
         if self._batcher is not None:
             # Same shape and type only: one call carries one stacked tensor. Same timeout
             # too: the call's deadline is its earliest member's, so a request asked to wait
@@ -650,6 +680,8 @@ class TritonSession:
         send = _Send(live, tensor, deadline=min(m.deadline for m in live))
         for m in live:
             m.tensor, m.send = None, send  # the stacked copy is what travels now
+        if self._batcher is not None:
+            self._tracing.waited_for_batch(live, time.monotonic())
         self._send(send)
 
     def _live_members(self, send: _Send) -> list[_Request]:
@@ -688,7 +720,9 @@ class TritonSession:
             return
         try:
             if send.lease is None:
+                writing = time.monotonic()
                 send.lease = self.transport.prepare(send.tensor, len(send.members))
+                self._tracing.wrote(send.members, self.transport.kind, writing, time.monotonic())
         except Exception as e:
             self._pool.release(channel)
             self._fail_send(send, Status.FAILED, f"cannot attach the input: {e}", ErrorKind.BAD_INPUT)
@@ -696,6 +730,8 @@ class TritonSession:
             return
         send.channel, send.attempts = channel, send.attempts + 1
         send.sent_at = time.monotonic()
+        if send.attempts > 1:
+            self._tracing.stage(send.members, RETRY_WAIT, send.answered_at, send.sent_at)
         try:
             send.call = channel.send(
                 model_name=self.info.name,
@@ -704,9 +740,10 @@ class TritonSession:
                 outputs=send.lease.outputs,
                 request_id=send.id,
                 client_timeout=remaining,
-                headers=self._headers or None,
+                headers=self._tracing.headers(send.members, self._headers or None),
                 on_done=functools.partial(self._on_reply, send, channel),
             )
+            self._tracing.stage(send.members, SEND, send.sent_at, time.monotonic())
         except Exception as e:  # e.g. the channel was closed under us
             self._pool.release(channel)
             failure = classify_failure(e, channel.url, self._secrets)
@@ -734,12 +771,14 @@ class TritonSession:
         self, send: _Send, channel: Channel, result: Reply | None, error: Any, answered: float
     ) -> None:
         assert self._pool is not None and self.transport is not None
+        send.answered_at = answered
         if error is not None or result is None:
             failure = classify_failure(error, channel.url, self._secrets)
             if failure.regions_lost:
                 self._pool.mark_ok(channel.url)  # it answered
                 self.transport.server_restarted()
                 if self._live_members(send) and self._retry(send):
+                    self._tracing.retried(send.members, send.sent_at, answered, failure.status)
                     return
             elif failure.transient:
                 if failure.kind is ErrorKind.UNREACHABLE:
@@ -747,9 +786,11 @@ class TritonSession:
                 else:
                     self._pool.mark_ok(channel.url)  # it answered: a passing state of the server
                 if self._live_members(send) and self._retry(send):
+                    self._tracing.retried(send.members, send.sent_at, answered, failure.status)
                     return
             elif failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
                 self._pool.mark_ok(channel.url)  # the server answered, with an error
+            self._tracing.answered(send.members, send.sent_at, answered)
             self._fail_send(send, failure.status, failure.message, failure.kind)
             # The server answered (an error), or never got it: its buffers are free again,
             # unless the call was cancelled or timed out (the server may still use them).
@@ -757,6 +798,7 @@ class TritonSession:
             return
         self._pool.mark_ok(channel.url)
         batch = len(send.members)
+        reading = self._tracing.answered(send.members, send.sent_at, answered)
         try:
             # One check whatever the transport: first on what the reply says it carries
             # (before anything is copied), then on what was read, before decoding.
@@ -766,6 +808,7 @@ class TritonSession:
                 self._output_check.check(declared, batch)
             outputs = self.transport.outputs_of(send.lease, result)
             self._output_check.check(describe_arrays(outputs), batch)
+            self._tracing.stage(send.members, READ_OUTPUTS, reading, time.monotonic())
         except OutputError as e:
             self._end_send(send, reusable=True)
             self._fail_send(send, Status.FAILED, str(e), e.kind)
@@ -793,11 +836,13 @@ class TritonSession:
             message = f"{req.source or 'image'}: cannot decode the model's output: {e}"
             self._finish(req, Status.FAILED, message, kind=ErrorKind.SERVER)
             return
+        decoded_at = time.monotonic()
+        self._tracing.stage((req,), DECODE, t0, decoded_at)
         timing = RequestTiming(
             preprocess_ms=req.preprocess_ms,
             wait_ms=max(0.0, (send.sent_at - req.prepared) * 1000),
             round_trip_ms=round_trip_ms,
-            postprocess_ms=(time.monotonic() - t0) * 1000,
+            postprocess_ms=(decoded_at - t0) * 1000,
             batch=batch,
         )
         self._finish(req, Status.OK, None, decoded.detections, timing=timing, decoded=decoded)
@@ -878,13 +923,18 @@ class TritonSession:
             tag=req.tag,
         )
         req.tensor = None  # free the tensor now, not when the caller drops the result
-        if req.group is not None:
-            req.group.hand_on(result, req.callback)  # counted, handed on, then maybe drained
-            return
+        handing = time.monotonic() if req.trace is not None else 0.0
         try:
-            req.callback(result)
-        except Exception:
-            log.exception("result callback failed for request %s", req.id)
+            if req.group is not None:
+                req.group.hand_on(result, req.callback)  # counted, handed on, then maybe drained
+            else:
+                try:
+                    req.callback(result)
+                except Exception:
+                    log.exception("result callback failed for request %s", req.id)
+        finally:
+            if req.trace is not None:
+                self._tracing.called_back(req, send, handing, time.monotonic())
 
     def _release_slots(self, req: _Request) -> None:
         """Give back the request's places in the windows (once): when its reply arrives, or

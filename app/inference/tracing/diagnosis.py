@@ -153,17 +153,17 @@ def diagnose(trace: RequestTrace) -> list[Diagnosis]:
         return ms >= MIN_MS and ms / total >= MIN_SHARE
 
     waited = _sum(trace.named(names.SLOT_WAIT)) + _sum(trace.named(names.BATCH_WAIT))
-    if worth(waited):
-        found.append(
-            Diagnosis(
-                Finding.WINDOW_FULL,
-                waited,
-                _slot_label(trace, waited),
-                "the client is the bottleneck: raise the in-flight window (--in-flight), "
-                "or the server cannot keep up with more",
-            )
-        )
     queue = _server_own(trace, names.QUEUE)
+    if worth(waited):
+        # A full window over a queueing server: the server is the limit, more in flight
+        # would only queue longer there. Over an idle one: the client is.
+        advice = (
+            "the server is the limit (it queues the requests already in flight): more in flight "
+            "would queue longer there"
+            if worth(queue)
+            else "the client is the limit: raise the requests in flight (--concurrency), the server has room"
+        )
+        found.append(Diagnosis(Finding.WINDOW_FULL, waited, _slot_label(trace, waited), advice))
     if worth(queue):
         found.append(
             Diagnosis(

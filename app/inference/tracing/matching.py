@@ -47,6 +47,7 @@ class ClientRecord:
     # The id the server saw: the request's own, or its client batch's ("a,b,c") when
     # several requests went as one call.
     server_request_id: str = ""
+    inputs: dict[str, Any] = field(default_factory=dict, repr=False)  # the tensors sent
 
     def __post_init__(self) -> None:
         self.server_request_id = self.server_request_id or self.request_id
@@ -153,6 +154,7 @@ class TraceCollector:
             reply_ns=client.reply_ns,
         )
         trace.facts.update(client.facts)
+        trace.inputs = client.inputs
         return trace
 
     @property

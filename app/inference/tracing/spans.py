@@ -33,7 +33,8 @@ SERIALISE = "serialise"
 SHM_WRITE = "shared-memory write"
 SEND = "send"
 IN_FLIGHT = "in flight"  # from the send to the reply's arrival
-REPLY = "reply"
+REPLY = "reply to a worker"  # from the reply's arrival (gRPC's thread) to a worker taking it
+READ_OUTPUTS = "read outputs"
 DECODE = "decode outputs"
 CALLBACK = "result callback"
 HANDOVER = "hand-over to the GUI"
@@ -94,6 +95,8 @@ class RequestTrace:
     clock: str = ""  # how the server's marks were placed (ClockPlacement.describe)
     notes: list[str] = field(default_factory=list)  # e.g. "the server did not trace it"
     facts: dict[str, Any] = field(default_factory=dict)
+    # The tensors the request sent (input name -> array with its batch axis), when recorded.
+    inputs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def top(self) -> Span:
@@ -247,13 +250,35 @@ def build_trace(
             builder.add(_span(NETWORK_OUT, send_ns, window[0], model, SpanKind.NETWORK), top)
         builder.add_server(server, top, SERVER, reply_ns)
     trace_id = (server.otel_trace_id or server.trace_id) if server is not None else ""
-    trace = RequestTrace(request_id, model, nest_in_client_stages(builder.spans), trace_id=trace_id)
+    spans = nest_in_client_stages(cut_overlaps(builder.spans))
+    trace = RequestTrace(request_id, model, spans, trace_id=trace_id)
     if window is not None and send_ns is not None and reply_ns is not None:
         # The wire both ways (and the client's and server's protocol stacks): the client's
         # window less the server's part. Not a span: the way back overlaps the server's
         # bookkeeping after its reply left.
         trace.facts["network_ms"] = round(max(0, (reply_ns - send_ns) - (window[1] - window[0])) / 1e6, 3)
     return trace
+
+
+def cut_overlaps(spans: list[Span]) -> list[Span]:
+    """A client stage of the top span that runs on into a later stage it does not contain
+    is cut where that one begins: the send call returns after the server already has the
+    message (the format nests by time alone, and two stages half over each other nest
+    neither way). The server's marks are never moved."""
+    out = list(spans)
+    top = sorted(
+        (i for i, s in enumerate(spans) if s.parent == 0), key=lambda i: (spans[i].start_ns, -spans[i].end_ns)
+    )
+    for a in top:
+        span = out[a]
+        if span.kind is not SpanKind.CLIENT:
+            continue
+        for b in top:
+            later = out[b]
+            if b != a and span.start_ns < later.start_ns < span.end_ns < later.end_ns:
+                span = Span(span.name, span.start_ns, later.start_ns, span.model, span.kind, span.parent)
+        out[a] = span
+    return out
 
 
 def nest_in_client_stages(spans: list[Span]) -> list[Span]:
@@ -271,7 +296,7 @@ def nest_in_client_stages(spans: list[Span]) -> list[Span]:
             if j != i
             and spans[j].start_ns <= span.start_ns
             and span.end_ns <= spans[j].end_ns
-            and (spans[j].duration_ns, -j) > (span.duration_ns, -i)
+            and spans[j].duration_ns > span.duration_ns
         ]
         if holders:
             inner = min(holders, key=lambda j: spans[j].duration_ns)

@@ -108,7 +108,7 @@ class RequestRecorder:
     """The client's stages of one traced request. Appended by one thread at a time (the
     request's path moves it from thread to thread, never two at once)."""
 
-    __slots__ = ("facts", "headers", "request_id", "stages", "trace_id")
+    __slots__ = ("facts", "headers", "inputs", "request_id", "stages", "trace_id")
 
     def __init__(self, request_id: str, headers: dict[str, str] | None = None, trace_id: str = "") -> None:
         self.request_id = request_id
@@ -116,6 +116,9 @@ class RequestRecorder:
         self.facts: dict[str, Any] = {}
         self.headers = headers  # sent with the request (OpenTelemetry: its traceparent)
         self.trace_id = trace_id
+        # The tensors sent (input name -> array, this request's own, with its batch axis):
+        # for the perf_analyzer export. Held only for traced requests, until given out.
+        self.inputs: dict[str, Any] = {}
 
     def stage(self, name: str, start_s: float, end_s: float) -> None:
         """A stage in the session's monotonic seconds (`time.monotonic()`)."""
@@ -178,6 +181,7 @@ class Tracer:
                 reply_ns=None if reply_s is None else int(reply_s * 1e9),
                 facts=recorder.facts,
                 server_request_id=server_request_id or recorder.request_id,
+                inputs=recorder.inputs,
             )
         )
 
