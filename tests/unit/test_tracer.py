@@ -8,7 +8,7 @@ import pytest
 from app.inference.tracing import spans as names
 from app.inference.tracing.otlp import TRACEPARENT
 from app.inference.tracing.server_trace import traces_from_entries
-from app.inference.tracing.tracer import SelectionError, SelectionKind, Tracer, TraceSelection
+from app.inference.tracing.tracer import SelectionError, SelectionKind, SlowestKept, Tracer, TraceSelection
 from tests.unit.test_trace_model import MS, entries
 
 
@@ -69,12 +69,17 @@ def test_a_client_batch_members_share_the_server_trace_and_the_gui_adds_its_stag
     assert not tracer.add_stage("b", names.PAINT, 0.03, 0.04)  # given out already
 
 
-def test_slowest_keeps_only_the_n_slowest_for_the_end() -> None:
+def test_slowest_traces_all_and_keeps_only_the_n_slowest() -> None:
     tracer = Tracer(TraceSelection.parse("slowest:2"), "m")
     tracer.collector.wait_s = 0.0
+    keep = SlowestKept(tracer.selection.count)
+    dropped = []
     for i, ms in enumerate([5, 50, 10, 40, 1]):
         finish(tracer, f"r{i}", i, i + ms / 1000)
-        assert tracer.poll() == []  # kept back until the end
-    kept = tracer.poll(flush=True)
+        for trace in tracer.poll():
+            dropped += [t.request_id for t in keep.offer(trace)]
+    kept = keep.kept()
     assert [t.request_id for t in kept] == ["r1", "r3"]  # in time order
     assert [round(t.duration_ms) for t in kept] == [50, 40]
+    assert sorted(dropped) == ["r0", "r2", "r4"]  # each given back as soon as it fell out
+    assert SlowestKept(None).offer(kept[0]) == []

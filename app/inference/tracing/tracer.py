@@ -96,12 +96,30 @@ class TraceSelection:
             self.kind = SelectionKind.NEXT
             self.count += max(0, n)
 
-    def keep(self, traces: list[RequestTrace]) -> list[RequestTrace]:
-        """What to give out: the N slowest for SLOWEST (in time order), all otherwise."""
-        if self.kind is not SelectionKind.SLOWEST:
-            return traces
-        kept = heapq.nlargest(self.count, traces, key=lambda t: t.duration_ms)
-        return sorted(kept, key=lambda t: t.start_ns)
+
+class SlowestKept:
+    """The N slowest traces so far (all of them when `n` is None), bounded: `offer` answers
+    which traces fell out (to be written without their trace), `kept` the ones left, in
+    time order."""
+
+    def __init__(self, n: int | None) -> None:
+        self.n = n
+        self._heap: list[tuple[float, int, RequestTrace]] = []
+        self._count = 0
+
+    def offer(self, trace: RequestTrace) -> list[RequestTrace]:
+        self._count += 1
+        if self.n is None:
+            self._heap.append((trace.duration_ms, self._count, trace))
+            return []
+        heapq.heappush(self._heap, (trace.duration_ms, self._count, trace))
+        dropped = []
+        while len(self._heap) > self.n:
+            dropped.append(heapq.heappop(self._heap)[2])
+        return dropped
+
+    def kept(self) -> list[RequestTrace]:
+        return sorted((t for _, _, t in self._heap), key=lambda t: t.start_ns)
 
 
 class RequestRecorder:
@@ -149,8 +167,8 @@ class Tracer:
         self.collector = TraceCollector(self.placement)
         self.traceparent = traceparent
         self.notes = list(notes or [])
-        self._done: list[RequestTrace] = []
-        self._lock = threading.Lock()
+        # The traced requests not given out yet (the command line holds their records back).
+        self._open_ids: set[str] = set()
         self._server_on = control is not None and source is not None
 
     # -- the session's side (any thread) -------------------------------------------
@@ -158,6 +176,7 @@ class Tracer:
         """A recorder when this request is traced, None (cheaply) when it is not."""
         if not self.selection.active or not self.selection.take():
             return None
+        self._open_ids.add(request_id)
         if self.traceparent:
             header, trace_id = new_traceparent()
             return RequestRecorder(request_id, {TRACEPARENT: header}, trace_id)
@@ -192,20 +211,16 @@ class Tracer:
 
     # -- the caller's side (a worker thread) ---------------------------------------
     def poll(self, *, flush: bool = False) -> list[RequestTrace]:
-        """The traces complete since the last poll (reads the server's side first). With
-        `flush` (the end of a run), everything still waiting, and SLOWEST's choice."""
+        """The traces complete since the last poll (reads the server's side first); with
+        `flush` (the end of a run), everything still waiting. Every traced request's, for
+        SLOWEST too: the caller keeps the slowest (`SlowestKept`), so that it can hold back
+        what it writes of them until the end."""
         if self.source is not None:
             try:
                 self.collector.add_server(self.source.poll())
             except OSError as e:  # a trace folder gone (the server stopped): client stages only
                 log.warning("cannot read the server's traces: %s", e)
         found = self.collector.ready(flush=flush)
-        if self.selection.kind is SelectionKind.SLOWEST:
-            with self._lock:
-                self._done = self.selection.keep(self._done + found)
-                if not flush:
-                    return []
-                found, self._done = self._done, []
         if (
             self.selection.kind is SelectionKind.NEXT
             and not self.selection.active
@@ -213,6 +228,10 @@ class Tracer:
         ):
             self._server_off()
         return found
+
+    def is_traced(self, request_id: str) -> bool:
+        """Whether this request is traced and its trace not given out yet."""
+        return request_id in self._open_ids
 
     def arm(self, n: int) -> None:
         """Trace the next `n` requests (turning the server's tracing on again if needed)."""
