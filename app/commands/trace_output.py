@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from app.system.atomic_files import describe_write_error
 
 POLL_S = 0.1
 SLOWEST_SAID = 3  # requests whose breakdown is said on stderr at the end
+MAX_EARLY = 1024  # traces kept for records not written yet
 # At most this many traces kept for the Chrome file (the first ones; slowest:N keeps N).
 MAX_KEPT = 100_000
 
@@ -70,6 +73,15 @@ def add_trace_arguments(p: argparse.ArgumentParser, path_type: Callable[[str], s
     )
 
 
+@dataclass
+class _Held:
+    """A record waiting for the traces of its requests (request id -> the part it goes in)."""
+
+    record: dict[str, Any]
+    waiting: dict[str, str | None]
+    then: Callable[[dict[str, Any]], None]  # writes it
+
+
 class TraceRun:
     def __init__(
         self,
@@ -83,7 +95,8 @@ class TraceRun:
         self.tensors = tensors
         self.write = write  # where held records go once their trace is known
         self._tracers: list[tuple[TritonSession, Tracer]] = []
-        self._held: dict[str, dict[str, Any]] = {}
+        self._held: dict[str, _Held] = {}  # by request id (a compared pair: by both)
+        self._early: OrderedDict[str, RequestTrace] = OrderedDict()  # traces before their record
         self._lock = threading.Lock()
         self._kept = SlowestKept(selection.count if selection.kind is SelectionKind.SLOWEST else None)
         self._stop = threading.Event()
@@ -116,21 +129,62 @@ class TraceRun:
     # -- records -------------------------------------------------------------------
     def hold(self, request_id: str | None, record: dict[str, Any]) -> bool:
         """Keep `record` until its request's trace is known (True), or not traced (False)."""
-        if request_id is None or self.write is None:
+        if self.write is None:
             return False
+        return self.hold_parts(record, {None: request_id}, self.write)
+
+    def hold_parts(
+        self,
+        record: dict[str, Any],
+        parts: dict[str | None, str | None],
+        then: Callable[[dict[str, Any]], None],
+    ) -> bool:
+        """Keep `record` until the traces of the traced requests among `parts` (the key of
+        the part of the record a request's trace goes in: None the record itself, "a" its
+        `record["a"]`; the request's id) are known, then `then(record)` (True); False: none
+        of them is traced."""
         with self._lock:
             tracers = [t for _, t in self._tracers]
-        if not any(t.is_traced(request_id) for t in tracers):
-            return False
+            early = {
+                part: self._early.pop(rid)
+                for part, rid in parts.items()
+                if rid is not None and rid in self._early
+            }
+        for part, trace in early.items():
+            (record if part is None else record.setdefault(part, {}))["trace"] = trace_record(trace)
+        waiting = {
+            rid: part
+            for part, rid in parts.items()
+            if rid is not None and part not in early and any(t.is_traced(rid) for t in tracers)
+        }
+        if not waiting:
+            if early:
+                then(record)
+            return bool(early)
+        held = _Held(record, waiting, then)
         with self._lock:
-            self._held[request_id] = record
+            for rid in waiting:
+                self._held[rid] = held
         return True
 
     def _release(self, trace: RequestTrace, with_trace: bool) -> None:
         with self._lock:
-            record = self._held.pop(trace.request_id, None)
-        if record is not None and self.write is not None:
-            self.write({**record, "trace": trace_record(trace)} if with_trace else record)
+            held = self._held.pop(trace.request_id, None)
+            if held is None:
+                # Its record is not written yet (a compared pair waits for its other side):
+                # kept a while for it.
+                if with_trace:
+                    self._early[trace.request_id] = trace
+                    while len(self._early) > MAX_EARLY:
+                        self._early.popitem(last=False)
+                return
+            part = held.waiting.pop(trace.request_id)
+            if with_trace:
+                target = held.record if part is None else held.record.setdefault(part, {})
+                target["trace"] = trace_record(trace)
+            done = not held.waiting
+        if done:
+            held.then(held.record)
 
     def _take(self, traces: list[RequestTrace]) -> None:
         for trace in traces:
@@ -165,10 +219,10 @@ class TraceRun:
             for trace in kept:
                 self._release(trace, with_trace=True)
         with self._lock:
-            left, self._held = list(self._held.values()), {}
-        for record in left:  # traced, but ended without a trace (the session closed first)
-            if self.write is not None:
-                self.write(record)
+            left = {id(h): h for h in self._held.values()}
+            self._held = {}
+        for held in left.values():  # traced, but ended without a trace (the session closed first)
+            held.then(held.record)
         self._write_files(kept)
         self._say(kept)
         return kept

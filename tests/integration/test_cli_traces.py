@@ -102,3 +102,33 @@ def test_a_bad_trace_selection_is_named(folder: Path) -> None:
     done = run_cli("infer", "--trace", "fastest:3", str(folder))
     assert done.returncode == 2
     assert "--trace 'fastest:3': expected all, a number of requests" in done.stderr
+
+
+def test_compare_trace_puts_each_sides_trace_in_its_part(
+    triton: EmbeddedServer, folder: Path, tmp_path: Path
+) -> None:
+    chrome = tmp_path / "compare.json"
+    done = run_cli(
+        "compare",
+        "--url",
+        triton.grpc_url,
+        "--model",
+        FORTY,
+        "--model",
+        "fixed_cost",
+        "--trace",
+        "all",
+        "--trace-output",
+        str(chrome),
+        str(folder),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    records, _ = parse(done.stdout)
+    assert len(records) == 4
+    for record in records:
+        for side, model in (("a", FORTY), ("b", "fixed_cost")):
+            spans = record[side]["trace"]["spans"]
+            assert spans[0]["name"] == f"request {record[side]['request_id']}"
+            assert {s["model"] for s in spans if s["name"] == "compute infer"} == {model}
+    events = [e for e in strict_loads(chrome.read_text())["traceEvents"] if e["ph"] == "X"]
+    assert sum(e["name"].startswith("request ") for e in events) == 8

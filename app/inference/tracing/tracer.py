@@ -24,6 +24,7 @@ import heapq
 import logging
 import os
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -147,6 +148,72 @@ class TraceSource(Protocol):
     def poll(self) -> list[ServerTrace]: ...
 
 
+MAX_QUEUED = 4096
+
+
+class _FanOut:
+    """One source read for several tracers (two sessions on one server share its trace
+    files: the first to read a file would otherwise take the other's traces with it)."""
+
+    def __init__(self, source: TraceSource) -> None:
+        self.source = source
+        self._lock = threading.Lock()
+        self._queues: list[deque[ServerTrace]] = []
+
+    def subscribe(self) -> _Subscriber:
+        queue: deque[ServerTrace] = deque(maxlen=MAX_QUEUED)
+        with self._lock:
+            self._queues.append(queue)
+        return _Subscriber(self, queue)
+
+    def unsubscribe(self, queue: deque[ServerTrace]) -> bool:
+        """True when no one is left."""
+        with self._lock:
+            self._queues = [q for q in self._queues if q is not queue]
+            return not self._queues
+
+    def poll_into(self, mine: deque[ServerTrace]) -> list[ServerTrace]:
+        with self._lock:
+            found = self.source.poll()
+            for queue in self._queues:
+                queue.extend(found)
+            out = list(mine)
+            mine.clear()
+        return out
+
+
+class _Subscriber:
+    def __init__(self, fan_out: _FanOut, queue: deque[ServerTrace]) -> None:
+        self.fan_out = fan_out
+        self.queue = queue
+
+    @property
+    def source(self) -> TraceSource:
+        return self.fan_out.source
+
+    def poll(self) -> list[ServerTrace]:
+        return self.fan_out.poll_into(self.queue)
+
+    def unsubscribe(self) -> None:
+        if self.fan_out.unsubscribe(self.queue):
+            with _FILES_LOCK:
+                for path, fan_out in list(_FILES.items()):
+                    if fan_out is self.fan_out:
+                        del _FILES[path]
+
+
+_FILES: dict[Path, _FanOut] = {}  # by trace file: one reader each, for every tracer of this process
+_FILES_LOCK = threading.Lock()
+
+
+def _file_source(trace_file: Path, consume: bool) -> _Subscriber:
+    with _FILES_LOCK:
+        fan_out = _FILES.get(trace_file)
+        if fan_out is None:
+            fan_out = _FILES[trace_file] = _FanOut(TraceFileReader(trace_file, consume=consume))
+        return fan_out.subscribe()
+
+
 class Tracer:
     def __init__(
         self,
@@ -245,10 +312,15 @@ class Tracer:
             self._server_on = False
 
     def close(self) -> None:
-        """Put the server's settings back; the receiver, if any, is the caller's."""
+        """Put the server's settings back, stop reading its files (what was read stays to
+        be polled); the receiver, if any, is the caller's."""
         if self.control is not None and not self.traceparent:
             self.control.restore()
         self._server_on = False
+        if isinstance(self.source, _Subscriber):
+            self.collector.add_server(self.source.poll())
+            self.source.unsubscribe()
+            self.source = None
 
     # -- set-up --------------------------------------------------------------------
     @classmethod
@@ -301,8 +373,8 @@ class Tracer:
                 ],
             )
         own = trace_file.parent.parent.name.startswith(OWN_SERVER_FOLDER)
-        reader = TraceFileReader(trace_file, consume=own)
-        tracer = cls(selection, model, control=control, source=reader, placement=placement)
+        source = _file_source(trace_file, consume=own)
+        tracer = cls(selection, model, control=control, source=source, placement=placement)
         if selection.active:
             tracer._server_on = control.enable(model) is not None
         else:
