@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from app.inference.tracing.tracer import SelectionError, SelectionKind, SlowestK
 from app.system.atomic_files import describe_write_error
 
 POLL_S = 0.1
+SETTLE_S = 3.0  # at the end, how long the server's last traces are waited for
 SLOWEST_SAID = 3  # requests whose breakdown is said on stderr at the end
 MAX_EARLY = 1024  # traces kept for records not written yet
 # At most this many traces kept for the Chrome file (the first ones; slowest:N keeps N).
@@ -206,6 +208,22 @@ class TraceRun:
         while not self._stop.wait(POLL_S):
             self._poll()
 
+    def _settle(self, tracers: list[Tracer], timeout_s: float = SETTLE_S) -> None:
+        """Poll until the server's side of every traced request has come (or `timeout_s`)."""
+        deadline = time.monotonic() + timeout_s
+        while any(t.collector.waiting for t in tracers) and time.monotonic() < deadline:
+            for tracer in tracers:
+                self._take(tracer.poll())
+            time.sleep(POLL_S / 2)
+
+    def finish_session(self, session: TritonSession) -> None:
+        """Before `session` closes: its traced requests' traces (the others go on)."""
+        with self._lock:
+            tracers = [t for s, t in self._tracers if s is session]
+        self._settle(tracers)
+        for tracer in tracers:
+            self._take(tracer.poll(flush=True))
+
     # -- the end -------------------------------------------------------------------
     def finish(self) -> list[RequestTrace]:
         """Every traced request's trace (the records held written), the files written;
@@ -213,6 +231,9 @@ class TraceRun:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
+        with self._lock:
+            tracers = [t for _, t in self._tracers]
+        self._settle(tracers)
         self._poll(flush=True)
         kept = self._kept.kept()
         if self.selection.kind is SelectionKind.SLOWEST:

@@ -132,3 +132,38 @@ def test_compare_trace_puts_each_sides_trace_in_its_part(
             assert {s["model"] for s in spans if s["name"] == "compute infer"} == {model}
     events = [e for e in strict_loads(chrome.read_text())["traceEvents"] if e["ph"] == "X"]
     assert sum(e["name"].startswith("request ") for e in events) == 8
+
+
+def test_evaluate_trace_records_and_chrome(triton: EmbeddedServer, tmp_path: Path) -> None:
+    from tests.evaluation_data import write_dataset
+    from tests.integration.test_cli_evaluate import CLASSES, FIXED, records_of
+
+    dataset, extra = write_dataset("coco", tmp_path / "data", FIXED, CLASSES)
+    records, chrome = tmp_path / "records.jsonl", tmp_path / "trace.json"
+    done = run_cli(
+        "evaluate",
+        "--url",
+        triton.grpc_url,
+        str(dataset),
+        "--model",
+        "fixed_versions",
+        "--records",
+        str(records),
+        "--trace",
+        "2",
+        "--trace-output",
+        str(chrome),
+        "--output",
+        str(tmp_path / "report.json"),
+        *extra,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = records_of(records)
+    assert len(written) == len(FIXED)  # every record written, the traced ones too
+    traced = [r for r in written if "trace" in r]
+    assert len(traced) == 2
+    for record in traced:
+        assert "compute infer" in {s["name"] for s in record["trace"]["spans"]}
+    events = [e for e in strict_loads(chrome.read_text())["traceEvents"] if e["ph"] == "X"]
+    assert {e["args"]["request_id"] for e in events} == {r["request_id"] for r in traced}
