@@ -35,6 +35,7 @@ from app.system.atomic_files import describe_write_error
 POLL_S = 0.1
 SETTLE_S = 3.0  # at the end, how long the server's last traces are waited for
 SLOWEST_SAID = 3  # requests whose breakdown is said on stderr at the end
+MAX_TENSORS = 100  # traced requests whose tensors --trace-tensors writes, at most
 MAX_EARLY = 1024  # traces kept for records not written yet
 # At most this many traces kept for the Chrome file (the first ones; slowest:N keeps N).
 MAX_KEPT = 100_000
@@ -99,6 +100,7 @@ class TraceRun:
         self._tracers: list[tuple[TritonSession, Tracer]] = []
         self._held: dict[str, _Held] = {}  # by request id (a compared pair: by both)
         self._early: OrderedDict[str, RequestTrace] = OrderedDict()  # traces before their record
+        self._with_tensors = 0
         self._lock = threading.Lock()
         self._kept = SlowestKept(selection.count if selection.kind is SelectionKind.SLOWEST else None)
         self._stop = threading.Event()
@@ -121,6 +123,7 @@ class TraceRun:
         """Trace `session`'s requests from now on (blocking: the server's trace settings)."""
         selection = TraceSelection(self.selection.kind, self.selection.count)  # each its own count
         tracer = session.start_tracing(selection)
+        tracer.keep_inputs = self.tensors is not None
         for note in tracer.notes:
             say_once(f"--trace: {note}")
         with self._lock:
@@ -190,6 +193,11 @@ class TraceRun:
 
     def _take(self, traces: list[RequestTrace]) -> None:
         for trace in traces:
+            if trace.inputs:
+                if self._with_tensors >= MAX_TENSORS and self.selection.kind is not SelectionKind.SLOWEST:
+                    trace.inputs = {}  # the first MAX_TENSORS only: a megabyte or more each
+                else:
+                    self._with_tensors += 1
             if self.selection.kind is SelectionKind.SLOWEST:
                 for dropped in self._kept.offer(trace):
                     self._release(dropped, with_trace=False)

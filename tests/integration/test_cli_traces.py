@@ -167,3 +167,39 @@ def test_evaluate_trace_records_and_chrome(triton: EmbeddedServer, tmp_path: Pat
         assert "compute infer" in {s["name"] for s in record["trace"]["spans"]}
     events = [e for e in strict_loads(chrome.read_text())["traceEvents"] if e["ph"] == "X"]
     assert {e["args"]["request_id"] for e in events} == {r["request_id"] for r in traced}
+
+
+def test_bench_trace_slowest_writes_the_chrome_file_and_says_where_the_time_went(
+    triton: EmbeddedServer, folder: Path, tmp_path: Path
+) -> None:
+    chrome = tmp_path / "bench.json"
+    done = run_cli(
+        "bench",
+        "--url",
+        triton.grpc_url,
+        "--model",
+        FORTY,
+        "--concurrency",
+        "1,2",
+        "--requests",
+        "6",
+        "--warmup",
+        "0",
+        "--max-runs",
+        "1",
+        "--image",
+        str(next(folder.iterdir())),
+        "--trace",
+        "slowest:3",
+        "--trace-output",
+        str(chrome),
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    events = [e for e in strict_loads(chrome.read_text())["traceEvents"] if e["ph"] == "X"]
+    tops = [e for e in events if e["name"].startswith("request ")]
+    assert len(tops) == 3
+    assert sum(e["name"] == "compute infer" for e in events) == 3
+    assert "--trace: 3 traced request(s); the slowest:" in done.stderr
+    # At 2 in flight on one instance, the slowest queued behind another: said in words.
+    assert "queued" in done.stderr and "ms on the server" in done.stderr

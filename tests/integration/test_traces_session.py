@@ -49,6 +49,7 @@ def test_every_stage_of_a_traced_request_on_one_timeline(triton: EmbeddedServer,
     sent = images(3)
     with TritonSession.from_spec(spec_for(url_of(triton), max_in_flight=1)) as session:
         tracer = session.start_tracing(TraceSelection.parse("all"))
+        tracer.keep_inputs = True  # for the perf_analyzer export
         assert tracer.notes == []
         # Submitted back to back with one request in flight at most: each waits for the slot.
         futures = [session.submit_future(image) for image in sent]

@@ -46,13 +46,13 @@ class PathTracing:
             recorder.facts.update(in_flight=in_flight, window=window)
         return recorder
 
-    @staticmethod
     def prepared(
-        req: Traced, started_s: float, prepared_s: float, tensor: np.ndarray, input_name: str
+        self, req: Traced, started_s: float, prepared_s: float, tensor: np.ndarray, input_name: str
     ) -> None:
         if req.trace is not None:
             req.trace.stage(stage.PREPROCESS, started_s, prepared_s)
-            req.trace.inputs = {input_name: tensor}
+            if self.tracer is not None and self.tracer.keep_inputs:
+                req.trace.inputs = {input_name: tensor}
 
     @staticmethod
     def stage(members: Sequence[Traced], name: str, start_s: float, end_s: float) -> None:

@@ -234,6 +234,9 @@ class Tracer:
         self.collector = TraceCollector(self.placement)
         self.traceparent = traceparent
         self.notes = list(notes or [])
+        # Keep each traced request's tensors (the perf_analyzer export): off unless asked,
+        # a megabyte or more per request.
+        self.keep_inputs = False
         # The traced requests not given out yet (the command line holds their records back).
         self._open_ids: set[str] = set()
         self._server_on = control is not None and source is not None
