@@ -35,6 +35,7 @@ from app.system.atomic_files import describe_write_error
 POLL_S = 0.1
 SETTLE_S = 3.0  # at the end, how long the server's last traces are waited for
 SLOWEST_SAID = 3  # requests whose breakdown is said on stderr at the end
+FINDINGS_SAID = 2  # the diagnosis of each: its biggest findings
 MAX_TENSORS = 100  # traced requests whose tensors --trace-tensors writes, at most
 MAX_EARLY = 1024  # traces kept for records not written yet
 # At most this many traces kept for the Chrome file (the first ones; slowest:N keeps N).
@@ -315,4 +316,5 @@ class TraceRun:
         for trace in slowest:
             eprint(f"  request {trace.request_id} ({trace.model}): {trace.duration_ms:.1f} ms")
             eprint("    " + "; ".join(p.label for p in breakdown(trace)))
-            eprint("    -> " + diagnose(trace)[0].text())
+            for finding in diagnose(trace)[:FINDINGS_SAID]:
+                eprint("    -> " + finding.text())

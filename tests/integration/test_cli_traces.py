@@ -4,6 +4,7 @@ as strict JSON with the server's compute inside each request, the tensors file r
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import cv2
@@ -65,6 +66,10 @@ def test_infer_trace_all_records_chrome_and_tensors(
         assert infer["end_ms"] - infer["start_ms"] >= 40.0 and infer["model"] == FORTY
         assert 0 <= infer["start_ms"] <= infer["end_ms"] <= top["end_ms"]
         assert trace["clock"].startswith("same machine")
+        # The image's reading is the request's first stage, then its pre-processing.
+        (read,) = spans_named(record, "read")
+        (prep,) = spans_named(record, "pre-process")
+        assert read["start_ms"] == 0 and read["end_ms"] <= prep["start_ms"]
     # The Chrome trace: strict JSON, one top span per request with the server's inside.
     events = [e for e in strict_loads(chrome.read_text())["traceEvents"] if e["ph"] == "X"]
     tops = {e["args"]["request_id"]: e for e in events if e["name"].startswith("request ")}
@@ -201,5 +206,9 @@ def test_bench_trace_slowest_writes_the_chrome_file_and_says_where_the_time_went
     assert len(tops) == 3
     assert sum(e["name"] == "compute infer" for e in events) == 3
     assert "--trace: 3 traced request(s); the slowest:" in done.stderr
-    # At 2 in flight on one instance, the slowest queued behind another: said in words.
-    assert "queued" in done.stderr and "ms on the server" in done.stderr
+    # At 2 in flight on one instance, the slowest waited behind another (for the slot, or in
+    # the server's queue): said in words, with the figures.
+    findings = [line for line in done.stderr.splitlines() if line.strip().startswith("->")]
+    assert findings and any(
+        re.search(r"queued [\d.]+ ms on the server|waited [\d.]+ ms for a free slot", f) for f in findings
+    ), done.stderr

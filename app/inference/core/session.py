@@ -524,12 +524,14 @@ class TritonSession:
         wait_s: float | None = None,
         group: RequestGroup | None = None,
         source_size: tuple[int, int] | None = None,
+        read_span: tuple[float, float] | None = None,
     ) -> str | None:
         """Queue one RGB uint8 image; `callback(result)` is called exactly once, on a worker
         thread (or on this one, with `send_in_caller`, when it fails before being sent).
 
         `source_size`: (width, height) of the source when `image` was decoded smaller (a
         JPEG at 1/2 ...): results are then reported in the source's pixels.
+        `read_span`: when the image's reading began and ended (monotonic s), for its trace.
 
         Returns the request id, or None when not sent: no slot in the windows and `block`
         is False (live sources drop that frame), `wait_s` passed, or `group` was cancelled.
@@ -570,7 +572,7 @@ class TritonSession:
             deadline=now + (self.timeout_s if timeout_s is None else timeout_s),
             timeout_s=self.timeout_s if timeout_s is None else timeout_s,
         )
-        req.trace = self._tracing.begin(req.id, started, now, in_flight_before, self._window.size)
+        req.trace = self._tracing.begin(req.id, started, now, in_flight_before, self._window.size, read_span)
         with self._lock:
             closed = self._state is not SessionState.OPEN
             refused = closed or (group is not None and not group.admit())

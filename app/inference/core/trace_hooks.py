@@ -34,13 +34,22 @@ class PathTracing:
         self.tracer: Tracer | None = None
 
     def begin(
-        self, request_id: str, asked_s: float, admitted_s: float, in_flight: int, window: int
+        self,
+        request_id: str,
+        asked_s: float,
+        admitted_s: float,
+        in_flight: int,
+        window: int,
+        read_span: tuple[float, float] | None = None,
     ) -> RequestRecorder | None:
-        """A new request: its recorder when traced, with the wait for a free slot."""
+        """A new request: its recorder when traced, with its image's reading (when the
+        caller timed it) and the wait for a free slot."""
         tracer = self.tracer
         if tracer is None:
             return None
         recorder = tracer.begin(request_id)
+        if recorder is not None and read_span is not None:
+            recorder.stage(stage.READ, *read_span)
         if recorder is not None and admitted_s > asked_s:
             recorder.stage(stage.SLOT_WAIT, asked_s, admitted_s)
             recorder.facts.update(in_flight=in_flight, window=window)
