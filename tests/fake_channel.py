@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from tritonclient.utils import InferenceServerException
 
-from app.inference.protocol import ServerProtocol
+from app.inference.protocol import Endpoint, ServerProtocol
 from app.inference.transports.channel import ConnectionOptions, ReplyCallback
 
 MODEL = "fake_faces"
@@ -72,6 +72,8 @@ class Call:
     request_id: str
     on_done: ReplyCallback
     timeout: float
+    model_version: str = ""
+    headers: Mapping[str, str] | None = None
     cancelled: bool = False
     ended: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -123,8 +125,8 @@ class FakeServer:
         self.sent = threading.Condition(self.lock)
         self.live = True  # False: every call fails as a server that is down does (UNAVAILABLE)
 
-    def factory(self, url: str, options: ConnectionOptions) -> FakeChannel:
-        channel = FakeChannel(url, self)
+    def factory(self, endpoint: Endpoint, options: ConnectionOptions) -> FakeChannel:
+        channel = FakeChannel(endpoint, self)
         self.channels.append(channel)
         return channel
 
@@ -141,8 +143,8 @@ class FakeServer:
 class FakeChannel:
     protocol = ServerProtocol.GRPC
 
-    def __init__(self, url: str, server: FakeServer) -> None:
-        self.url = url
+    def __init__(self, endpoint: Endpoint, server: FakeServer) -> None:
+        self.endpoint = endpoint
         self.in_flight = 0
         self.server = server
         self.closed = False
@@ -188,7 +190,7 @@ class FakeChannel:
     ) -> Call:
         if self.closed:
             raise InferenceServerException(msg="Channel closed!", status="StatusCode.CANCELLED")
-        call = Call(request_id, on_done, client_timeout)
+        call = Call(request_id, on_done, client_timeout, model_version, headers)
         behaviour = self.server.next_behaviour()
         self.calls.append(call)
         with self.server.sent:

@@ -4,25 +4,19 @@ For each transport and client batch asked for, and each concurrency level: warm-
 requests through the app's whole pipeline (app.pipeline.sweep), with throughput, latency
 p50/p95/p99 and the server's queue and compute time per request. The knee is marked and one
 line recommends a setting. `--compare-plain` also runs a plain tritonclient async loop at
-each level (the same pre-processed tensors, a semaphore of `level` slots) and prints the
-app/plain throughput ratio.
+each level (app.pipeline.plain_loops: the same pre-processed tensors, a semaphore of `level`
+slots) and prints the app/plain throughput ratio.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import base64
 import csv
 import functools
-import ssl
-import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import tritonclient.grpc as grpcclient
 
 from app.commands.common import (
     EXIT_FAILED,
@@ -39,15 +33,12 @@ from app.commands.common import (
 )
 from app.commands.outputs import check_file_output, write_output
 from app.commands.trace_output import TraceRun, add_trace_arguments
-from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
-from app.inference.profiles.profile import ProfileError, preprocess
-from app.inference.protocol import ServerProtocol, parse_url
+from app.inference.profiles.profile import ProfileError
 from app.inference.result import strict_json
-from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
-from app.pipeline.load import LoadFigures, figures_of
+from app.pipeline.plain_comparison import PlainComparison
 from app.pipeline.sweep import (
     MAX_RUNS,
     NOISY_SPREAD,
@@ -185,173 +176,6 @@ def load_images(paths: Sequence[str]) -> tuple[list[np.ndarray], list[str]]:
         raise UsageError(f"--image: {e}") from None
 
 
-class PlainLoop:
-    """The baseline: one tritonclient gRPC client, async_infer, a semaphore of `level` slots,
-    the same pre-processed tensors sent in turn. It must not use the app's pipeline."""
-
-    def __init__(
-        self, url: str, options: ConnectionOptions, model: str, tensors: list[np.ndarray], profile: Any
-    ):
-        self.client = grpcclient.InferenceServerClient(
-            parse_url(url).address, ssl=options.ssl, root_certificates=options.root_certificates
-        )
-        self.model = model
-        self.headers = dict(options.headers) or None
-        self.inputs = []
-        for tensor in tensors:
-            inp = grpcclient.InferInput(profile.input_name, list(tensor.shape), profile.input_dtype)
-            inp.set_data_from_numpy(tensor)
-            self.inputs.append([inp])
-        self.output_names = list(profile.output_names)
-        self.outputs = [grpcclient.InferRequestedOutput(n) for n in self.output_names]
-
-    def close(self) -> None:
-        self.client.close()
-
-    def run(self, level: int, requests: int, timeout_s: float) -> LoadFigures:
-        slots = threading.Semaphore(level)
-        ended = threading.Semaphore(0)
-        latencies: list[float] = []
-        errors: list[str] = []
-
-        def done(started: float, result: Any, error: Any) -> None:
-            try:
-                if error is None:
-                    for name in self.output_names:  # what any client does with a reply
-                        result.as_numpy(name)
-                    latencies.append((time.perf_counter() - started) * 1000)
-                else:
-                    errors.append(str(error))
-            finally:
-                slots.release()
-                ended.release()
-
-        t0 = time.perf_counter()
-        for i in range(requests):
-            slots.acquire()
-            started = time.perf_counter()
-            try:
-                self.client.async_infer(
-                    self.model,
-                    self.inputs[i % len(self.inputs)],
-                    functools.partial(done, started),
-                    outputs=self.outputs,
-                    client_timeout=timeout_s,
-                    headers=self.headers,
-                )
-            except Exception as e:
-                slots.release()
-                ended.release()
-                errors.append(str(e))
-        for _ in range(requests):
-            ended.acquire()
-        seconds = time.perf_counter() - t0
-        return figures_of(latencies, requests, len(errors), seconds, errors[0] if errors else None)
-
-
-class PlainHttpLoop:
-    """The baseline over HTTP: one tritonclient asyncio HTTP client, `level` requests in flight
-    (a semaphore), the same pre-processed tensors sent in turn (binary where the server has
-    Triton's binary tensor extension). It must not use the app's pipeline."""
-
-    def __init__(
-        self,
-        url: str,
-        options: ConnectionOptions,
-        model: str,
-        tensors: list[np.ndarray],
-        profile: Any,
-        binary: bool,
-    ) -> None:
-        import tritonclient.http as httpclient  # on first use: it brings gevent
-
-        endpoint = parse_url(url)
-        self.address, self.tls = endpoint.address, endpoint.tls or options.ssl
-        self.options = options
-        self.model = model
-        self.headers = {
-            k: base64.b64encode(v).decode("ascii") if isinstance(v, bytes) else v
-            for k, v in options.headers.items()
-        }
-        self.headers["Content-Type"] = "application/json"
-        self.inputs = []
-        for tensor in tensors:
-            inp = httpclient.InferInput(profile.input_name, list(tensor.shape), profile.input_dtype)
-            inp.set_data_from_numpy(tensor, binary_data=binary)
-            self.inputs.append([inp])
-        self.output_names = list(profile.output_names)
-        self.outputs = [httpclient.InferRequestedOutput(n, binary_data=binary) for n in self.output_names]
-
-    def close(self) -> None:
-        pass  # each run has its own client, on its own event loop
-
-    def run(self, level: int, requests: int, timeout_s: float) -> LoadFigures:
-        return asyncio.run(self._run(level, requests, timeout_s))
-
-    async def _run(self, level: int, requests: int, timeout_s: float) -> LoadFigures:
-        import tritonclient.http.aio as httpaio
-
-        context = ssl.create_default_context(cafile=self.options.root_certificates) if self.tls else False
-        client = httpaio.InferenceServerClient(
-            self.address, conn_limit=level, conn_timeout=timeout_s, ssl=self.tls, ssl_context=context
-        )
-        slots = asyncio.Semaphore(level)
-        latencies: list[float] = []
-        errors: list[str] = []
-
-        async def one(i: int) -> None:
-            async with slots:
-                started = time.perf_counter()
-                try:
-                    result = await client.infer(
-                        self.model,
-                        self.inputs[i % len(self.inputs)],
-                        outputs=self.outputs,
-                        headers=dict(self.headers),
-                    )
-                    for name in self.output_names:  # what any client does with a reply
-                        result.as_numpy(name)
-                    latencies.append((time.perf_counter() - started) * 1000)
-                except Exception as e:
-                    errors.append(str(e) or type(e).__name__)
-
-        t0 = time.perf_counter()
-        try:
-            await asyncio.gather(*(one(i) for i in range(requests)))
-        finally:
-            await client.close()
-        seconds = time.perf_counter() - t0
-        return figures_of(latencies, requests, len(errors), seconds, errors[0] if errors else None)
-
-
-def plain_comparison(
-    url: str, options: ConnectionOptions, images: list[np.ndarray], plan: SweepPlan, timeout_s: float
-) -> Any:
-    """`extra_for_level` for the sweep: the plain loop at the same level, and the ratio."""
-    loops: dict[str, PlainLoop | PlainHttpLoop] = {}
-
-    def at_level(session: TritonSession, level: int) -> dict[str, Any]:
-        assert session.info is not None
-        loop = loops.get(session.info.name)
-        if loop is None:
-            tensors = [preprocess(image, session.info.profile)[0] for image in images]
-            name, profile = session.info.name, session.info.profile
-            loop = loops[name] = (
-                PlainHttpLoop(url, options, name, tensors, profile, session.wire.binary)
-                if session.protocol is ServerProtocol.HTTP
-                else PlainLoop(url, options, name, tensors, profile)
-            )
-        loop.run(level, plan.warmup_for(level), timeout_s)
-        plain = loop.run(level, plan.requests, timeout_s)
-        return {
-            "plain_throughput": plain.throughput,
-            "plain_p95_ms": plain.p95_ms,
-            "plain_failed": plain.failed,
-        }
-
-    return at_level, loops
-
-
 def progress_printer() -> Any:
     def show(p: SweepProgress) -> None:
         eta = "" if p.eta_s is None else f", {p.eta_s:.0f} s left"
@@ -465,17 +289,19 @@ def run(args: argparse.Namespace) -> int:
         check_file_output("--output", args.output)  # before the sweep, not after it
         check_file_output("--csv", args.csv)
         with serving(spec) as spec:
-            url = spec.urls[0]  # --url is given once here
-            extra, loops = (None, {})
-            if args.compare_plain:
-                extra, loops = plain_comparison(url, spec.connection, images, plan, spec.timeouts.request_s)
+            endpoint = spec.endpoints[0]  # --url is given once here
+            plain = (
+                PlainComparison(endpoint, spec.connection, images, plan, spec.timeouts.request_s)
+                if args.compare_plain
+                else None
+            )
             traces = TraceRun.from_args(args)
             sweep = Sweep(
                 spec,
                 images,
                 plan,
                 on_progress=progress_printer(),
-                extra_for_level=extra,
+                extra_for_level=plain.at_level if plain is not None else None,
                 on_session=traces.attach if traces is not None else None,
                 on_session_end=traces.finish_session if traces is not None else None,
             )
@@ -487,11 +313,11 @@ def run(args: argparse.Namespace) -> int:
                 eprint("interrupted")
                 return EXIT_INTERRUPTED
             finally:
-                for loop in loops.values():
-                    loop.close()
+                if plain is not None:
+                    plain.close()
             if traces is not None:
                 traces.finish()  # the Chrome file, the tensors, the slowest said
-            report = build_report(sweep, url, names, plan)
+            report = build_report(sweep, endpoint.url, names, plan)
     except (UsageError, SessionError, ProfileError) as e:
         eprint(f"error: {e}")
         return EXIT_USAGE

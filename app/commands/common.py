@@ -26,7 +26,7 @@ from app.inference.core.spec import (
 )
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profiles.profile import ProfileError, load_profile_file
-from app.inference.protocol import UrlError, parse_url
+from app.inference.protocol import Endpoint, MixedProtocolsError, UrlError, parse_endpoints, parse_url
 from app.inference.result import strict_json
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
@@ -259,20 +259,20 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--labels", type=path_argument, metavar="FILE", help="class names, one per line")
 
 
-def urls_of(args: argparse.Namespace) -> list[str]:
-    """--url as given (UsageError for one that cannot be a server's address, or for servers of
-    both protocols at once)."""
-    value = getattr(args, "url", None)
+def endpoints_of(args: argparse.Namespace, dest: str = "url") -> tuple[Endpoint, ...]:
+    """--url (or the option stored in `dest`, e.g. compare's --url-b) parsed, once, here
+    (UsageError for one that cannot be a server's address, or for servers of both protocols
+    at once)."""
+    value = getattr(args, dest, None)
     if not value:
-        return []
-    urls = [value] if isinstance(value, str) else list(value)
+        return ()
+    option = "--" + dest.replace("_", "-")
     try:
-        protocols = {parse_url(url).protocol for url in urls}
+        return parse_endpoints(value)
+    except MixedProtocolsError as e:
+        raise UsageError(f"{option}: {e}") from None
     except UrlError as e:
-        raise UsageError(f"--url {e}") from None
-    if len(protocols) > 1:
-        raise UsageError("--url: give servers of one protocol (all gRPC or all HTTP), not both")
-    return urls
+        raise UsageError(f"{option} {e}") from None
 
 
 def connection_options(args: argparse.Namespace) -> ConnectionOptions:
@@ -312,7 +312,7 @@ def session_spec(args: argparse.Namespace, *, delivery: Delivery | None = None) 
     model = getattr(args, "model", None)
     concurrency = getattr(args, "concurrency", None)
     return SessionSpec(
-        urls=tuple(urls_of(args)),
+        endpoints=endpoints_of(args),
         model=model if isinstance(model, str) else None,  # compare names one per side
         profile=ProfileSource(overrides=profile_overrides(args)),
         delivery=delivery or Delivery(),
@@ -359,7 +359,7 @@ def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
     # in flight retry until their deadlines meanwhile.
     supervisor = ServerSupervisor(local, lambda text: eprint(f"note: {text}")).start()
     try:
-        yield dataclasses.replace(spec, urls=(url,), metrics_url=local.metrics_address)
+        yield dataclasses.replace(spec, endpoints=(parse_url(url),), metrics_url=local.metrics_address)
     finally:
         supervisor.stop()
         local.stop(timeout=SERVER_STOP_S)

@@ -24,6 +24,7 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     concurrency_argument,
+    endpoints_of,
     eprint,
     float_range,
     path_argument,
@@ -39,6 +40,7 @@ from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import SessionSpec
 from app.inference.errors import SessionError
+from app.inference.protocol import Endpoint
 from app.inference.result import naming_input
 from app.pipeline.batch import VideoPolicy
 from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Side
@@ -114,13 +116,15 @@ def _open(name: str, spec: SessionSpec) -> TritonSession:
 
 
 @contextlib.contextmanager
-def _sessions(args: argparse.Namespace, spec: SessionSpec) -> Iterator[dict[Side, TritonSession]]:
+def _sessions(
+    args: argparse.Namespace, spec: SessionSpec, endpoints_b: tuple[Endpoint, ...]
+) -> Iterator[dict[Side, TritonSession]]:
     """A's and B's sessions: `spec` (servers, TLS, timeout, concurrency) with each side's
-    model and version, B on --url-b when given."""
+    model and version, B on `endpoints_b` (--url-b) when given."""
     model_a, model_b = _models(args)
     spec_a = dataclasses.replace(spec, model=model_a, version=args.version_a)
     spec_b = dataclasses.replace(
-        spec, model=model_b, version=args.version_b, urls=tuple(args.url_b) or spec.urls
+        spec, model=model_b, version=args.version_b, endpoints=endpoints_b or spec.endpoints
     )
     opened: dict[Side, TritonSession] = {}
     try:
@@ -135,8 +139,8 @@ def _sessions(args: argparse.Namespace, spec: SessionSpec) -> Iterator[dict[Side
 def describe(session: TritonSession) -> dict[str, Any]:
     info = session.info
     return {
-        "model": info.name if info else session.requested_model,
-        "version": session.model_version or (info.version if info else ""),
+        "model": info.name if info else session.spec.model,
+        "version": session.spec.version or (info.version if info else ""),
         "urls": list(session.urls),
     }
 
@@ -204,10 +208,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         _models(args)  # usage errors first, before any server starts
         spec = session_spec(args)
+        endpoints_b = endpoints_of(args, "url_b")
         out, close_out = open_records(args.output)
         if args.url_b and not args.url:
             eprint("note: A uses the embedded server, B the --url-b server(s)")
-        with serving(spec) as spec, _sessions(args, spec) as sessions:
+        with serving(spec) as spec, _sessions(args, spec, endpoints_b) as sessions:
             ran = True
             status = _process(sessions, args, out)
     except (UsageError, SessionError) as e:

@@ -31,6 +31,7 @@ from app.inference.introspection.pipeline import pipeline_stages
 from app.inference.profile_kinds import BoxesIn, Task
 from app.inference.profiles.profile import ModelProfile, ProfileError, detect_profile
 from app.inference.profiles.task_summary import task_summary
+from app.inference.protocol import Endpoint
 from app.inference.result import ErrorKind
 from app.inference.transports.channel import Channel, ConnectionOptions
 from app.inference.transports.open_channel import open_channel
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         with serving(spec) as spec:
             overrides = spec.profile.load()
             report = describe_server(
-                spec.urls[0], spec.connection, spec.timeouts.request_s, spec.model, overrides
+                spec.endpoints[0], spec.connection, spec.timeouts.request_s, spec.model, overrides
             )
             print(report, end="", flush=True)
         return EXIT_OK
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def describe_server(
-    url: str,
+    endpoint: Endpoint,
     options: ConnectionOptions,
     timeout_s: float,
     only: str | None = None,
@@ -68,7 +69,8 @@ def describe_server(
 ) -> str:
     """The human-readable report; SessionError when the server cannot be asked."""
     headers = dict(options.headers)
-    channel = open_channel(url, options)
+    url = endpoint.url
+    channel = open_channel(endpoint, options)
     try:
         check_live(channel, headers, min(timeout_s, 5.0))
         features = server_features(channel, headers, timeout_s)
@@ -124,7 +126,7 @@ def _describe_model(
         metadata = channel.model_metadata(entry.name, headers=headers, timeout_s=timeout_s)
         known = model_config_if_any(channel, entry.name, headers, timeout_s, features=features)
     except InferenceServerException as e:
-        failure = classify_failure(e, channel.url, headers.values())
+        failure = classify_failure(e, channel.endpoint, headers.values())
         lines.append(f"  cannot read its metadata/config: {failure.message}")
         return lines
     except SessionError as e:

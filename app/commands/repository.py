@@ -69,7 +69,7 @@ def _repository(args: argparse.Namespace) -> Iterator[RepositoryControl]:
     """The server this command talks to (the one place that reads the connection options)."""
     with (
         serving(session_spec(args)) as spec,
-        RepositoryControl(spec.urls[0], spec.connection, timeout_s=args.timeout) as control,
+        RepositoryControl(spec.endpoints[0], spec.connection, timeout_s=args.timeout) as control,
     ):
         yield control
 

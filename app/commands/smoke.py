@@ -152,9 +152,11 @@ def _infer(url: str, model: str | None, path: Path, image: Any, timeout: float) 
     from app.inference.core.open_session import open_session
     from app.inference.core.spec import SessionSpec, Timeouts
     from app.inference.errors import SessionError
+    from app.inference.protocol import parse_endpoints
 
     try:
-        session = open_session(SessionSpec(urls=(url,), model=model, timeouts=Timeouts(timeout, retries=0)))
+        spec = SessionSpec(parse_endpoints(url), model=model, timeouts=Timeouts(timeout, retries=0))
+        session = open_session(spec)
     except SessionError as e:
         raise StepFailed(f"connect to {url}", str(e)) from e
     try:

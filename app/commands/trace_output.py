@@ -294,10 +294,10 @@ class TraceRun:
         except (InputDataError, OSError) as e:
             what = describe_write_error(self.tensors, e) if isinstance(e, OSError) else str(e)
             raise UsageError(f"--trace-tensors: {what}") from None
-        endpoint = session.urls[0]
+        endpoint = session.spec.endpoints[0]
         command = replay_command(
             model=info.name,
-            url=endpoint.split("://", 1)[-1],
+            url=endpoint.address,
             protocol=session.protocol.value,
             input_file=Path(self.tensors),
             batch=max(1, session.batching),

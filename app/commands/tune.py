@@ -163,18 +163,18 @@ def _plan(args: argparse.Namespace) -> TunePlan:
 @contextlib.contextmanager
 def _connect(
     args: argparse.Namespace, plan: SweepPlan
-) -> Iterator[tuple[RepositoryControl, Callable[..., Sweep], str]]:
+) -> Iterator[tuple[RepositoryControl, Callable[..., Sweep], str | None]]:
     """The server (repository control), how each trial's sweep connects, and the server's
     metrics address: the one place that reads the connection and session options."""
     images, _names = load_images(args.image)
     with (
         serving(session_spec(args, delivery=Delivery(batch_delay_ms=args.batch_delay_ms))) as spec,
-        RepositoryControl(spec.urls[0], spec.connection, timeout_s=args.timeout) as repository,
+        RepositoryControl(spec.endpoints[0], spec.connection, timeout_s=args.timeout) as repository,
     ):
-        metrics = args.metrics_url or spec.metrics_url or default_metrics_url(spec.urls[0])
+        metrics = args.metrics_url or spec.metrics_url or default_metrics_url(spec.endpoints[0])
 
         def new_sweep(model: str, on_progress: Callable[[SweepProgress], None]) -> Sweep:
-            trial = dataclasses.replace(spec, urls=spec.urls[:1], model=model)
+            trial = dataclasses.replace(spec, endpoints=spec.endpoints[:1], model=model)
             return Sweep(trial, images, plan, on_progress=on_progress)
 
         yield repository, new_sweep, metrics
@@ -320,9 +320,11 @@ def run(args: argparse.Namespace) -> int:
         check_file_output("--output", args.output)
         check_file_output("--csv", args.csv)
         check_folder_output("--write-config", args.write_config)
+        history = MetricsHistory()
         with (
             _connect(args, plan.sweep) as (repository, new_sweep, metrics_url),
-            MetricsPoller(MetricsReader(metrics_url), history := MetricsHistory()) as _poller,
+            # No page to read when the server names no single host (give --metrics-url).
+            MetricsPoller(MetricsReader(metrics_url), history) if metrics_url else contextlib.nullcontext(),
         ):
             printer = ProgressPrinter()
             tuner = Tuner(

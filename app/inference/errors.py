@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from app.inference.protocol import ServerProtocol, UrlError, parse_url, protocol_of, same_server_over
+from app.inference.protocol import Endpoint, ServerProtocol, same_server_over
 from app.inference.result import ErrorKind, Status
 
 
@@ -129,7 +129,9 @@ def error_text(error: BaseException) -> str:
     return str(text or error)
 
 
-def classify_failure(error: BaseException, url: str, secrets: Iterable[str | bytes] = ()) -> Failure:
+def classify_failure(
+    error: BaseException, endpoint: Endpoint, secrets: Iterable[str | bytes] = ()
+) -> Failure:
     """Status, kind, clear message (with a hint where we know the usual cause), transience and
     the flags callers decide on (the only reading of gRPC's text)."""
     text = redact(error_text(error), secrets)
@@ -138,7 +140,7 @@ def classify_failure(error: BaseException, url: str, secrets: Iterable[str | byt
     # An HTTP channel's own failures say what happened as attributes, not as text.
     peer_closed = bool(getattr(error, "closed_by_peer", False)) or closed_by_peer(text)
     tls = bool(getattr(error, "tls", False))
-    failure = _classify(status_code(error), text, lowered, url, name_unknown, tls)
+    failure = _classify(status_code(error), text, lowered, endpoint, name_unknown, tls)
     return dataclasses.replace(
         failure,
         closed_by_peer=peer_closed,
@@ -147,7 +149,10 @@ def classify_failure(error: BaseException, url: str, secrets: Iterable[str | byt
     )
 
 
-def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool, tls: bool = False) -> Failure:
+def _classify(
+    code: str, text: str, lowered: str, endpoint: Endpoint, name_unknown: bool, tls: bool = False
+) -> Failure:
+    url = endpoint.url
     if "DEADLINE_EXCEEDED" in code or "deadline exceeded" in lowered:
         return Failure(
             Status.TIMEOUT, ErrorKind.TIMEOUT, f"timed out waiting for {url} (deadline exceeded)", False
@@ -183,13 +188,13 @@ def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool, 
             f"server's (or a proxy's) message limit; send smaller images ({text})",
             False,
         )
-    certificate = _certificate_refused(url, text, lowered)
+    certificate = _certificate_refused(endpoint, text, lowered)
     if certificate is not None:
         return Failure(Status.FAILED, ErrorKind.TLS, certificate, False)
     if tls or _looks_like_tls_mismatch(lowered):
         how = (
             "use https:// for a TLS server, http:// for a plain one"
-            if protocol_of(url) is ServerProtocol.HTTP
+            if endpoint.protocol is ServerProtocol.HTTP
             else "use --ssl for a TLS server, leave it off for a plain one"
         )
         return Failure(
@@ -206,7 +211,7 @@ def _classify(code: str, text: str, lowered: str, url: str, name_unknown: bool, 
         # stub, or the server dies and is restarted; either way a later attempt may succeed.
         return Failure(Status.FAILED, ErrorKind.SERVER, f"{url}: {text}", True)
     if "UNAVAILABLE" in code or "failed to connect" in lowered or "connection refused" in lowered:
-        return Failure(Status.FAILED, ErrorKind.UNREACHABLE, unreachable_message(url, text), True)
+        return Failure(Status.FAILED, ErrorKind.UNREACHABLE, unreachable_message(endpoint, text), True)
     if "NOT_FOUND" in code or "unknown model" in lowered or "is not found" in lowered:
         return Failure(Status.FAILED, ErrorKind.NOT_FOUND, f"{url}: {text}", False)
     if "INVALID_ARG" in code:
@@ -228,10 +233,10 @@ _REGION_TOO_SMALL = re.compile(
 )
 
 
-def _certificate_refused(url: str, text: str, lowered: str) -> str | None:
+def _certificate_refused(endpoint: Endpoint, text: str, lowered: str) -> str | None:
     """A TLS connection this client refused because of the server's certificate: the name it
     was issued for, or who signed it. (gRPC reports these as "failed to connect".)"""
-    host = url.split("://", 1)[-1].rsplit(":", 1)[0]
+    url, host = endpoint.url, endpoint.host or endpoint.address
     if "hostname verification" in lowered or "peer name" in lowered or "hostname mismatch" in lowered:
         return (
             f"TLS: the certificate of the server at {url} is not issued for '{host}' (host name check "
@@ -253,11 +258,13 @@ def _looks_like_tls_mismatch(lowered: str) -> bool:
     return any(s in lowered for s in ("ssl", "tls", "handshake", "wrong_version_number", "certificate"))
 
 
-def unreachable_message(url: str, detail: str, listener: str | None = None) -> str:
+def unreachable_message(endpoint: Endpoint, detail: str, listener: str | None = None) -> str:
     """`listener`: what app.inference.transports.port_probe found on a port that closed the
     connection ("tls", "http", "grpc" or None when not probed / unknown)."""
-    if protocol_of(url) is ServerProtocol.HTTP:
-        return f"{_http_unreachable_lead(url, detail, listener)} ({detail})"
+    if endpoint.protocol is ServerProtocol.HTTP:
+        return f"{_http_unreachable_lead(endpoint, detail, listener)} ({detail})"
+    url, port = endpoint.url, endpoint.port
+    over_http = same_server_over(endpoint, ServerProtocol.HTTP) or "http://HOST:PORT"
     lowered = detail.lower()
     closed = closed_by_peer(detail)
     if listener == "tls":
@@ -265,16 +272,15 @@ def unreachable_message(url: str, detail: str, listener: str | None = None) -> s
             f"cannot reach Triton at {url}: the server there speaks TLS. Add --ssl "
             "(and --root-certificates FILE for a private certificate authority)"
         )
-    elif listener == "http" or "http1" in lowered or (not closed and _port(url) in ("8000", "80")):
+    elif listener == "http" or "http1" in lowered or (not closed and port in ("8000", "80")):
         lead = (
             f"cannot reach Triton at {url} over gRPC: that is Triton's HTTP port: connect over "
-            f"HTTP? (--url {same_server_over(url, ServerProtocol.HTTP)}; Triton's gRPC port is usually 8001)"
+            f"HTTP? (--url {over_http}; Triton's gRPC port is usually 8001)"
         )
     elif closed:
         # A plain gRPC client gets this from a TLS server and from Triton's HTTP port alike.
-        tls_first = _port(url) in ("443", "8443")
+        tls_first = port in ("443", "8443")
         tls = "if the server uses TLS, add --ssl"
-        over_http = same_server_over(url, ServerProtocol.HTTP)
         http = f"if it is Triton's HTTP port, connect over HTTP (--url {over_http})"
         lead = (
             f"cannot reach Triton at {url}: the server closed the connection, so it does not speak "
@@ -295,8 +301,8 @@ def unreachable_message(url: str, detail: str, listener: str | None = None) -> s
     return f"{lead} ({detail})"
 
 
-def _http_unreachable_lead(url: str, detail: str, listener: str | None) -> str:
-    lowered = detail.lower()
+def _http_unreachable_lead(endpoint: Endpoint, detail: str, listener: str | None) -> str:
+    url, lowered = endpoint.url, detail.lower()
     if listener == "tls":
         return (
             f"cannot reach the server at {url}: it speaks TLS. Use https:// "
@@ -305,7 +311,8 @@ def _http_unreachable_lead(url: str, detail: str, listener: str | None) -> str:
     if listener == "grpc":
         return (
             f"cannot reach the server at {url} over HTTP: that is a gRPC port: connect over gRPC? "
-            f"(--url {same_server_over(url, ServerProtocol.GRPC)}; Triton's HTTP port is usually 8000)"
+            f"(--url {same_server_over(endpoint, ServerProtocol.GRPC) or 'HOST:PORT'}; Triton's HTTP port "
+            "is usually 8000)"
         )
     if closed_by_peer(detail):
         return (
@@ -318,13 +325,6 @@ def _http_unreachable_lead(url: str, detail: str, listener: str | None) -> str:
             f"and is {url} its HTTP port (Triton's is usually 8000)?"
         )
     return f"cannot reach the server at {url}"
-
-
-def _port(url: str) -> str:
-    try:
-        return parse_url(url).port
-    except UrlError:
-        return url.rsplit(":", 1)[-1]
 
 
 def closed_by_peer(text: str) -> bool:

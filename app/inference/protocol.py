@@ -1,11 +1,13 @@
 """Which protocol a server URL asks for: `http://HOST:PORT` or `https://HOST:PORT` is
 HTTP/REST, `grpc://HOST:PORT` or a bare `HOST:PORT` is gRPC (both the KServe v2 inference
-protocol). Pure functions: the session, the channels and every command read URLs here.
+protocol). A URL is parsed here once, where the user gives it, into an `Endpoint` that the
+session, its pool and the channels carry (none of them parses a URL again).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -27,8 +29,14 @@ _SCHEMES = {
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A server URL taken apart. `address`: HOST:PORT (plus a path prefix for HTTP, e.g. behind
-    an ingress), as tritonclient's clients want it (no scheme). `tls`: https:// asked for TLS."""
+    """A server's address, parsed once where the user gives it (the command line, the viewer's
+    settings and panel: `parse_url`) and carried typed from there to the channel.
+
+    `url`: as the user wrote it (messages name it). `address`: what the client library is
+    given, without the scheme: for HTTP, HOST:PORT plus a path prefix (behind an ingress); for
+    gRPC, a gRPC target: one HOST:PORT today. A target naming several servers, or a name for
+    gRPC's resolver (`ipv4:H:P,H:P`, `dns:///NAME:PORT`, balanced by gRPC's round_robin), is one
+    Endpoint too: it has no single host (`host` None, `port` ""). `tls`: https:// asked for TLS."""
 
     url: str
     protocol: ServerProtocol
@@ -36,31 +44,45 @@ class Endpoint:
     tls: bool = False
 
     @property
-    def host(self) -> str:
-        """ "127.0.0.1:8001" -> "127.0.0.1", "[::1]:8001" -> "::1", "localhost" -> "localhost"."""
-        hostport = self.address.split("/", 1)[0]
+    def host(self) -> str | None:
+        """ "127.0.0.1:8001" -> "127.0.0.1", "[::1]:8001" -> "::1", "localhost" -> "localhost";
+        None when the address is a gRPC target that names no single host."""
+        hostport = self._hostport()
+        if hostport is None:
+            return None
         if hostport.startswith("["):
             return hostport[1 : hostport.index("]")] if "]" in hostport else hostport[1:]
         return hostport.rsplit(":", 1)[0] if hostport.count(":") == 1 else hostport
 
     @property
     def port(self) -> str:
-        """The port as written ("" when none is)."""
-        hostport = self.address.split("/", 1)[0]
+        """The port as written ("" when none is, or when there is no single host)."""
+        hostport = self._hostport()
+        if hostport is None:
+            return ""
         head, sep, tail = hostport.rpartition(":")
         if not sep or not tail.isdigit() or (head.count(":") and not head.endswith("]")):
             return ""
         return tail
 
-    @property
-    def with_scheme(self) -> str:
-        """The URL with its scheme written out (a bare HOST:PORT gets grpc://)."""
-        scheme = "https" if self.tls else self.protocol.value
-        return f"{scheme}://{self.address}"
+    def _hostport(self) -> str | None:
+        if self.protocol is ServerProtocol.GRPC and (
+            "," in self.address or self.address.lower().startswith(_GRPC_RESOLVERS)
+        ):
+            return None
+        return self.address.split("/", 1)[0]
+
+
+# The name-resolver prefixes of a gRPC target (https://grpc.github.io/grpc/core/md_doc_naming.html).
+_GRPC_RESOLVERS = ("ipv4:", "ipv6:", "dns:", "unix:", "unix-abstract:", "vsock:")
 
 
 class UrlError(ValueError):
     """A server URL that cannot be used (an unknown scheme, no host)."""
+
+
+class MixedProtocolsError(UrlError):
+    """Servers of both protocols given for one session."""
 
 
 def parse_url(url: str) -> Endpoint:
@@ -84,6 +106,15 @@ def parse_url(url: str) -> Endpoint:
     return Endpoint(text, protocol, rest, tls)
 
 
+def parse_endpoints(urls: str | Iterable[str]) -> tuple[Endpoint, ...]:
+    """The servers of one session, each parsed (UrlError naming the one that cannot be used;
+    MixedProtocolsError when they do not all speak one protocol)."""
+    endpoints = tuple(parse_url(url) for url in ([urls] if isinstance(urls, str) else urls))
+    if len({e.protocol for e in endpoints}) > 1:
+        raise MixedProtocolsError("give servers of one protocol (all gRPC or all HTTP), not both")
+    return endpoints
+
+
 def protocol_of(url: str) -> ServerProtocol:
     """The protocol `url` asks for (gRPC for anything that does not parse: its error comes later)."""
     try:
@@ -92,11 +123,15 @@ def protocol_of(url: str) -> ServerProtocol:
         return ServerProtocol.GRPC
 
 
-def same_server_over(url: str, protocol: ServerProtocol, port: str | int | None = None) -> str:
-    """`url`'s host reached over `protocol` (on `port` when given): the URL an offer such as
-    "that is Triton's HTTP port: connect over HTTP?" connects to."""
-    endpoint = parse_url(url)
+def same_server_over(
+    endpoint: Endpoint, protocol: ServerProtocol, port: str | int | None = None
+) -> str | None:
+    """`endpoint`'s host reached over `protocol` (on `port` when given): the URL an offer such
+    as "that is Triton's HTTP port: connect over HTTP?" connects to. None when the endpoint
+    names no single host."""
     host = endpoint.host
+    if host is None:
+        return None
     hostport = f"[{host}]" if ":" in host else host
     port = str(port) if port is not None else endpoint.port
     address = f"{hostport}:{port}" if port else hostport

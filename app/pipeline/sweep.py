@@ -32,7 +32,8 @@ from app.inference.core.spec import SessionSpec
 from app.inference.errors import ExtensionMissingError
 from app.inference.introspection.server_stats import split, stages_note
 from app.inference.transports.transport import TransportKind
-from app.pipeline.load import LoadFigures, LoadJob, figures_of
+from app.pipeline.load import LoadJob
+from app.pipeline.load_figures import LoadFigures, figures_of
 from app.resources import sample_image
 from app.sources.files import expand_inputs
 from app.sources.images import read_image

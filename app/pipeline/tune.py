@@ -22,6 +22,7 @@ from app.inference.introspection.metrics_history import MetricsHistory, summary_
 from app.inference.introspection.model_config import ModelConfigDict
 from app.inference.introspection.repository import RepositoryControl, RepositoryError, RepositoryErrorKind
 from app.inference.profiles.profile import ProfileError
+from app.inference.protocol import Endpoint
 from app.pipeline.sweep import LevelResult, Sweep, SweepPlan, SweepProgress, stage_notes
 from app.pipeline.tune_analysis import Point, Recommendation, TrialResult, pareto_front, recommend
 from app.pipeline.tune_settings import (
@@ -106,7 +107,7 @@ def _point_record(settings: TrialSettings, level: LevelResult) -> dict[str, Any]
 @dataclass
 class TuneResult:
     model: str
-    url: str
+    endpoint: Endpoint  # the server tuned
     original_config: ModelConfigDict
     original_settings: TrialSettings
     budget_ms: float | None
@@ -118,6 +119,11 @@ class TuneResult:
     restored: bool = True  # the original config is back (or was never changed)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        """The server as the user wrote it (for messages and the record)."""
+        return self.endpoint.url
 
     @property
     def failed_trials(self) -> list[TrialResult]:
@@ -266,7 +272,7 @@ class Tuner:
         assert self.original_config is not None
         result = TuneResult(
             model=self.model,
-            url=self.repository.url,
+            endpoint=self.repository.endpoint,
             original_config=self.original_config,
             original_settings=self.trials[0],
             budget_ms=self.plan.latency_budget_ms,

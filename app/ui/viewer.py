@@ -25,6 +25,7 @@ from app.inference.core.spec import Delivery, SessionSpec
 from app.inference.introspection.discovery import ModelEntry
 from app.inference.introspection.server_info import server_version
 from app.inference.profile_kinds import KeypointStyle
+from app.inference.protocol import parse_endpoints
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
@@ -535,11 +536,12 @@ class Viewer(QObject):
     def session_spec(self, urls: list[str], model: str | None) -> SessionSpec:
         """The one place the viewer turns its options, settings and panel into a SessionSpec:
         `urls` ([] = the embedded server), `model`, its profile, the transport and client
-        batching chosen, TLS and headers for remote servers."""
+        batching chosen, TLS and headers for remote servers. The addresses are parsed here
+        (UrlError for one that cannot be a server's)."""
         if not urls:
             model = model or DEFAULT_MODEL  # the embedded server's model: its profile applies
         return SessionSpec(
-            urls=tuple(urls),
+            endpoints=parse_endpoints(urls),
             model=model,
             profile=self.profiles.profile_for(model),
             delivery=self._delivery,
@@ -764,12 +766,12 @@ class Viewer(QObject):
     async def show_about(self) -> None:
         session, version = self.connection.session, None
         if session is not None:
-            url = session.urls[0]
-            options = session.options
+            endpoint = session.spec.endpoints[0]
+            options = session.spec.connection
             version = await asyncio.get_running_loop().run_in_executor(
-                self.executor, server_version, url, options
+                self.executor, server_version, endpoint, options
             )
-            version = f"{version} at {url}"
+            version = f"{version} at {endpoint.url}"
         self.dialog = about_dialog(self.window, version)
         self.dialog.open()
 

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from app.inference.core.session import TritonSession  # noqa: E402
+from app.inference.core.spec import Limits, SessionSpec  # noqa: E402
+from app.inference.protocol import parse_endpoints  # noqa: E402
 from app.inference.result import InferenceResult  # noqa: E402
 from app.server.embedded import EmbeddedServer  # noqa: E402
 
@@ -55,7 +57,11 @@ def main() -> int:
                 ROOT / "tests" / "models" / "slow_faces", target_is_directory=True
             )
             url = stack.enter_context(EmbeddedServer(repo)).grpc_url
-        with TritonSession(url, "slow_faces", max_in_flight=args.window) as session:
+        with TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(url), model="slow_faces", limits=Limits(max_in_flight=args.window)
+            )
+        ) as session:
             finished = threading.Semaphore(0)
             failures: list[str] = []
 

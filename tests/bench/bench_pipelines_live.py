@@ -27,6 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult
 from app.pipeline.live import LiveEvent, LiveOptions, LiveRun
 from app.pipeline.tracking import StreamTrackers
@@ -53,7 +55,7 @@ def measure(
         if event is not LiveEvent.END:
             print(f"  {model}: {event}: {message}", file=sys.stderr)
 
-    with TritonSession(url, model) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(url), model=model)) as session:
         run = LiveRun(video, session, on_result, on_event, LiveOptions(max_in_flight=in_flight))
         run.start()
         time.sleep(warmup)

@@ -1,8 +1,8 @@
 """Sustained throughput of the bundled face detector on the embedded server.
 
-A plain tritonclient async loop (no app code on the client side) sends 640x480 RGB
-frames at a fixed concurrency for a fixed time and prints frames/s and latency
-percentiles. Run: .venv/bin/python tests/bench/bench_server.py [--seconds 20] [--concurrency 16]
+A plain tritonclient async loop (app.pipeline.plain_loops: no app pipeline on the client
+side) sends 640x480 RGB frames at a fixed concurrency for a fixed time and prints frames/s
+and latency percentiles. Run: .venv/bin/python tests/bench/bench_server.py [--seconds 20] [--concurrency 16]
 [--url HOST:PORT]; --smoke: 1 s after 5 warm-up requests (what `make test` runs so the script
 cannot rot).
 """
@@ -10,17 +10,17 @@ cannot rot).
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
-import threading
-import time
 from pathlib import Path
 
 import cv2
 import numpy as np
-import tritonclient.grpc as grpcclient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from app.inference.protocol import parse_url
+from app.pipeline.plain_loops import PlainGrpcLoop
 from app.resources import model_repository, sample_image
 from app.server.embedded import EmbeddedServer
 
@@ -33,43 +33,17 @@ def frame_640x480() -> np.ndarray:
 
 
 def run(url: str, seconds: float, concurrency: int, warmup: int = 50) -> None:
-    client = grpcclient.InferenceServerClient(url)
-    image = frame_640x480()
-    inp = grpcclient.InferInput("image", [1, 480, 640, 3], "UINT8")
-    inp.set_data_from_numpy(image[None])
-    slots = threading.Semaphore(concurrency)
-    lock = threading.Lock()
-    latencies: list[float] = []
-    errors = [0]
-
-    def send() -> None:
-        started = time.perf_counter()
-
-        def done(result: object, error: object) -> None:
-            with lock:
-                if error is None:
-                    latencies.append((time.perf_counter() - started) * 1000)
-                else:
-                    errors[0] += 1
-            slots.release()
-
-        client.async_infer("face_detector", [inp], done)
-
-    for _ in range(warmup):
-        client.infer("face_detector", [inp])
-    begin = time.perf_counter()
-    while time.perf_counter() - begin < seconds:
-        slots.acquire()
-        send()
-    for _ in range(concurrency):
-        slots.acquire()
-    elapsed = time.perf_counter() - begin
-    client.close()
-    p50, p95, p99 = np.percentile(latencies, [50, 95, 99])
+    loop = PlainGrpcLoop(parse_url(url), "face_detector")
+    inputs = loop.inputs(frame_640x480()[None], "image", "UINT8")
+    try:
+        loop.run(1, itertools.repeat(inputs, warmup))
+        figures = loop.run(concurrency, itertools.repeat(inputs), seconds=seconds)
+    finally:
+        loop.close()
     print(
-        f"face_detector 640x480 concurrency {concurrency}: {len(latencies) / elapsed:.0f} frames/s over "
-        f"{elapsed:.1f} s ({len(latencies)} ok, {errors[0]} failed); latency p50 {p50:.1f} ms, "
-        f"p95 {p95:.1f} ms, p99 {p99:.1f} ms"
+        f"face_detector 640x480 concurrency {concurrency}: {figures.ok / figures.seconds:.0f} frames/s over "
+        f"{figures.seconds:.1f} s ({figures.ok} ok, {figures.failed} failed); "
+        f"latency p50 {figures.p50_ms:.1f} ms, p95 {figures.p95_ms:.1f} ms, p99 {figures.p99_ms:.1f} ms"
     )
 
 

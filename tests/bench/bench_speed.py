@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from app.inference.core.session import TritonSession  # noqa: E402
+from app.inference.core.spec import SessionSpec  # noqa: E402
+from app.inference.protocol import parse_endpoints  # noqa: E402
 from app.resources import model_repository, sample_image  # noqa: E402
 from app.server.embedded import EmbeddedServer  # noqa: E402
 from app.sources.images import read_image  # noqa: E402
@@ -109,7 +111,7 @@ def shm_checks(url: str, folder: str, smoke: bool = False) -> None:
         left = [n for n in regions() if n.startswith(f"tviewer-c{proc.pid}-")]
         print(f"/dev/shm after {what} ({len(mine)} regions in use before): {left or 'nothing left'}")
         if left:
-            with TritonSession(url):  # the next start
+            with TritonSession(SessionSpec(endpoints=parse_endpoints(url))):  # the next start
                 pass
             print(f"  ... after the next start: {[n for n in regions() if n in left] or 'nothing left'}")
 

@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.inference.core.session import TritonSession  # noqa: E402
 from app.inference.core.spec import Limits, SessionSpec  # noqa: E402
+from app.inference.protocol import parse_endpoints, parse_url  # noqa: E402
 from app.inference.result import InferenceResult, Status  # noqa: E402
 from app.inference.tracing.settings import TRACE_ON  # noqa: E402
 from app.inference.tracing.tracer import TraceSelection  # noqa: E402
@@ -69,8 +70,8 @@ def run_batch(session: TritonSession, images: list[np.ndarray]) -> None:
 
 def one_round(url: str, mode: str, images: list[np.ndarray], concurrency: int) -> tuple[float, float]:
     """(requests per second, client CPU ms per request) of `images` in one mode."""
-    spec = SessionSpec(urls=(url,), model=MODEL, limits=Limits(max_in_flight=concurrency))
-    with TritonSession.from_spec(spec) as session:
+    spec = SessionSpec(endpoints=parse_endpoints(url), model=MODEL, limits=Limits(max_in_flight=concurrency))
+    with TritonSession(spec) as session:
         run_batch(session, images[:concurrency])  # warm-up (and the one request "next 1" traces)
         if mode != "off":
             tracer = session.start_tracing(TraceSelection.parse("all" if mode == "all traced" else "1"))
@@ -95,7 +96,7 @@ def ensure_tracing_off(url: str) -> Callable[[], None]:
     """Leave the model's trace settings as found, whatever a round left (an interrupted one)."""
 
     def restore() -> None:
-        channel = open_channel(url, ConnectionOptions())
+        channel = open_channel(parse_url(url), ConnectionOptions())
         try:  # None: back to the server's own (global) setting
             channel.update_trace_settings(MODEL, dict.fromkeys(TRACE_ON), headers={}, timeout_s=5)
         finally:

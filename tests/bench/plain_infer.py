@@ -1,7 +1,7 @@
 """The baseline the speed benchmarks compare `python -m app infer` with: a plain tritonclient
 script doing the same job (read every image of a folder with cv2.imread, or every frame of a
 video with cv2.VideoCapture; convert to RGB; async_infer the full image over gRPC with at most
-C requests in flight; count the results).
+C requests in flight, app.pipeline.plain_loops's loop; count the results).
 
     python tests/bench/plain_infer.py --url HOST:PORT --concurrency C FOLDER
     python tests/bench/plain_infer.py --url HOST:PORT --concurrency C --video FILE
@@ -13,15 +13,17 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
-import tritonclient.grpc as grpcclient
 
-OUTPUTS = ("num_dets", "det_boxes", "det_scores", "det_classes")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from app.inference.protocol import parse_url
+from app.pipeline.plain_loops import PlainGrpcLoop
 
 
 def images(folder: str) -> Iterator[np.ndarray | None]:
@@ -63,33 +65,24 @@ def main() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    loop = PlainGrpcLoop(parse_url(args.url), args.model)
+    unreadable = [0]
 
-    client = grpcclient.InferenceServerClient(args.url)
-    outputs = [grpcclient.InferRequestedOutput(n) for n in OUTPUTS]
-    slots = threading.Semaphore(args.concurrency)
-    lock = threading.Lock()
-    counts = {"ok": 0, "failed": 0}
+    def requests() -> Iterator[list[Any]]:
+        for bgr in frames(args.video) if args.video else images(args.folder):
+            if bgr is None:
+                unreadable[0] += 1
+                continue
+            rgb = np.ascontiguousarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))[None]
+            yield loop.inputs(rgb, "image", "UINT8")
 
-    def done(result: object, error: object) -> None:
-        with lock:
-            counts["failed" if error is not None else "ok"] += 1
-        slots.release()
-
-    for bgr in frames(args.video) if args.video else images(args.folder):
-        if bgr is None:
-            with lock:
-                counts["failed"] += 1
-            continue
-        rgb = np.ascontiguousarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))[None]
-        inp = grpcclient.InferInput("image", list(rgb.shape), "UINT8")
-        inp.set_data_from_numpy(rgb)
-        slots.acquire()
-        client.async_infer(args.model, [inp], done, outputs=outputs)
-    for _ in range(args.concurrency):  # every slot back: every reply arrived
-        slots.acquire()
-    client.close()
-    print(f"ok={counts['ok']} failed={counts['failed']}")
-    return 0 if counts["failed"] == 0 else 1
+    try:
+        figures = loop.run(args.concurrency, requests())
+    finally:
+        loop.close()
+    failed = figures.failed + unreadable[0]
+    print(f"ok={figures.ok} failed={failed}")
+    return 0 if failed == 0 else 1
 
 
 if __name__ == "__main__":

@@ -67,7 +67,9 @@ def hammer(session: TritonSession, total: int, seed: int) -> tuple[Collector, li
     collect = Collector()
     ids: list[str] = []
     drained: list[int] = []  # results handed on when drained was called
-    group = session.group(session.max_in_flight, "hammer", lambda: drained.append(len(collect.results)))
+    group = session.group(
+        session.spec.limits.max_in_flight, "hammer", lambda: drained.append(len(collect.results))
+    )
 
     def canceller() -> None:
         while len(collect.results) < total:

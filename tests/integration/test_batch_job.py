@@ -11,6 +11,8 @@ import pytest
 import skimage.data
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Limits, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import ErrorKind, InferenceResult, Status
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
 from app.pipeline.live import LiveOptions, LiveRun
@@ -26,7 +28,7 @@ def test_one_result_per_input_local_failures_included(triton: EmbeddedServer, tm
     missing = tmp_path / "missing.png"
     collect = Collector()
     thumbs: list[str] = []
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         job = BatchJob(
             session, [folder, missing], collect, window=2, on_thumbnail=lambda key, _t: thumbs.append(key)
         )
@@ -60,7 +62,7 @@ def test_videos_are_every_frame_or_refused(triton: EmbeddedServer, tmp_path: Pat
     video = tmp_path / "clip.avi"
     make_index_video(video, frames=5, fps=10)
     frames, refused = Collector(), Collector()
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         assert BatchJob(session, [video], frames, videos=VideoPolicy.FRAMES).run().ok == 5
         assert BatchJob(session, [video], refused, videos=VideoPolicy.REFUSE).run().failed == 1
     assert sorted(r.frame for r in frames.results) == [0, 1, 2, 3, 4]
@@ -73,7 +75,9 @@ def test_cancel_ends_what_is_in_flight_and_counts_what_never_started(
     folder = image_folder(tmp_path / "slow", 30, delayed_image(500))
     collect = Collector()
     finished: list[tuple[int, BatchCounts]] = []  # results handed on by then, counts
-    with TritonSession(triton.grpc_url, "slow_faces") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")
+    ) as session:
         job = BatchJob(
             session,
             [folder],
@@ -109,7 +113,11 @@ def test_a_big_batch_never_freezes_a_live_video(
     make_index_video(video, frames=300, fps=30)
     live_results: list[InferenceResult] = []
     events: list[str] = []
-    with TritonSession(triton.grpc_url, "slow_faces", max_in_flight=10) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url), model="slow_faces", limits=Limits(max_in_flight=10)
+        )
+    ) as session:
         batch = BatchJob(session, [folder], lambda _r: None, window=batch_window)
         batch.start()
         assert wait_until(lambda: batch.group.in_flight == batch_window, 20), "the batch holds its window"
@@ -127,7 +135,7 @@ def test_a_big_batch_never_freezes_a_live_video(
         assert wait_until(lambda: run.stats().capture.captured >= first + 15, 10), "and keeps publishing"
         stream = run.stats().stream
         assert stream is not None and stream.offered >= 30
-        if batch_window < session.max_in_flight:
+        if batch_window < session.spec.limits.max_in_flight:
             assert wait_until(lambda: len(live_results) >= 3, 10), "live frames get their own slots"
         else:
             assert stream.dropped > 0, "no room: live frames are dropped, never waited for"
@@ -143,7 +151,7 @@ def test_a_big_batch_never_freezes_a_live_video(
 
 
 def test_local_failure_records_match_request_records_in_shape(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         sent = session.infer(np.zeros((8, 8, 3), np.uint8), source="x.png")
     local = InferenceResult.local_failure("y.png", "y.png: the file is empty")
     # The same keys in the same order; a record that is not ok adds its error_kind.
@@ -171,7 +179,9 @@ def test_an_interrupt_counts_every_input_never_sent(triton: EmbeddedServer, tmp_
             signal.raise_signal(signal.SIGINT)  # delivered to the main thread: the feeder
 
     announced: list[int] = []
-    with TritonSession(triton.grpc_url, "slow_faces") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")
+    ) as session:
         job = BatchJob(session, [folder], on_result, window=2, on_started=announced.append)
         with pytest.raises(KeyboardInterrupt):
             job.run()

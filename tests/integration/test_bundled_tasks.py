@@ -13,7 +13,9 @@ import skimage.data
 import tritonclient.grpc as grpcclient
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
 from app.inference.masks import decode_rle
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult
 from app.server.embedded import EmbeddedServer
 from tests.integration.test_cli_infer import bgr, parse, run_cli
@@ -22,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 def _infer(url: str, model: str, image: np.ndarray) -> InferenceResult:
-    with TritonSession(url, model) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(url), model=model)) as session:
         result = session.infer(image, source="astronaut")
     assert result.ok, result.error
     return result

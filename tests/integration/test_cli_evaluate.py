@@ -25,6 +25,8 @@ from app.evaluation.evaluate import evaluate_results
 from app.evaluation.run import DatasetRun
 from app.evaluation.sigmas import oks_sigmas
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.server.embedded import EmbeddedServer
 from tests.evaluation_data import (
     Img,
@@ -620,7 +622,9 @@ def test_the_api_a_panel_uses(triton: EmbeddedServer, tmp_path: Path) -> None:
     """DatasetRun on its own thread, then an Evaluation whose operating point follows any
     threshold (no re-run) and whose confusion cells name their images."""
     dataset_path, _ = write_dataset("labelme", tmp_path / "data", FIXED, CLASSES)
-    with TritonSession([triton.grpc_url], "fixed_versions") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="fixed_versions")
+    ) as session:
         dataset = load_dataset(dataset_path, model_labels=session.profile.labels)
         finished = threading.Event()
         seen: list[int] = []

@@ -9,6 +9,8 @@ import json
 import skimage.data
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec, Timeouts
+from app.inference.protocol import parse_endpoints
 from app.resources import sample_image
 from app.server.embedded import EmbeddedServer
 from tests.integration.test_cli_infer import run_cli
@@ -23,8 +25,14 @@ def test_a_huge_timeout_is_cut_to_a_day_and_the_user_told(triton: EmbeddedServer
 
 
 def test_a_session_with_a_huge_timeout_still_answers(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url, "face_detector", timeout_s=1e12) as session:
-        assert session.timeout_s == 86_400.0
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="face_detector",
+            timeouts=Timeouts(request_s=1e12),
+        )
+    ) as session:
+        assert session.spec.timeouts.request_s == 86_400.0
         result = session.infer(skimage.data.astronaut(), timeout_s=1e15)
     assert result.ok, result.error
 

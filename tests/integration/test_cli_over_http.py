@@ -16,6 +16,7 @@ import pytest
 import skimage.data
 
 from app.inference.introspection.repository import RepositoryControl
+from app.inference.protocol import parse_url
 from app.server.embedded import EmbeddedServer
 from tests.evaluation_data import Img, Obj, write_dataset
 from tests.integration.test_cli_infer import parse
@@ -156,7 +157,7 @@ def test_bench_runs_over_http_like_grpc(triton: EmbeddedServer, tmp_path: Path) 
 
 
 def test_tune_over_http_restores_the_original(triton: EmbeddedServer, tmp_path: Path) -> None:
-    with RepositoryControl(f"http://{triton.http_url}") as repository:
+    with RepositoryControl(parse_url(f"http://{triton.http_url}")) as repository:
         original = repository.config("fixed_cost")
         image = tmp_path / "frame.png"
         cv2.imwrite(str(image), np.full((48, 64, 3), 90, np.uint8))

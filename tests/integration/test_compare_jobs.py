@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Side
 from app.pipeline.compare_live import CompareLiveRun, LivePair, LivePairer
 from app.pipeline.live import LiveEvent, LiveOptions
@@ -40,8 +42,8 @@ def test_a_slow_b_never_holds_a_back_and_every_input_is_paired_once(
             pairs.append(pair)
 
     with (
-        TritonSession(triton.grpc_url, "face_detector") as fast,
-        TritonSession(triton.grpc_url, "slow_faces") as slow,
+        TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="face_detector")) as fast,
+        TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")) as slow,
     ):
         job = CompareBatch(fast, slow, [tmp_path], collect, window=2)
         job.start()
@@ -71,8 +73,8 @@ def test_cancel_pairs_what_one_side_never_sent(triton: EmbeddedServer, tmp_path:
         write_rgb(tmp_path / f"img_{i:02d}.png", delayed_image(300))
     pairs: list[ComparedInput] = []
     with (
-        TritonSession(triton.grpc_url, "face_detector") as fast,
-        TritonSession(triton.grpc_url, "slow_faces") as slow,
+        TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="face_detector")) as fast,
+        TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")) as slow,
     ):
         job = CompareBatch(fast, slow, [tmp_path], pairs.append, window=1)
         job.start()
@@ -116,8 +118,8 @@ def test_live_compare_feeds_both_and_pairs_frames(triton: EmbeddedServer, tmp_pa
         drained.set()
 
     with (
-        TritonSession(triton.grpc_url, "face_detector") as fast,
-        TritonSession(triton.grpc_url, "slow_faces") as slow,
+        TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="face_detector")) as fast,
+        TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")) as slow,
     ):
         run = CompareLiveRun(
             video,

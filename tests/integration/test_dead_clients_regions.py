@@ -16,6 +16,8 @@ import skimage.data
 import tritonclient.grpc as grpcclient
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.transports.shm import PREFIX, SHM_DIR
 from app.inference.transports.transport import TransportKind
 from app.server.embedded import EmbeddedServer
@@ -49,7 +51,13 @@ def test_a_new_session_unregisters_the_regions_of_killed_clients(
     ]
     # The server is shared with every test (their clients come and go meanwhile): the test
     # follows its own processes only. A live owner, this process, keeps its session open.
-    with TritonSession(triton.grpc_url, "face_detector", transport=TransportKind.SHM) as bystander:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="face_detector",
+            delivery=Delivery(transport=TransportKind.SHM),
+        )
+    ) as bystander:
         assert bystander.infer(skimage.data.astronaut()).ok
         live = of(os.getpid(), registered(triton))
         assert live, "the live session's regions are registered"
@@ -70,7 +78,13 @@ def test_a_new_session_unregisters_the_regions_of_killed_clients(
         left = set().union(*(of(c.pid, registered(triton)) for c in clients))
         assert all(of(c.pid, left) for c in clients), "each killed client left registrations"
 
-        with TritonSession(triton.grpc_url, "face_detector", transport=TransportKind.SHM) as session:
+        with TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(triton.grpc_url),
+                model="face_detector",
+                delivery=Delivery(transport=TransportKind.SHM),
+            )
+        ) as session:
             assert session.transport is not None and session.transport.kind is TransportKind.SHM
             now = registered(triton)
             assert not now & left, "the dead clients' registrations are gone"

@@ -10,6 +10,8 @@ from pathlib import Path
 import skimage.data
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery, Limits, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult, Status
 from app.pipeline.batch import BatchCounts, BatchJob
 from app.pipeline.live import LiveEvent, LiveOptions, LiveRun
@@ -54,7 +56,12 @@ def test_drained_comes_once_after_the_last_result_with_client_batching(triton: E
     journal = Journal()
     # Batches of 4 fill at once (the delay is only for a batch that never fills).
     with TritonSession(
-        triton.grpc_url, "slow_faces", client_batch=4, batch_delay_ms=1000, send_in_caller=True
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="slow_faces",
+            delivery=Delivery(client_batch=4, batch_delay_ms=1000),
+            limits=Limits(send_in_caller=True),
+        )
     ) as session:
         assert session.batching == 4
         group = session.group(8, "batched", journal.drained)
@@ -80,7 +87,7 @@ def test_drained_comes_once_after_the_last_result_with_client_batching(triton: E
 def test_a_batch_finishes_once_after_its_last_result(triton: EmbeddedServer, tmp_path: Path) -> None:
     folder = image_folder(tmp_path / "in", 5, skimage.data.coffee()[::8, ::8].copy(), corrupt=1)
     journal = Journal()
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         job = BatchJob(session, [folder], journal.result, window=2, on_finished=journal.batch_finished)
         counts = job.run()
         assert job.finished and job.wait(0)
@@ -91,7 +98,7 @@ def test_a_batch_finishes_once_after_its_last_result(triton: EmbeddedServer, tmp
 
 def test_an_empty_batch_finishes_at_once(triton: EmbeddedServer) -> None:
     journal = Journal()
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         counts = BatchJob(session, [], journal.result, on_finished=journal.batch_finished).run()
     assert journal.events == ["drained"] and journal.finished == [counts]
     assert counts.total == counts.done == 0
@@ -101,7 +108,7 @@ def test_a_live_run_drains_once_after_the_end_of_its_file(triton: EmbeddedServer
     video = tmp_path / "clip.avi"
     make_index_video(video, frames=20, fps=30)
     journal = Journal()
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         run = LiveRun(
             video,
             session,
@@ -124,7 +131,7 @@ def test_a_live_run_stopped_before_its_end_never_drains(triton: EmbeddedServer, 
     video = tmp_path / "clip.avi"
     make_index_video(video, frames=300, fps=30)
     journal = Journal()
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         run = LiveRun(video, session, journal.result, journal.event, on_drained=journal.drained)
         run.start()
         assert wait_until(lambda: len(journal.results) >= 2)

@@ -15,9 +15,10 @@ import pytest
 import skimage.data
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery, SessionSpec, Timeouts
 from app.inference.errors import ExtensionMissingError, SessionError
 from app.inference.introspection.extensions import MISSING, Extension
-from app.inference.protocol import ServerProtocol
+from app.inference.protocol import ServerProtocol, parse_endpoints
 from app.inference.result import ErrorKind, Status
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
@@ -40,9 +41,17 @@ def boxes(result) -> list[tuple[tuple[float, ...], float, int]]:  # type: ignore
 @pytest.mark.parametrize("transport", [TransportKind.GRPC, TransportKind.SHM])
 def test_http_gives_the_boxes_grpc_gives(triton: EmbeddedServer, transport: TransportKind) -> None:
     image = skimage.data.astronaut()
-    with TritonSession(triton.grpc_url, MODEL, transport=transport) as grpc_session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url), model=MODEL, delivery=Delivery(transport=transport)
+        )
+    ) as grpc_session:
         expected = grpc_session.infer(image)
-    with TritonSession(http_url(triton), MODEL, transport=transport) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(http_url(triton)), model=MODEL, delivery=Delivery(transport=transport)
+        )
+    ) as session:
         assert session.protocol is ServerProtocol.HTTP
         assert session.transport is not None and session.transport.kind is transport
         assert session.transport_note == ""
@@ -63,7 +72,11 @@ def test_client_batching_over_http(triton: EmbeddedServer) -> None:
     url = http_url(triton)
     # A generous batch delay: batches form however slowly a loaded machine prepares the images.
     with TritonSession(
-        url, MODEL, transport=TransportKind.GRPC, client_batch=4, batch_delay_ms=500
+        SessionSpec(
+            endpoints=parse_endpoints(url),
+            model=MODEL,
+            delivery=Delivery(transport=TransportKind.GRPC, client_batch=4, batch_delay_ms=500),
+        )
     ) as session:
         assert session.batching == 4
         futures = [session.submit_future(image) for image in images]
@@ -75,7 +88,12 @@ def test_client_batching_over_http(triton: EmbeddedServer) -> None:
 
 def test_a_deadline_over_http_times_out_and_the_channel_goes_on(triton: EmbeddedServer) -> None:
     with TritonSession(
-        http_url(triton), "slow_faces", timeout_s=0.3, transport=TransportKind.GRPC
+        SessionSpec(
+            endpoints=parse_endpoints(http_url(triton)),
+            model="slow_faces",
+            timeouts=Timeouts(request_s=0.3),
+            delivery=Delivery(transport=TransportKind.GRPC),
+        )
     ) as session:
         late = session.infer(slow_image(1000))  # 1 s on the server
         assert late.status is Status.TIMEOUT and late.error_kind is ErrorKind.TIMEOUT
@@ -84,7 +102,14 @@ def test_a_deadline_over_http_times_out_and_the_channel_goes_on(triton: Embedded
 
 
 def test_cancel_drops_the_request_on_the_client(triton: EmbeddedServer) -> None:
-    with TritonSession(http_url(triton), "slow_faces", timeout_s=30, transport=TransportKind.GRPC) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(http_url(triton)),
+            model="slow_faces",
+            timeouts=Timeouts(request_s=30),
+            delivery=Delivery(transport=TransportKind.GRPC),
+        )
+    ) as session:
         ended = threading.Event()
         results = []
 
@@ -104,7 +129,14 @@ def test_cancel_drops_the_request_on_the_client(triton: EmbeddedServer) -> None:
 
 def test_a_reply_cut_short_mid_response_is_retried_until_it_gets_through(triton: EmbeddedServer) -> None:
     with http_proxy(triton.http_port) as proxy:
-        with TritonSession(proxy.url, MODEL, timeout_s=20, transport=TransportKind.GRPC) as session:
+        with TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(proxy.url),
+                model=MODEL,
+                timeouts=Timeouts(request_s=20),
+                delivery=Delivery(transport=TransportKind.GRPC),
+            )
+        ) as session:
             proxy.rules.resets_left = 2
             result = session.infer(skimage.data.astronaut())
         assert proxy.rules.resets_done == 2
@@ -115,7 +147,14 @@ def test_a_reply_cut_short_mid_response_is_retried_until_it_gets_through(triton:
 
 def test_replies_cut_short_until_the_deadline_fail_as_unreachable(triton: EmbeddedServer) -> None:
     with http_proxy(triton.http_port) as proxy:
-        with TritonSession(proxy.url, MODEL, timeout_s=2, transport=TransportKind.GRPC) as session:
+        with TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(proxy.url),
+                model=MODEL,
+                timeouts=Timeouts(request_s=2),
+                delivery=Delivery(transport=TransportKind.GRPC),
+            )
+        ) as session:
             proxy.rules.resets_left = -1  # every reply
             result = session.infer(skimage.data.astronaut())
         resets = proxy.rules.resets_done
@@ -131,7 +170,13 @@ def test_replies_cut_short_until_the_deadline_fail_as_unreachable(triton: Embedd
 def test_a_server_that_answers_404_to_statistics_and_config(triton: EmbeddedServer) -> None:
     with http_proxy(triton.http_port) as proxy:
         proxy.rules.statistics_404 = proxy.rules.config_404 = True
-        with TritonSession(proxy.url, "fixed_yolov8", transport=TransportKind.GRPC) as session:
+        with TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(proxy.url),
+                model="fixed_yolov8",
+                delivery=Delivery(transport=TransportKind.GRPC),
+            )
+        ) as session:
             result = session.infer(skimage.data.astronaut())
             with pytest.raises(ExtensionMissingError) as caught:
                 session.read_server_counters()
@@ -153,10 +198,16 @@ def test_without_a_model_list_the_model_named_is_checked_with_model_ready(triton
     with http_proxy(triton.http_port) as proxy:
         proxy.rules.index_404 = True
         with pytest.raises(SessionError) as unnamed:
-            TritonSession(proxy.url).open()
+            TritonSession(SessionSpec(endpoints=parse_endpoints(proxy.url))).open()
         with pytest.raises(SessionError) as not_ready:
-            TritonSession(proxy.url, "broken_at_load").open()
-        with TritonSession(proxy.url, MODEL, transport=TransportKind.GRPC) as session:
+            TritonSession(SessionSpec(endpoints=parse_endpoints(proxy.url), model="broken_at_load")).open()
+        with TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(proxy.url),
+                model=MODEL,
+                delivery=Delivery(transport=TransportKind.GRPC),
+            )
+        ) as session:
             result = session.infer(skimage.data.astronaut())
             notes, models = session.notes, [m.name for m in session.models]
         asked_ready = [path for path, _ in proxy.rules.headers if path.endswith("/ready")]
@@ -172,7 +223,14 @@ def test_headers_reach_every_http_call_and_never_a_message(triton: EmbeddedServe
     secret = "Bearer http-s3cret"
     options = ConnectionOptions(headers={"authorization": secret, "x-trace-bin": b"\x00\x01\xfe\xff"})
     with http_proxy(triton.http_port) as proxy:
-        with TritonSession(proxy.url, MODEL, options=options, transport=TransportKind.GRPC) as session:
+        with TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(proxy.url),
+                model=MODEL,
+                connection=options,
+                delivery=Delivery(transport=TransportKind.GRPC),
+            )
+        ) as session:
             result = session.infer(skimage.data.astronaut())
         calls = list(proxy.rules.headers)
     assert result.ok, result.error
@@ -188,18 +246,29 @@ def test_tls_over_http_with_a_self_signed_certificate(triton: EmbeddedServer, tm
     with http_proxy(triton.http_port, certificate=(key, cert)) as proxy:
         assert proxy.url.startswith("https://")
         options = ConnectionOptions(root_certificates=str(cert), headers={"authorization": "Bearer t"})
-        with TritonSession(proxy.url, MODEL, options=options, transport=TransportKind.GRPC) as session:
+        with TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(proxy.url),
+                model=MODEL,
+                connection=options,
+                delivery=Delivery(transport=TransportKind.GRPC),
+            )
+        ) as session:
             result = session.infer(skimage.data.astronaut())
         assert result.ok, result.error
         assert proxy.rules.headers[-1][1]["authorization"] == "Bearer t"
         # Without the certificate authority: a TLS failure, said as such.
         with pytest.raises(SessionError) as unknown_ca:
-            TritonSession(proxy.url, MODEL, timeout_s=3).open()
+            TritonSession(
+                SessionSpec(endpoints=parse_endpoints(proxy.url), model=MODEL, timeouts=Timeouts(request_s=3))
+            ).open()
         assert unknown_ca.value.kind is ErrorKind.TLS
         # Plain HTTP to the TLS port: told to use https://.
         plain = proxy.url.replace("https://", "http://")
         with pytest.raises(SessionError) as caught:
-            TritonSession(plain, MODEL, timeout_s=3).open()
+            TritonSession(
+                SessionSpec(endpoints=parse_endpoints(plain), model=MODEL, timeouts=Timeouts(request_s=3))
+            ).open()
     assert caught.value.kind is ErrorKind.TLS
     assert "https://" in str(caught.value)
 
@@ -208,15 +277,23 @@ def test_grpc_on_the_http_port_offers_http_and_http_on_the_grpc_port_offers_grpc
     triton: EmbeddedServer,
 ) -> None:
     with pytest.raises(SessionError) as on_http_port:
-        TritonSession(triton.http_url, timeout_s=3).open()
+        TritonSession(
+            SessionSpec(endpoints=parse_endpoints(triton.http_url), timeouts=Timeouts(request_s=3))
+        ).open()
     assert on_http_port.value.offer == http_url(triton)
     assert "that is Triton's HTTP port: connect over HTTP?" in str(on_http_port.value)
     with pytest.raises(SessionError) as on_grpc_port:
-        TritonSession(f"http://{triton.grpc_url}", timeout_s=3).open()
+        TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(f"http://{triton.grpc_url}"), timeouts=Timeouts(request_s=3)
+            )
+        ).open()
     assert on_grpc_port.value.offer == triton.grpc_url
     assert "connect over gRPC?" in str(on_grpc_port.value)
     # The offer works.
-    with TritonSession(on_http_port.value.offer, MODEL) as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(on_http_port.value.offer), model=MODEL)
+    ) as session:
         assert session.infer(skimage.data.astronaut()).ok
 
 
@@ -225,6 +302,8 @@ def test_nothing_listening_over_http_is_retried_then_named(triton: EmbeddedServe
 
     (port,) = free_ports(1)
     with pytest.raises(SessionError) as caught:
-        TritonSession(f"http://127.0.0.1:{port}", timeout_s=2).open()
+        TritonSession(
+            SessionSpec(endpoints=parse_endpoints(f"http://127.0.0.1:{port}"), timeouts=Timeouts(request_s=2))
+        ).open()
     assert caught.value.kind is ErrorKind.UNREACHABLE
     assert "nothing is listening" in str(caught.value) and "HTTP port" in str(caught.value)

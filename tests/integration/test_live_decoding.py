@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Limits, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult
 from app.pipeline.live import LiveJob, LiveOptions, LiveRun
 from app.pipeline.live_decode import DecodePlan, ViewNeed
@@ -34,7 +36,11 @@ def test_frames_that_are_dropped_are_never_decoded(triton: EmbeddedServer, webca
     decoded: list[int] = []
     results: list[InferenceResult] = []
     ended = threading.Event()
-    with TritonSession(triton.grpc_url, "face_detector", max_in_flight=8) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url), model="face_detector", limits=Limits(max_in_flight=8)
+        )
+    ) as session:
         job = LiveJob(session, results.append, max_in_flight=1, drop_when_busy=True)
         plan = DecodePlan(ViewNeed((640, 360)))
 
@@ -70,7 +76,11 @@ def test_boxes_of_reduced_frames_match_those_of_full_frames(
     results: list[InferenceResult] = []
     drained = threading.Event()
     plan = DecodePlan(ViewNeed((480, 270)))  # a small view: 1/4 (480 px), more than the model's 256
-    with TritonSession(triton.grpc_url, "face_detector", max_in_flight=8) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url), model="face_detector", limits=Limits(max_in_flight=8)
+        )
+    ) as session:
         run = LiveRun(
             webcam_video,
             session,

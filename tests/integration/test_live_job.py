@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Limits, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult, Status
 from app.pipeline.live import LiveJob
 from app.server.embedded import EmbeddedServer
@@ -49,7 +51,9 @@ class Display:
 
 def run_stream(url: str, video: Path, *, realtime: bool, drop: bool, window: int) -> tuple[Display, LiveJob]:
     display = Display()
-    with TritonSession(url, "slow_faces", max_in_flight=64) as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(url), model="slow_faces", limits=Limits(max_in_flight=64))
+    ) as session:
         stream = LiveJob(session, display, max_in_flight=window, drop_when_busy=drop)
         ended = threading.Event()
 
@@ -102,7 +106,9 @@ def test_frame_by_frame_mode_drops_nothing(triton: EmbeddedServer, tmp_path: Pat
 
 def test_stop_cancels_the_streams_requests(triton: EmbeddedServer) -> None:
     display = Display()
-    with TritonSession(triton.grpc_url, "slow_faces") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")
+    ) as session:
         stream = LiveJob(session, display, max_in_flight=3)
         image = np.zeros((32, 32, 3), np.uint8)
         image[0, 0, 0] = 200  # 2 s

@@ -15,6 +15,7 @@ import skimage.data
 
 from app.inference.core.open_session import open_session
 from app.inference.core.spec import SessionSpec, Timeouts
+from app.inference.protocol import parse_endpoints
 from app.pipeline.connection.local_server import LocalServer
 from app.pipeline.connection.manager import ConnectionManager
 from app.pipeline.connection.restart_budget import RestartBudget
@@ -46,7 +47,7 @@ def test_one_start_for_two_callers_then_a_restart_on_the_same_address_within_the
         assert local.ensure() == urls[0]  # the same address: sessions made for it still work
         second = local.server
         assert second is not None and second is not first and second.pid != first.pid
-        session = open_session(SessionSpec(urls=(urls[0],), model="face_detector"))
+        session = open_session(SessionSpec(endpoints=parse_endpoints(urls[0]), model="face_detector"))
         with session:
             result = session.infer(skimage.data.astronaut())
         assert result.ok and len(result.detections) == 1

@@ -14,6 +14,8 @@ import pytest
 from PIL import Image
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult, Status
 from app.pipeline.batch import BatchJob, VideoPolicy
 from app.server.embedded import EmbeddedServer
@@ -73,7 +75,7 @@ def test_infer_reads_every_page_and_frame_and_fails_what_it_cannot_decode(
 
 def test_the_viewer_says_what_it_does_not_read(triton: EmbeddedServer, media: dict[str, Path]) -> None:
     results: list[InferenceResult] = []
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         job = BatchJob(session, [media["pages"], media["anim"]], results.append, videos=VideoPolicy.REFUSE)
         counts = job.run()
     assert counts.total == 2 and counts.failed == 2

@@ -16,10 +16,12 @@ import numpy as np
 import pytest
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery, SessionSpec
 from app.inference.errors import ExtensionMissingError, SessionError
 from app.inference.introspection.discovery import check_live, list_models
 from app.inference.introspection.extensions import MISSING, Extension
 from app.inference.introspection.repository import RepositoryControl, RepositoryError, RepositoryErrorKind
+from app.inference.protocol import parse_endpoints, parse_url
 from app.inference.result import ErrorKind
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.open_channel import open_channel
@@ -105,7 +107,7 @@ def test_infer_gives_the_boxes_and_names_what_is_missing_once(
 
 def test_the_index_says_state_ready_and_model_ready_says_true(mlserver: MLServer) -> None:
     headers: dict[str, str | bytes] = {}
-    channel = open_channel(mlserver.grpc_url, ConnectionOptions())
+    channel = open_channel(parse_url(mlserver.grpc_url), ConnectionOptions())
     try:
         raw = channel.repository_index(headers=headers, timeout_s=5)
         assert {m["state"] for m in raw} == {"State.READY"}  # MLServer's own wording
@@ -119,7 +121,13 @@ def test_the_index_says_state_ready_and_model_ready_says_true(mlserver: MLServer
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
 def test_a_session_skips_what_the_server_lacks(mlserver: MLServer, protocol: str) -> None:
     url = mlserver.grpc_url if protocol == "grpc" else mlserver.http_url
-    with TritonSession(url, "boxes_nms", transport=TransportKind.AUTO, client_batch=2) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(url),
+            model="boxes_nms",
+            delivery=Delivery(transport=TransportKind.AUTO, client_batch=2),
+        )
+    ) as session:
         assert session.info is not None and not session.info.config_known
         assert session.transport is not None and session.transport.kind is TransportKind.GRPC
         assert session.transport_note == MISSING[Extension.SHARED_MEMORY]
@@ -135,7 +143,7 @@ def test_a_session_skips_what_the_server_lacks(mlserver: MLServer, protocol: str
 
 def test_no_model_named_on_a_server_of_two_asks_for_one(mlserver: MLServer) -> None:
     with pytest.raises(SessionError) as caught:
-        TritonSession(mlserver.http_url).open()
+        TritonSession(SessionSpec(endpoints=parse_endpoints(mlserver.http_url))).open()
     assert caught.value.kind is ErrorKind.NOT_FOUND
     assert set(caught.value.models) == {"boxes_nms", "boxes_yolo"}
 
@@ -202,7 +210,7 @@ def test_bench_and_compare_against_mlserver(mlserver: MLServer, images: Path, tm
 
 
 def test_repository_control_and_tune_say_they_need_triton(mlserver: MLServer, images: Path) -> None:
-    with RepositoryControl(mlserver.http_url) as control:
+    with RepositoryControl(parse_url(mlserver.http_url)) as control:
         assert {e.name for e in control.index()} == {"boxes_nms", "boxes_yolo"}
         with pytest.raises(RepositoryError) as caught:
             control.config("boxes_nms")

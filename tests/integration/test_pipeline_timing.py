@@ -22,7 +22,9 @@ import pytest
 import skimage.data
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec
 from app.inference.introspection.server_stats import split
+from app.inference.protocol import parse_endpoints
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from tests.integration.test_cli_infer import bgr, parse, run_cli
@@ -69,7 +71,7 @@ def photos(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(("model", "requests"), [("face_mesh", 8), ("person_pose", 3)])
 def test_the_stages_time_fits_inside_the_pipelines(triton: EmbeddedServer, model: str, requests: int) -> None:
     photo = bgr(skimage.data.astronaut())
-    with TritonSession(triton.grpc_url, model) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model=model)) as session:
         before = session.read_server_counters()
         for _ in range(requests):
             result = session.infer(photo)
@@ -161,7 +163,9 @@ def ensemble_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedd
 
 def test_an_ensembles_steps_are_its_stages(ensemble_server: EmbeddedServer, photos: Path) -> None:
     photo = bgr(skimage.data.astronaut())
-    with TritonSession(ensemble_server.grpc_url, "faces_ensemble") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(ensemble_server.grpc_url), model="faces_ensemble")
+    ) as session:
         before = session.read_server_counters()
         for _ in range(6):
             result = session.infer(photo)

@@ -14,6 +14,8 @@ import pytest
 import skimage.data
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Limits, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult
 from app.pipeline.live import LiveJob
 from app.pipeline.recording import LiveRecording, jsonl_path_for
@@ -89,7 +91,9 @@ def _live(url: str, model: str, video: Path, recording: Path) -> tuple[list[Infe
             results.append(tracked)
             recorder.write(frame, tracked.detections)
 
-    with TritonSession(url, model, max_in_flight=8) as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(url), model=model, limits=Limits(max_in_flight=8))
+    ) as session:
         job = LiveJob(session, shown, max_in_flight=2, drop_when_busy=False)
         ended = threading.Event()
         capture = LiveCapture(video, on_frame=job.offer, on_end=ended.set, realtime=False)

@@ -18,6 +18,7 @@ import pytest
 
 from app.inference.core.open_session import open_session
 from app.inference.core.spec import Delivery, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import ErrorKind, Status
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
@@ -77,7 +78,7 @@ def test_a_wrong_reply_fails_naming_the_output_on_every_transport(
 def test_an_output_over_the_limit_is_refused_before_it_is_read(triton: EmbeddedServer) -> None:
     limit = 2**20  # 4.8 MB of det_boxes is over it; the right answer (2.4 KB) is not
     spec = SessionSpec(
-        urls=(triton.grpc_url,),
+        endpoints=parse_endpoints(triton.grpc_url),
         model="misbehaving",
         connection=ConnectionOptions(max_output_bytes=limit),
         delivery=Delivery(TransportKind.GRPC),

@@ -25,6 +25,7 @@ from app.inference.introspection.repository import (
     RepositoryErrorKind,
 )
 from app.inference.introspection.server_metrics import MetricsReader
+from app.inference.protocol import parse_url
 from app.server.embedded import EmbeddedServer
 from tests.integration.procs import eventually
 
@@ -42,7 +43,7 @@ def cli(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def repository(triton: EmbeddedServer) -> Iterator[RepositoryControl]:
-    with RepositoryControl(triton.grpc_url) as control:
+    with RepositoryControl(parse_url(triton.grpc_url)) as control:
         original = control.config(MODEL)
         yield control
         if control.config(MODEL) != original:
@@ -128,7 +129,7 @@ def test_a_server_without_repository_control_is_named_plainly(tmp_path: Path) ->
     repo.mkdir()
     (repo / MODEL).symlink_to(TEST_MODELS / MODEL, target_is_directory=True)
     with EmbeddedServer(repo, model_control="none") as server:
-        with RepositoryControl(server.grpc_url) as control:
+        with RepositoryControl(parse_url(server.grpc_url)) as control:
             assert [e.name for e in control.index()] == [MODEL], "reading works in any mode"
             assert control.control_enabled() is False, "asked without trying a real load"
             with pytest.raises(RepositoryError) as off:

@@ -11,7 +11,9 @@ import pytest
 import skimage.data
 
 from app.inference.core.session import SessionState, TritonSession
+from app.inference.core.spec import Limits, SessionSpec, Timeouts
 from app.inference.errors import SessionClosedError, SessionError, redact
+from app.inference.protocol import parse_endpoints
 from app.inference.result import Status
 from app.inference.transports.channel import ConnectionOptions
 from app.server.embedded import EmbeddedServer
@@ -27,7 +29,7 @@ from tests.integration.session_helpers import (
 
 
 def test_open_discovers_the_face_detector_and_its_profile(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         assert session.info is not None
         assert session.info.name == "face_detector"
         assert session.info.max_batch_size == 8
@@ -42,7 +44,7 @@ def test_callback_mode_delivers_the_face_off_the_callers_thread(triton: Embedded
     photo = skimage.data.astronaut()
     expected, _ = detect_faces(triton.grpc_url, photo)
     collect = Collector()
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         request_id = session.submit(photo, collect, source="astronaut.png", tag="my-tag")
         (result,) = collect.wait_for(1)
     assert result.request_id == request_id
@@ -56,7 +58,7 @@ def test_callback_mode_delivers_the_face_off_the_callers_thread(triton: Embedded
 
 
 def test_future_and_blocking_modes(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         future = session.submit_future(skimage.data.astronaut(), source="a")
         coffee = session.infer(skimage.data.coffee(), source="c")
         astronaut = future.result(timeout=30)
@@ -67,7 +69,9 @@ def test_future_and_blocking_modes(triton: EmbeddedServer) -> None:
 
 def test_request_ids_are_unique_and_every_result_carries_its_own(triton: EmbeddedServer) -> None:
     collect = Collector()
-    with TritonSession(triton.grpc_url, "slow_faces") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")
+    ) as session:
         ids = [session.submit(delayed_image(0), collect, frame=i) for i in range(50)]
         results = collect.wait_for(50)
     assert len(set(ids)) == 50
@@ -75,7 +79,11 @@ def test_request_ids_are_unique_and_every_result_carries_its_own(triton: Embedde
 
 
 def test_per_request_timeout(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url, "slow_faces", timeout_s=5) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url), model="slow_faces", timeouts=Timeouts(request_s=5)
+        )
+    ) as session:
         slow = session.infer(delayed_image(1500), timeout_s=0.2)
         fast = session.infer(delayed_image(0), timeout_s=5)
     assert slow.status is Status.TIMEOUT and "deadline" in (slow.error or "")
@@ -84,7 +92,9 @@ def test_per_request_timeout(triton: EmbeddedServer) -> None:
 
 def test_cancel_one_and_cancel_all(triton: EmbeddedServer) -> None:
     collect = Collector()
-    with TritonSession(triton.grpc_url, "slow_faces") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")
+    ) as session:
         first = session.submit(delayed_image(2000), collect)
         assert first is not None
         assert session.cancel(first)
@@ -99,7 +109,9 @@ def test_cancel_one_and_cancel_all(triton: EmbeddedServer) -> None:
 
 
 def test_a_failing_model_is_an_error_and_is_not_retried(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url, "failing", retries=3) as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="failing", timeouts=Timeouts(retries=3))
+    ) as session:
         result = session.infer(delayed_image(0), source="x.png")
         snapshot = session.stats.snapshot()
     assert result.status is Status.FAILED
@@ -108,7 +120,7 @@ def test_a_failing_model_is_an_error_and_is_not_retried(triton: EmbeddedServer) 
 
 
 def test_bad_input_is_an_error_naming_the_input(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url) as session:
+    with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as session:
         bad = session.infer(np.zeros((10, 10), np.float32), source="weird.tif")
         good = session.infer(skimage.data.astronaut(), source="fine.png")
     assert bad.status is Status.FAILED and "weird.tif" in (bad.error or "")
@@ -124,20 +136,28 @@ def test_bad_input_is_an_error_naming_the_input(triton: EmbeddedServer) -> None:
 )
 def test_model_diagnostics(triton: EmbeddedServer, model: str, expected: str) -> None:
     with pytest.raises(SessionError, match=expected):
-        TritonSession(triton.grpc_url, model).open()
+        TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model=model)).open()
 
 
 def test_nothing_listening_and_http_port_diagnostics(triton: EmbeddedServer) -> None:
     (port,) = free_ports(1)
     with pytest.raises(SessionError, match="nothing is listening"):
-        TritonSession(f"127.0.0.1:{port}", timeout_s=2).open()
+        TritonSession(
+            SessionSpec(endpoints=parse_endpoints(f"127.0.0.1:{port}"), timeouts=Timeouts(request_s=2))
+        ).open()
     with pytest.raises(SessionError, match="HTTP port"):
-        TritonSession(triton.http_url, timeout_s=2).open()
+        TritonSession(
+            SessionSpec(endpoints=parse_endpoints(triton.http_url), timeouts=Timeouts(request_s=2))
+        ).open()
 
 
 def test_the_window_bounds_requests_in_flight(triton: EmbeddedServer) -> None:
     collect = Collector()
-    with TritonSession(triton.grpc_url, "slow_faces", max_in_flight=4) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url), model="slow_faces", limits=Limits(max_in_flight=4)
+        )
+    ) as session:
         accepted = [session.submit(delayed_image(500), collect, block=False) for _ in range(10)]
         in_flight_when_full = session.in_flight
         assert accepted[:4] == [a for a in accepted[:4] if a] and accepted[4:] == [None] * 6
@@ -151,13 +171,17 @@ def test_the_window_bounds_requests_in_flight(triton: EmbeddedServer) -> None:
 
 def test_close_drains_within_the_bound_then_cancels(triton: EmbeddedServer) -> None:
     quick, slow = Collector(), Collector()
-    session = TritonSession(triton.grpc_url, "slow_faces").open()
+    session = TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")
+    ).open()
     for _ in range(8):
         session.submit(delayed_image(200), quick)
     session.close(drain_timeout=10)
     assert [r.status for r in quick.results] == [Status.OK] * 8
 
-    session = TritonSession(triton.grpc_url, "slow_faces").open()
+    session = TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")
+    ).open()
     for _ in range(8):
         session.submit(delayed_image(2500), slow)
     started = time.monotonic()
@@ -175,7 +199,12 @@ def test_every_request_ends_exactly_once_under_concurrency_64(
     triton: EmbeddedServer, send_in_caller: bool
 ) -> None:
     with TritonSession(
-        triton.grpc_url, "slow_faces", max_in_flight=64, timeout_s=5, send_in_caller=send_in_caller
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="slow_faces",
+            limits=Limits(max_in_flight=64, send_in_caller=send_in_caller),
+            timeouts=Timeouts(request_s=5),
+        )
     ) as session:
         collect, ids = hammer(session, 400, seed=7)
         snapshot = session.stats.snapshot()
@@ -189,7 +218,9 @@ def test_every_request_ends_exactly_once_under_concurrency_64(
 
 
 def test_stats_count_and_time_what_happened(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url, "slow_faces") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="slow_faces")
+    ) as session:
         for _ in range(20):
             session.infer(delayed_image(50))
         session.infer(delayed_image(1000), timeout_s=0.1)
@@ -202,14 +233,22 @@ def test_stats_count_and_time_what_happened(triton: EmbeddedServer) -> None:
 
 def test_tls_against_a_plain_server_says_tls_mismatch(triton: EmbeddedServer) -> None:
     with pytest.raises(SessionError, match="TLS mismatch") as caught:
-        TritonSession(triton.grpc_url, options=ConnectionOptions(ssl=True), timeout_s=3).open()
+        TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(triton.grpc_url),
+                connection=ConnectionOptions(ssl=True),
+                timeouts=Timeouts(request_s=3),
+            )
+        ).open()
     assert "--ssl" in str(caught.value)
 
 
 def test_headers_are_sent_and_their_values_never_shown(triton: EmbeddedServer) -> None:
     secret = "Bearer s3cr3t-t0ken-value"
     options = ConnectionOptions(headers={"authorization": secret})
-    with TritonSession(triton.grpc_url, options=options) as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), connection=options)
+    ) as session:
         assert session.infer(skimage.data.astronaut()).ok
     assert (
         redact(f"call failed with authorization: {secret}", [secret]) == "call failed with authorization: ***"
@@ -221,7 +260,12 @@ def test_close_interrupts_a_connect_that_hangs() -> None:
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
-        session = TritonSession(f"127.0.0.1:{silent.getsockname()[1]}", timeout_s=30)
+        session = TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(f"127.0.0.1:{silent.getsockname()[1]}"),
+                timeouts=Timeouts(request_s=30),
+            )
+        )
         errors: list[BaseException] = []
         opener = threading.Thread(target=lambda: _open_into(session, errors))
         opener.start()
@@ -235,7 +279,9 @@ def test_close_interrupts_a_connect_that_hangs() -> None:
 
 
 def test_close_before_open_makes_open_fail_as_closed() -> None:
-    session = TritonSession("127.0.0.1:1", timeout_s=1)
+    session = TritonSession(
+        SessionSpec(endpoints=parse_endpoints("127.0.0.1:1"), timeouts=Timeouts(request_s=1))
+    )
     session.close()
     with pytest.raises(SessionClosedError):
         session.open()

@@ -9,6 +9,8 @@ import pytest
 import skimage.data
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec, Timeouts
+from app.inference.protocol import parse_endpoints
 from app.inference.result import Status
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
@@ -23,8 +25,17 @@ def test_pool_spreads_load_survives_an_outage_and_notices_the_return(triton: Emb
     photo = skimage.data.astronaut()
     second = EmbeddedServer(model_repository(), **ports).start()
     try:
-        both = TritonSession([triton.grpc_url, second.grpc_url], timeout_s=2.0).open()
-        alone = TritonSession([second.grpc_url], timeout_s=0.5, retries=2).open()
+        both = TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints([triton.grpc_url, second.grpc_url]),
+                timeouts=Timeouts(request_s=2.0),
+            )
+        ).open()
+        alone = TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(second.grpc_url), timeouts=Timeouts(request_s=0.5, retries=2)
+            )
+        ).open()
         futures = [both.submit_future(photo) for _ in range(40)]
         used = {f.result(timeout=30).server for f in futures}
         assert used == {triton.grpc_url, second.grpc_url}, "requests go to both servers"

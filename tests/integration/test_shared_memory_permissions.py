@@ -11,6 +11,8 @@ from pathlib import Path
 import skimage.data
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.transports.shm import PREFIX, SHM_DIR
 from app.inference.transports.transport import TransportKind
 from app.server.embedded import EmbeddedServer
@@ -23,7 +25,13 @@ def modes(prefix: str) -> dict[str, int]:
 
 
 def test_server_and_client_regions_are_private(triton: EmbeddedServer) -> None:
-    with TritonSession(triton.grpc_url, "face_detector", transport=TransportKind.SHM) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="face_detector",
+            delivery=Delivery(transport=TransportKind.SHM),
+        )
+    ) as session:
         assert session.infer(skimage.data.astronaut()).ok
         server = modes(triton.shm_prefix)
         client = modes(f"{PREFIX}{os.getpid()}-")

@@ -13,7 +13,9 @@ import pytest
 import skimage.data
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import SessionSpec, Timeouts
 from app.inference.errors import SessionError
+from app.inference.protocol import parse_endpoints, parse_url
 from app.inference.result import ErrorKind
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.port_probe import what_listens
@@ -36,9 +38,9 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 def test_a_plain_client_on_a_tls_port_is_told_to_add_ssl(tmp_path: Path) -> None:
     with tls_server(tmp_path) as (url, _cert):
-        assert what_listens(url) == "tls"
+        assert what_listens(parse_url(url)) == "tls"
         with pytest.raises(SessionError) as caught:
-            TritonSession(url, timeout_s=3).open()
+            TritonSession(SessionSpec(endpoints=parse_endpoints(url), timeouts=Timeouts(request_s=3))).open()
     message = str(caught.value)
     assert caught.value.kind is ErrorKind.TLS
     assert "speaks TLS" in message and "--ssl" in message
@@ -49,7 +51,11 @@ def test_a_certificate_for_another_host_name_is_reported_as_such(tmp_path: Path)
     with tls_server(tmp_path, host="inference.example") as (url, cert):
         options = ConnectionOptions(ssl=True, root_certificates=str(cert))
         with pytest.raises(SessionError) as caught:
-            TritonSession(url, timeout_s=3, options=options).open()
+            TritonSession(
+                SessionSpec(
+                    endpoints=parse_endpoints(url), connection=options, timeouts=Timeouts(request_s=3)
+                )
+            ).open()
     message = str(caught.value)
     assert caught.value.kind is ErrorKind.TLS
     assert f"the certificate of the server at {url} is not issued for '127.0.0.1'" in message
@@ -58,7 +64,13 @@ def test_a_certificate_for_another_host_name_is_reported_as_such(tmp_path: Path)
 
 def test_a_certificate_nobody_vouches_for_asks_for_its_authority(tmp_path: Path) -> None:
     with tls_server(tmp_path) as (url, _cert), pytest.raises(SessionError) as caught:
-        TritonSession(url, timeout_s=3, options=ConnectionOptions(ssl=True)).open()
+        TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(url),
+                connection=ConnectionOptions(ssl=True),
+                timeouts=Timeouts(request_s=3),
+            )
+        ).open()
     assert caught.value.kind is ErrorKind.TLS
     assert "is not trusted: give the certificate authority that signed it with --root-certificates" in str(
         caught.value
@@ -66,9 +78,11 @@ def test_a_certificate_nobody_vouches_for_asks_for_its_authority(tmp_path: Path)
 
 
 def test_a_plain_client_on_the_http_port_is_told_it_is_the_http_port(triton: EmbeddedServer) -> None:
-    assert what_listens(triton.http_url) == "http"
+    assert what_listens(parse_url(triton.http_url)) == "http"
     with pytest.raises(SessionError) as caught:
-        TritonSession(triton.http_url, timeout_s=3).open()
+        TritonSession(
+            SessionSpec(endpoints=parse_endpoints(triton.http_url), timeouts=Timeouts(request_s=3))
+        ).open()
     message = str(caught.value)
     assert "that is Triton's HTTP port: connect over HTTP?" in message and "8001" in message
     assert caught.value.offer == f"http://{triton.http_url}"
@@ -80,14 +94,16 @@ def test_nothing_listening_is_neither_tls_nor_http(tmp_path: Path) -> None:
 
     (port,) = free_ports(1)
     url = f"127.0.0.1:{port}"
-    assert what_listens(url, timeout_s=0.5) is None
+    assert what_listens(parse_url(url), timeout_s=0.5) is None
     with pytest.raises(SessionError, match="nothing is listening"):
-        TritonSession(url, timeout_s=2).open()
+        TritonSession(SessionSpec(endpoints=parse_endpoints(url), timeouts=Timeouts(request_s=2))).open()
 
 
 def test_a_binary_header_is_sent_as_bytes(triton: EmbeddedServer) -> None:
     options = ConnectionOptions(headers={"x-trace-bin": b"\x00\x01\xfe\xff", "authorization": "Bearer abc"})
-    with TritonSession(triton.grpc_url, options=options) as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), connection=options)
+    ) as session:
         result = session.infer(skimage.data.astronaut())
     assert result.ok, result.error
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
+from app.inference.protocol import parse_url
 from app.inference.tracing import spans as names
 from app.inference.tracing.chrome import trace_events
 from app.inference.tracing.clock import ClockPlacement, ServerClock
@@ -38,7 +39,7 @@ FORTY = "fixed_40ms"
 @pytest.fixture(params=["grpc", "http"])
 def channel(request: pytest.FixtureRequest, triton: EmbeddedServer) -> Iterator[Channel]:
     url = triton.grpc_url if request.param == "grpc" else f"http://{triton.http_url}"
-    opened = open_channel(url, ConnectionOptions())
+    opened = open_channel(parse_url(url), ConnectionOptions())
     yield opened
     opened.close()
 
@@ -149,7 +150,7 @@ def test_a_40_ms_model_shows_its_compute_inside_the_request(triton: EmbeddedServ
 
 
 def test_face_mesh_shows_its_stages_nested_in_its_compute(triton: EmbeddedServer) -> None:
-    channel = open_channel(triton.grpc_url, ConnectionOptions())
+    channel = open_channel(parse_url(triton.grpc_url), ConnectionOptions())
     control, reader = traced(triton, channel, "face_mesh")
     collector = TraceCollector(ClockPlacement(same_machine=True))
     import cv2
@@ -185,7 +186,7 @@ def test_opentelemetry_mode_traces_just_the_requests_sent_with_a_traceparent(tmp
         setup = TraceSetup(TraceMode.OPENTELEMETRY, receiver.url)
         with EmbeddedServer(repo, tracing=setup) as server:
             assert server.trace_file is None
-            channel = open_channel(server.grpc_url, ConnectionOptions())
+            channel = open_channel(parse_url(server.grpc_url), ConnectionOptions())
             settings = TraceControl(channel, {}, ServerFeatures()).settings()
             assert settings is not None and settings.opentelemetry and settings.collector_url == receiver.url
             collector = TraceCollector(ClockPlacement(same_machine=True, server_clock=ServerClock.WALL))
@@ -213,7 +214,7 @@ def test_a_server_without_the_trace_extension_is_named_in_one_sentence(
     mlserver: MLServer, protocol: str
 ) -> None:
     url = mlserver.grpc_url if protocol == "grpc" else mlserver.http_url
-    channel = open_channel(url, ConnectionOptions())
+    channel = open_channel(parse_url(url), ConnectionOptions())
     features = ServerFeatures()
     control = TraceControl(channel, {}, features)
     try:
@@ -233,7 +234,7 @@ def test_a_server_without_the_trace_extension_is_named_in_one_sentence(
 def test_the_tracer_reads_the_embedded_servers_own_files_and_says_when_it_cannot(
     triton: EmbeddedServer,
 ) -> None:
-    channel = open_channel(triton.grpc_url, ConnectionOptions())
+    channel = open_channel(parse_url(triton.grpc_url), ConnectionOptions())
     try:
         far = Tracer.start(
             TraceSelection.parse("1"), FORTY, TraceControl(channel, {}, ServerFeatures()), same_machine=False

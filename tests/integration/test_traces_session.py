@@ -11,6 +11,7 @@ import pytest
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import Limits, SessionSpec
+from app.inference.protocol import parse_endpoints, parse_url
 from app.inference.result import Status
 from app.inference.tracing import spans as names
 from app.inference.tracing.diagnosis import Finding, diagnose
@@ -25,7 +26,7 @@ from tests.integration.test_traces_server import FORTY
 
 
 def spec_for(url: str, **limits: object) -> SessionSpec:
-    return SessionSpec(urls=(url,), model=FORTY, limits=Limits(**limits))  # type: ignore[arg-type]
+    return SessionSpec(endpoints=parse_endpoints(url), model=FORTY, limits=Limits(**limits))  # type: ignore[arg-type]
 
 
 def drain(tracer: Tracer, wanted: int, timeout_s: float = 20) -> list[RequestTrace]:
@@ -47,7 +48,7 @@ def images(n: int) -> list[np.ndarray]:
 )
 def test_every_stage_of_a_traced_request_on_one_timeline(triton: EmbeddedServer, url_of) -> None:
     sent = images(3)
-    with TritonSession.from_spec(spec_for(url_of(triton), max_in_flight=1)) as session:
+    with TritonSession(spec_for(url_of(triton), max_in_flight=1)) as session:
         tracer = session.start_tracing(TraceSelection.parse("all"))
         tracer.keep_inputs = True  # for the perf_analyzer export
         assert tracer.notes == []
@@ -100,13 +101,13 @@ def test_every_stage_of_a_traced_request_on_one_timeline(triton: EmbeddedServer,
 
 
 def test_the_next_n_then_none_and_the_servers_settings_put_back(triton: EmbeddedServer) -> None:
-    with TritonSession.from_spec(spec_for(triton.grpc_url)) as session:
+    with TritonSession(spec_for(triton.grpc_url)) as session:
         tracer = session.start_tracing(TraceSelection.parse("2"))
         results = [session.submit_future(image).result(30) for image in images(4)]
         traces = drain(tracer, 2)
         assert [t.request_id for t in traces] == [r.request_id for r in results[:2]]
         assert all(t.has_server() for t in traces)
-    channel = open_channel(triton.grpc_url, ConnectionOptions())
+    channel = open_channel(parse_url(triton.grpc_url), ConnectionOptions())
     try:
         settings = TraceControl(channel, {}, session.features).settings(FORTY)
     finally:

@@ -13,8 +13,10 @@ import pytest
 import skimage.data
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.core.stats import TimingTotals
 from app.inference.introspection.server_stats import split
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult, Status
 from app.inference.transports.shm import SHM_DIR
 from app.inference.transports.transport import TransportKind
@@ -58,7 +60,13 @@ def test_same_detections_over_grpc_shm_and_client_batches(triton: EmbeddedServer
     found: dict[tuple[str, int], list[InferenceResult]] = {}
     for transport in (TransportKind.GRPC, TransportKind.SHM):
         for batch in (1, 4):
-            with TritonSession(triton.grpc_url, model, transport=transport, client_batch=batch) as session:
+            with TritonSession(
+                SessionSpec(
+                    endpoints=parse_endpoints(triton.grpc_url),
+                    model=model,
+                    delivery=Delivery(transport=transport, client_batch=batch),
+                )
+            ) as session:
                 assert session.transport is not None and session.transport.kind is transport
                 found[(transport.value, batch)] = run_all(session, images)
     reference = found[("grpc", 1)]
@@ -79,7 +87,13 @@ def test_client_batches_really_form_and_each_member_keeps_its_own_id(triton: Emb
     # The 12 requests all become one tensor shape: three batches fill up and go at once. The
     # delay only sends a batch that does not fill; a short one (50 ms) let a busy machine's
     # slow pre-processing split them (seen: batches of 3 and 2).
-    with TritonSession(triton.grpc_url, "fixed_yolov8", client_batch=4, batch_delay_ms=5000) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="fixed_yolov8",
+            delivery=Delivery(client_batch=4, batch_delay_ms=5000),
+        )
+    ) as session:
         assert session.batching == 4
         results = run_all(session, shapes(), repeat=4)  # 12 same-size... 3 shapes x 4
     batches = [r.timing.batch for r in results if r.timing is not None]
@@ -90,7 +104,13 @@ def test_client_batches_really_form_and_each_member_keeps_its_own_id(triton: Emb
 
 def test_exactly_once_with_client_batching_under_cancels_and_timeouts(triton: EmbeddedServer) -> None:
     with TritonSession(
-        triton.grpc_url, "slow_faces", max_in_flight=64, timeout_s=5, client_batch=8, batch_delay_ms=5
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="slow_faces",
+            limits=Limits(max_in_flight=64),
+            timeouts=Timeouts(request_s=5),
+            delivery=Delivery(client_batch=8, batch_delay_ms=5),
+        )
     ) as session:
         assert session.batching == 8
         collect, ids = hammer(session, 300, seed=11)
@@ -104,7 +124,13 @@ def test_a_short_timeout_never_cuts_a_batched_neighbour_short(triton: EmbeddedSe
     # Two requests of the same shape, one that gives up after 100 ms and one that may wait
     # 5 s, both answered after ~300 ms: batched together, the patient one would die with
     # the impatient one's deadline.
-    with TritonSession(triton.grpc_url, "slow_faces", client_batch=2, batch_delay_ms=200) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="slow_faces",
+            delivery=Delivery(client_batch=2, batch_delay_ms=200),
+        )
+    ) as session:
         collect = Collector()
         impatient = session.submit(delayed_image(300), collect, timeout_s=0.1)
         patient = session.submit(delayed_image(300), collect, timeout_s=5.0)
@@ -115,7 +141,9 @@ def test_a_short_timeout_never_cuts_a_batched_neighbour_short(triton: EmbeddedSe
 
 def test_the_server_split_is_within_the_round_trip(triton: EmbeddedServer) -> None:
     totals = TimingTotals()
-    with TritonSession(triton.grpc_url, "face_detector") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="face_detector")
+    ) as session:
         before = session.read_server_counters()
         for _ in range(30):
             result = session.infer(PHOTO)
@@ -153,10 +181,18 @@ def face_frame(w: int, h: int, face_share: float) -> np.ndarray:
 @pytest.mark.parametrize(("w", "h"), [(1920, 1080), (1080, 1920), (4000, 3000)])
 def test_a_downscaled_frame_finds_the_same_face(triton: EmbeddedServer, w: int, h: int) -> None:
     canvas = face_frame(w, h, 0.3)
-    with TritonSession(triton.grpc_url, "face_detector") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="face_detector")
+    ) as session:
         assert session.profile.max_input_side == 256  # from the model's config
         small = session.infer(canvas)
-    with TritonSession(triton.grpc_url, "face_detector", profile_overrides={"max_input_side": 0}) as full:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="face_detector",
+            profile=ProfileSource(overrides={"max_input_side": 0}),
+        )
+    ) as full:
         assert full.profile.max_input_side == 0
         whole = full.infer(canvas)
     assert small.ok and whole.ok and len(small.detections) == len(whole.detections) >= 1
@@ -167,8 +203,12 @@ def test_a_downscaled_frame_finds_the_same_face(triton: EmbeddedServer, w: int, 
 
 def test_auto_uses_shm_on_this_machine_and_grpc_when_asked(triton: EmbeddedServer) -> None:
     with (
-        TritonSession(triton.grpc_url) as auto,
-        TritonSession(triton.grpc_url, transport=TransportKind.GRPC) as grpc,
+        TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))) as auto,
+        TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(triton.grpc_url), delivery=Delivery(transport=TransportKind.GRPC)
+            )
+        ) as grpc,
     ):
         assert auto.transport is not None and auto.transport.kind is TransportKind.SHM
         assert "shared memory" in auto.describe_transport() and auto.transport_note == ""
@@ -180,7 +220,13 @@ def test_auto_uses_shm_on_this_machine_and_grpc_when_asked(triton: EmbeddedServe
 def test_shm_falls_back_to_grpc_with_a_message_when_the_server_refuses_regions() -> None:
     # A local address served by a channel that refuses every registration (the fake).
     server = FakeServer()
-    with TritonSession("127.0.0.1:9", channel_factory=server.factory, transport=TransportKind.SHM) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints("127.0.0.1:9"),
+            channel_factory=server.factory,
+            delivery=Delivery(transport=TransportKind.SHM),
+        )
+    ) as session:
         assert session.transport is not None and session.transport.kind is TransportKind.GRPC
         assert "shared memory not usable with 127.0.0.1:9" in session.transport_note
         assert "using gRPC" in session.transport_note
@@ -191,7 +237,11 @@ def test_shm_falls_back_to_grpc_with_a_message_when_the_server_refuses_regions()
 def test_a_remote_server_gets_grpc_and_a_reason_when_shm_was_asked() -> None:
     server = FakeServer()
     with TritonSession(
-        "10.1.2.3:8001", channel_factory=server.factory, transport=TransportKind.SHM
+        SessionSpec(
+            endpoints=parse_endpoints("10.1.2.3:8001"),
+            channel_factory=server.factory,
+            delivery=Delivery(transport=TransportKind.SHM),
+        )
     ) as session:
         assert session.transport is not None and session.transport.kind is TransportKind.GRPC
         assert "needs the server on this machine (10.1.2.3:8001 is not)" in session.transport_note
@@ -206,7 +256,9 @@ def test_regions_of_a_dead_client_are_removed_at_the_next_start(
     script = (
         "import sys, time\n"
         "from app.inference.core.session import TritonSession\n"
-        f"s = TritonSession({triton.grpc_url!r}).open()\n"
+        "from app.inference.core.spec import SessionSpec\n"
+        "from app.inference.protocol import parse_endpoints\n"
+        f"s = TritonSession(SessionSpec(endpoints=parse_endpoints({triton.grpc_url!r}))).open()\n"
         "print('open', flush=True)\n"
         "time.sleep(60)\n"
     )
@@ -218,7 +270,7 @@ def test_regions_of_a_dead_client_are_removed_at_the_next_start(
         proc.kill()
         proc.wait()
         assert all(p.exists() for p in theirs), "a SIGKILL runs no clean-up"
-        with TritonSession(triton.grpc_url):  # the next start sweeps
+        with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))):  # the next start sweeps
             pass
         assert not any(p.exists() for p in theirs)
         if proc.poll() is None:
@@ -247,10 +299,18 @@ def test_big_jpegs_and_mjpg_frames_are_decoded_small_and_reported_in_their_own_p
         first = next(iter(reader))
     assert first.image.shape == (270, 480, 3) and first.source_size == (1920, 1080)
     collect = Collector()
-    with TritonSession(triton.grpc_url, "face_detector") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="face_detector")
+    ) as session:
         BatchJob(session, [jpeg, video], collect).run()
     whole = {"max_input_side": 0}  # the full-size image, as a plain client sends it
-    with TritonSession(triton.grpc_url, "face_detector", profile_overrides=whole) as session:
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(triton.grpc_url),
+            model="face_detector",
+            profile=ProfileSource(overrides=whole),
+        )
+    ) as session:
         full = session.infer(cv2.cvtColor(cv2.imread(str(jpeg)), cv2.COLOR_BGR2RGB))
     assert full.ok and len(full.detections) == 1
     assert len(collect.results) == 4

@@ -27,6 +27,7 @@ from app.inference.introspection.metrics_history import MetricsHistory, MetricsP
 from app.inference.introspection.model_config import parse_config
 from app.inference.introspection.repository import RepositoryControl
 from app.inference.introspection.server_metrics import MetricsReader
+from app.inference.protocol import parse_endpoints, parse_url
 from app.pipeline.sweep import Sweep, SweepPlan
 from app.pipeline.tune import TunePlan, Tuner
 from app.pipeline.tune_export import write_model_config
@@ -43,7 +44,7 @@ BATCHING = TrialSettings(1, 16, 2000)
 
 @pytest.fixture
 def repository(triton: EmbeddedServer) -> Iterator[RepositoryControl]:
-    with RepositoryControl(triton.grpc_url) as control:
+    with RepositoryControl(parse_url(triton.grpc_url)) as control:
         original = control.config(MODEL)
         assert settings_of(original) == ORIGINAL
         yield control
@@ -61,7 +62,9 @@ def tuner(repository: RepositoryControl, images: list[np.ndarray], levels: tuple
     plan = TunePlan(sweep_plan, instances=(1,), queue_delays=(None, 2000))
 
     def new_sweep(model: str, on_progress) -> Sweep:  # type: ignore[no-untyped-def]
-        spec = SessionSpec(urls=(repository.url,), model=model, limits=Limits(decode_workers=1))
+        spec = SessionSpec(
+            endpoints=parse_endpoints(repository.url), model=model, limits=Limits(decode_workers=1)
+        )
         return Sweep(spec, images, sweep_plan, on_progress=on_progress)
 
     return Tuner(repository, MODEL, plan, new_sweep, **kw)

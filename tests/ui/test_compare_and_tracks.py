@@ -156,7 +156,7 @@ def test_both_sides_are_opened_with_the_transport_client_batching_and_profile_in
         assert session.transport is not None and session.transport.kind is TransportKind.GRPC, side
         assert session.describe_transport() == "gRPC, client batches of 4 (2 ms)", side
         assert session.batching == 4 and session.profile.labels == ("visage",), side
-    assert compare.sessions[Side.B].model_version == "1"
+    assert compare.sessions[Side.B].spec.version == "1"
     compare.open_paths([str(folder)])
     harness.run(until(lambda: compare.batch is not None and compare.batch.finished, what="the batch"))
     (pair,) = compare.pairs.values()

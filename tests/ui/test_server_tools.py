@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QMessageBox, QTableWidget
 from app.inference.introspection.model_config import parse_config
 from app.inference.introspection.repository import RepositoryControl
 from app.inference.introspection.server_metrics import parse_metrics
+from app.inference.protocol import parse_endpoints, parse_url
 from app.pipeline.tune_settings import TrialSettings, settings_of
 from app.server.embedded import EmbeddedServer
 from app.ui.base.tasks import TaskSet
@@ -40,7 +41,7 @@ TEST_MODELS = Path(__file__).resolve().parents[1] / "models"
 @pytest.fixture
 def control(triton: EmbeddedServer) -> Iterator[RepositoryControl]:
     """The test's own view of the shared server; fixed_cost's config is put back at the end."""
-    with RepositoryControl(triton.grpc_url) as repository:
+    with RepositoryControl(parse_url(triton.grpc_url)) as repository:
         original = repository.config(MODEL)
         assert settings_of(original) == ORIGINAL
         yield repository
@@ -334,10 +335,18 @@ def test_the_server_view_says_when_the_metrics_are_not_reachable(
 
 def test_the_metrics_source() -> None:
     local = ("127.0.0.1:40001", 40003)
-    assert choose_metrics_url(["127.0.0.1:40001"], local, None) == "http://127.0.0.1:40003/metrics"
-    assert choose_metrics_url(["gpu-box:8001"], local, None) == "http://gpu-box:8002/metrics"
-    assert choose_metrics_url(["gpu-box:8001"], None, "gpu-box:9102") == "http://gpu-box:9102/metrics"
-    assert choose_metrics_url(["grpc://[::1]:8001"], None, None) == "http://[::1]:8002/metrics"
+    assert (
+        choose_metrics_url(parse_endpoints(["127.0.0.1:40001"]), local, None)
+        == "http://127.0.0.1:40003/metrics"
+    )
+    assert choose_metrics_url(parse_endpoints(["gpu-box:8001"]), local, None) == "http://gpu-box:8002/metrics"
+    assert (
+        choose_metrics_url(parse_endpoints(["gpu-box:8001"]), None, "gpu-box:9102")
+        == "http://gpu-box:9102/metrics"
+    )
+    assert (
+        choose_metrics_url(parse_endpoints(["grpc://[::1]:8001"]), None, None) == "http://[::1]:8002/metrics"
+    )
     assert choose_metrics_url([], local, None) is None
 
 

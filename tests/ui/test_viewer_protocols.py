@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.inference.introspection.extensions import MISSING, Extension
 from app.inference.protocol import ServerProtocol
+from app.pipeline.connection.state import ConnectionState
 from app.server.embedded import EmbeddedServer
 from tests.integration.test_mlserver import expected_boxes
 from tests.mlserver.server import MLServer
@@ -64,3 +65,16 @@ def test_triton_s_http_port_asked_over_grpc_is_offered_over_http(
     harness.run(until(lambda: len(viewer.gallery.results) == 1, what="the result"))
     (result,) = viewer.gallery.results.values()
     assert result.ok and len(result.detections) == 2, result.error
+
+
+def test_an_address_that_cannot_be_a_servers_is_said_as_a_failed_connect(
+    harness: Harness, triton: EmbeddedServer
+) -> None:
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    viewer.window.server_panel.url_combo.setCurrentText("ftp://h:21")
+    viewer.window.server_panel.connect_button.click()
+    harness.run(until(lambda: viewer.connection.state is ConnectionState.FAILED, what="the failure"))
+    assert viewer.connection.manager.detail.startswith("ftp://h:21: unknown scheme 'ftp://' (use http://")
+    assert "Failed</b> · ftp://h:21: unknown scheme" in viewer.window.server_panel.state_text()
+    assert viewer.connection.session is None  # the connect asked for replaced the session open

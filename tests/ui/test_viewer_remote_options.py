@@ -16,7 +16,7 @@ def test_headers_are_used_and_never_shown(harness: Harness, triton: EmbeddedServ
     viewer = harness.viewer(triton.grpc_url, connection=ConnectionOptions(headers={"authorization": secret}))
     harness.connected(viewer)
     assert viewer.connection.session is not None
-    assert viewer.connection.session.options.headers == {"authorization": secret}
+    assert viewer.connection.session.spec.connection.headers == {"authorization": secret}
     assert secret not in viewer.window.server_panel.state_text()
 
 

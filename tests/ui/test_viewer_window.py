@@ -16,6 +16,8 @@ from PySide6.QtWidgets import QApplication
 from skimage import data
 
 from app.inference.core.session import SessionState, TritonSession
+from app.inference.core.spec import SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult
 from app.pipeline.batch import BatchCounts
 from app.pipeline.connection.state import ConnectionState
@@ -78,7 +80,9 @@ def test_boxes_at_the_face_and_sliders_refilter_without_requests(
 ) -> None:
     image = data.astronaut()
     path = write_png(tmp_path / "astronaut.png", image)
-    with TritonSession(triton.grpc_url, "face_detector") as session:
+    with TritonSession(
+        SessionSpec(endpoints=parse_endpoints(triton.grpc_url), model="face_detector")
+    ) as session:
         expected = session.infer(image).detections
     assert len(expected) == 1
     viewer = harness.viewer(triton.grpc_url, "face_detector", open_paths=[str(path)])

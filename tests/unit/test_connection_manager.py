@@ -4,6 +4,7 @@ seam (tests/fake_channel.py); the liveness probes use the same kind of channel."
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 import time
@@ -15,6 +16,7 @@ import pytest
 
 from app.inference.core.session import SessionState, TritonSession
 from app.inference.core.spec import ProfileSource, SessionSpec
+from app.inference.protocol import UrlError, parse_endpoints
 from app.pipeline.connection.manager import ConnectionManager
 from app.pipeline.connection.state import (
     ConnectionEvent,
@@ -86,7 +88,8 @@ def manager_and_events() -> Iterator[tuple[ConnectionManager, Events]]:
 
 
 def spec_for(server: FakeServer, model: str | None = MODEL, **changes: object) -> SessionSpec:
-    return SessionSpec(urls=("fake:8001",), model=model, channel_factory=server.factory, **changes)  # type: ignore[arg-type]
+    spec = SessionSpec(endpoints=parse_endpoints("fake:8001"), model=model, channel_factory=server.factory)  # type: ignore[arg-type]
+    return dataclasses.replace(spec, **changes)  # type: ignore[arg-type]
 
 
 def test_connect_reports_connecting_then_the_session_and_a_switch_closes_the_old_one_after_saying_so(
@@ -109,6 +112,24 @@ def test_connect_reports_connecting_then_the_session_and_a_switch_closes_the_old
     assert opened.session.state is SessionState.CLOSED
     new = events.seen[second]
     assert isinstance(new, SessionOpened) and new.session is manager.session is not opened.session
+
+
+def test_an_address_that_cannot_be_a_servers_fails_the_connect_and_closes_the_session_open(
+    server: FakeServer, manager_and_events: tuple[ConnectionManager, Events]
+) -> None:
+    manager, events = manager_and_events
+    manager.connect_to(spec_for(server))
+    opened = events.seen[events.opened()]
+    assert isinstance(opened, SessionOpened)
+    with pytest.raises(UrlError) as bad:
+        parse_endpoints("ftp://h:21")  # what the viewer's panel was given
+    manager.refuse(str(bad.value))
+    failed = events.wait_for(state_is(ConnectionState.FAILED), "failure")
+    assert (
+        events.seen[failed].detail
+        == "ftp://h:21: unknown scheme 'ftp://' (use http://, https://, grpc:// or HOST:PORT for gRPC)"
+    )  # type: ignore[union-attr]
+    assert opened.session.state is SessionState.CLOSED and manager.session is None
 
 
 def test_a_remembered_model_the_server_lacks_opens_its_default_and_an_asked_one_fails_with_the_list(
@@ -194,7 +215,7 @@ def test_a_connect_that_hangs_is_abandoned_at_once_by_the_next(
     with socket.socket() as silent:  # accepts TCP connections, never answers gRPC
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
-        manager.connect_to(SessionSpec(urls=(f"127.0.0.1:{silent.getsockname()[1]}",)))
+        manager.connect_to(SessionSpec(endpoints=parse_endpoints(f"127.0.0.1:{silent.getsockname()[1]}")))
         deadline = time.monotonic() + 10
         while manager.opening is None and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -6,9 +6,10 @@ import pytest
 from tritonclient.utils import InferenceServerException
 
 from app.inference.errors import classify_failure, first_paragraph, redact
+from app.inference.protocol import parse_url
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 
-URL = "10.0.0.5:8001"
+URL = parse_url("10.0.0.5:8001")
 
 
 def error(message: str, status: str) -> InferenceServerException:
@@ -118,26 +119,26 @@ def test_a_port_that_closes_the_connection_gets_the_hint_of_what_listens_there()
     from app.inference.errors import unreachable_message
 
     detail = "failed to connect to all addresses; last error: UNAVAILABLE: Socket closed"
-    tls = unreachable_message("h:443", detail, "tls")
+    tls = unreachable_message(parse_url("h:443"), detail, "tls")
     assert "speaks TLS" in tls and "--ssl" in tls and "HTTP port" not in tls
-    http = unreachable_message("h:9000", detail, "http")
+    http = unreachable_message(parse_url("h:9000"), detail, "http")
     assert "that is Triton's HTTP port: connect over HTTP?" in http and "--ssl" not in http
     assert "--url http://h:9000" in http
     # Not probed: both causes, the likelier first (TLS on 443, the HTTP port elsewhere).
-    unknown_443 = unreachable_message("h:443", detail)
+    unknown_443 = unreachable_message(parse_url("h:443"), detail)
     assert unknown_443.index("--ssl") < unknown_443.index("HTTP port")
-    unknown_8000 = unreachable_message("h:8000", detail)
+    unknown_8000 = unreachable_message(parse_url("h:8000"), detail)
     assert unknown_8000.index("HTTP port") < unknown_8000.index("--ssl")
 
 
 def test_an_http_client_is_told_what_listens_in_http_terms() -> None:
     from app.inference.errors import unreachable_message
 
-    grpc_port = unreachable_message("http://h:8001", "the server closed the connection", "grpc")
+    grpc_port = unreachable_message(parse_url("http://h:8001"), "the server closed the connection", "grpc")
     assert "that is a gRPC port: connect over gRPC?" in grpc_port and "--url h:8001" in grpc_port
-    tls = unreachable_message("http://h:8443", "the server closed the connection", "tls")
+    tls = unreachable_message(parse_url("http://h:8443"), "the server closed the connection", "tls")
     assert "https://" in tls and "--ssl" not in tls
-    refused = unreachable_message("http://h:8000", "connection refused")
+    refused = unreachable_message(parse_url("http://h:8000"), "connection refused")
     assert "nothing is listening" in refused and "HTTP port" in refused and "8001" not in refused
 
 
@@ -162,19 +163,17 @@ def test_status_codes_of_both_protocols_are_one_vocabulary(status: str, code: st
     e = error("whatever the text says", status)
     assert status_code(e) == code
     assert extension_missing(e) is missing
-    assert classify_failure(e, "http://h:8000").unimplemented is missing
+    assert classify_failure(e, parse_url("http://h:8000")).unimplemented is missing
 
 
 def test_http_statuses_classify_like_their_grpc_codes() -> None:
-    assert classify_failure(error("Service Unavailable", "503"), "http://h:8000").transient
-    assert classify_failure(error("bad gateway", "502"), "http://h:8000").kind is ErrorKind.UNREACHABLE
-    assert classify_failure(error("unexpected shape", "400"), "http://h:8000").kind is ErrorKind.BAD_INPUT
-    assert (
-        classify_failure(error("Request for unknown model", "404"), "http://h:8000").kind
-        is ErrorKind.NOT_FOUND
-    )
-    assert classify_failure(error("too big", "413"), "http://h:8000").kind is ErrorKind.TOO_LARGE
-    assert classify_failure(error("slow", "504"), "http://h:8000").status is Status.TIMEOUT
+    http = parse_url("http://h:8000")
+    assert classify_failure(error("Service Unavailable", "503"), http).transient
+    assert classify_failure(error("bad gateway", "502"), http).kind is ErrorKind.UNREACHABLE
+    assert classify_failure(error("unexpected shape", "400"), http).kind is ErrorKind.BAD_INPUT
+    assert classify_failure(error("Request for unknown model", "404"), http).kind is ErrorKind.NOT_FOUND
+    assert classify_failure(error("too big", "413"), http).kind is ErrorKind.TOO_LARGE
+    assert classify_failure(error("slow", "504"), http).status is Status.TIMEOUT
 
 
 def test_the_flags_callers_decide_on_come_from_the_classifier() -> None:

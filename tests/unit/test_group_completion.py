@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 
 from app.inference.core.session import TritonSession
+from app.inference.core.spec import Limits, SessionSpec
+from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult
 from tests.fake_channel import MODEL, FakeServer, keep, reply_at_once
 
@@ -50,8 +53,13 @@ def server() -> Iterator[FakeServer]:
     yield FakeServer()
 
 
-def open_session(server: FakeServer, **kwargs: object) -> TritonSession:
-    return TritonSession("fake:8001", MODEL, channel_factory=server.factory, **kwargs).open()  # type: ignore[arg-type]
+def open_session(server: FakeServer, **parts: Any) -> TritonSession:
+    """A session on the fake server; `parts`: the spec's own (timeouts=, limits=...)."""
+    return TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints("fake:8001"), model=MODEL, channel_factory=server.factory, **parts
+        )
+    ).open()
 
 
 def test_drained_comes_once_after_the_last_result_and_counts_each_ending(server: FakeServer) -> None:
@@ -119,7 +127,7 @@ def test_an_empty_group_drains_at_once_when_closed(server: FakeServer) -> None:
 def test_local_results_are_counted_and_handed_on_before_drained(server: FakeServer) -> None:
     server.default = reply_at_once
     journal = Journal()
-    with open_session(server, send_in_caller=True) as session:
+    with open_session(server, limits=Limits(send_in_caller=True)) as session:
         group = session.group(2, "batch", journal.drained)
         group.deliver_local(InferenceResult.local_failure("bad.png", "bad.png: not an image"), journal.result)
         assert group.submit(IMAGE, journal.result, frame=1)

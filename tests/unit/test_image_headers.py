@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.inference.core.session import MAX_INPUT_PIXELS
+from app.inference.core.request_path import MAX_INPUT_PIXELS
 from app.sources.image_header import image_size, jpeg_damage, tiff_pages
 from app.sources.images import MAX_IMAGE_PIXELS, read_image, read_image_for
 

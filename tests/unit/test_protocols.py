@@ -5,10 +5,23 @@ from __future__ import annotations
 import pytest
 
 from app.inference.core.spec import SessionSpec
+from app.inference.core.transport_choice import is_loopback
+from app.inference.errors import unreachable_message
 from app.inference.introspection.discovery import normal_state
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
-from app.inference.protocol import ServerProtocol, UrlError, parse_url, protocol_of, same_server_over
+from app.inference.introspection.server_metrics import default_metrics_url
+from app.inference.protocol import (
+    Endpoint,
+    MixedProtocolsError,
+    ServerProtocol,
+    UrlError,
+    parse_endpoints,
+    parse_url,
+    protocol_of,
+    same_server_over,
+)
 from app.inference.transports.http_channel import http_headers
+from app.inference.transports.port_probe import what_listens
 
 
 @pytest.mark.parametrize(
@@ -48,20 +61,39 @@ def test_an_unusable_url_is_refused_with_its_reason(url: str) -> None:
 
 
 def test_the_offer_reaches_the_same_host_over_the_other_protocol() -> None:
-    assert same_server_over("127.0.0.1:8000", ServerProtocol.HTTP) == "http://127.0.0.1:8000"
-    assert same_server_over("http://h:8001", ServerProtocol.GRPC) == "h:8001"
-    assert same_server_over("[::1]:8000", ServerProtocol.HTTP) == "http://[::1]:8000"
-    assert same_server_over("http://h:8000", ServerProtocol.GRPC, port=8001) == "h:8001"
+    assert same_server_over(parse_url("127.0.0.1:8000"), ServerProtocol.HTTP) == "http://127.0.0.1:8000"
+    assert same_server_over(parse_url("http://h:8001"), ServerProtocol.GRPC) == "h:8001"
+    assert same_server_over(parse_url("[::1]:8000"), ServerProtocol.HTTP) == "http://[::1]:8000"
+    assert same_server_over(parse_url("http://h:8000"), ServerProtocol.GRPC, port=8001) == "h:8001"
 
 
 def test_a_spec_knows_its_protocol_and_a_session_refuses_both_at_once() -> None:
     from app.inference.core.session import TritonSession
 
-    assert SessionSpec(urls=("http://h:8000",)).protocol is ServerProtocol.HTTP
-    assert SessionSpec(urls=("h:8001",)).protocol is ServerProtocol.GRPC
+    assert SessionSpec(endpoints=parse_endpoints("http://h:8000")).protocol is ServerProtocol.HTTP
+    assert SessionSpec(endpoints=parse_endpoints("h:8001")).protocol is ServerProtocol.GRPC
     assert SessionSpec().protocol is ServerProtocol.GRPC  # the embedded server
+    mixed = (parse_url("h:8001"), parse_url("http://h:8000"))
+    with pytest.raises(MixedProtocolsError, match="one protocol"):
+        parse_endpoints([e.url for e in mixed])  # where the user gives them
     with pytest.raises(ValueError, match="one protocol"):
-        TritonSession(["h:8001", "http://h:8000"])
+        TritonSession(SessionSpec(endpoints=mixed))  # and a spec built otherwise
+
+
+def test_a_grpc_target_naming_several_servers_is_one_endpoint_without_one_host() -> None:
+    """gRPC's own load balancing takes targets such as `ipv4:H:P,H:P` or `dns:///NAME:PORT`:
+    one endpoint, given to gRPC whole; nothing guesses a host or a port from it."""
+    target = Endpoint(
+        "ipv4:10.0.0.1:8001,10.0.0.2:8001", ServerProtocol.GRPC, "ipv4:10.0.0.1:8001,10.0.0.2:8001"
+    )
+    names = Endpoint("dns:///triton.example:8001", ServerProtocol.GRPC, "dns:///triton.example:8001")
+    for endpoint in (target, names):
+        assert (endpoint.host, endpoint.port) == (None, "")
+        assert same_server_over(endpoint, ServerProtocol.HTTP) is None
+        assert not is_loopback(endpoint)  # shared memory needs one server known to be here
+        assert default_metrics_url(endpoint) is None
+        assert what_listens(endpoint) is None  # no one port to look at
+    assert "HOST:PORT" in unreachable_message(target, "Socket closed")
 
 
 def test_binary_tensors_only_where_the_server_declares_them() -> None:
@@ -96,3 +128,22 @@ def test_http_headers_are_text_and_binary_values_travel_as_base64() -> None:
     assert headers["authorization"] == "Bearer x"
     assert headers["x-trace-bin"] == "AAH+/w=="
     assert headers["Accept-Encoding"] == "identity"
+
+
+def test_the_command_line_parses_its_urls_once_and_names_the_option_in_its_errors() -> None:
+    import argparse
+
+    from app.commands.common import UsageError, endpoints_of
+
+    args = argparse.Namespace(url=["h:8001", "h2:8001"], url_b=["http://b:8000"])
+    assert endpoints_of(args) == parse_endpoints(["h:8001", "h2:8001"])
+    assert endpoints_of(args, "url_b")[0].protocol is ServerProtocol.HTTP
+    assert endpoints_of(argparse.Namespace(url=[])) == ()
+    with pytest.raises(UsageError, match=r"^--url ftp://h: unknown scheme"):
+        endpoints_of(argparse.Namespace(url=["ftp://h"]))
+    with pytest.raises(
+        UsageError, match=r"^--url: give servers of one protocol \(all gRPC or all HTTP\), not both$"
+    ):
+        endpoints_of(argparse.Namespace(url=["h:8001", "http://h:8000"]))
+    with pytest.raises(UsageError, match=r"^--url-b grpc://b/x: a gRPC address is HOST:PORT"):
+        endpoints_of(argparse.Namespace(url_b=["grpc://b/x"]), "url_b")

@@ -6,11 +6,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 
 from app.inference.core.session import SessionState, TritonSession
+from app.inference.core.spec import Limits, SessionSpec, Timeouts
+from app.inference.protocol import parse_endpoints
 from app.inference.result import ErrorKind, InferenceResult, Status
 from app.pipeline.live import LiveJob
 from app.sources.frame import Frame
@@ -20,8 +23,13 @@ from tests.integration.session_helpers import Collector, wait_until
 IMAGE = np.zeros((48, 64, 3), np.uint8)
 
 
-def open_session(server: FakeServer, **kwargs: object) -> TritonSession:
-    return TritonSession("fake:8001", MODEL, channel_factory=server.factory, **kwargs).open()  # type: ignore[arg-type]
+def open_session(server: FakeServer, **parts: Any) -> TritonSession:
+    """A session on the fake server; `parts`: the spec's own (timeouts=, limits=...)."""
+    return TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints("fake:8001"), model=MODEL, channel_factory=server.factory, **parts
+        )
+    ).open()
 
 
 @pytest.fixture
@@ -31,7 +39,7 @@ def server() -> Iterator[FakeServer]:
 
 def test_a_reply_before_submit_returns_is_delivered_once_with_its_id(server: FakeServer) -> None:
     collect = Collector()
-    with open_session(server, send_in_caller=True) as session:
+    with open_session(server, limits=Limits(send_in_caller=True)) as session:
         group = session.group(4)
         request_id = group.submit(IMAGE, collect, source="early")
         # The call ended inside send(), i.e. before submit() returned the id.
@@ -48,7 +56,7 @@ def test_a_reply_before_submit_returns_is_delivered_once_with_its_id(server: Fak
 def test_a_retry_pending_when_the_session_closes_ends_once_as_cancelled(server: FakeServer) -> None:
     server.behaviours = [lambda call: call.end(error=unavailable())]
     collect = Collector()
-    session = open_session(server, retry_backoff_s=5.0, timeout_s=30)
+    session = open_session(server, timeouts=Timeouts(30, retry_backoff_s=5.0))
     request_id = session.submit(IMAGE, collect)
     server.wait_for_calls(1)
     deadline = time.monotonic() + 5
@@ -115,7 +123,7 @@ def test_a_timeout_racing_a_reply_ends_the_request_once(server: FakeServer) -> N
 
 def test_an_outage_shorter_than_the_deadline_fails_nothing(server: FakeServer) -> None:
     server.behaviours = [lambda call: call.end(error=unavailable())] * 4
-    with open_session(server, retry_backoff_s=0.01, timeout_s=10) as session:
+    with open_session(server, timeouts=Timeouts(10, retry_backoff_s=0.01)) as session:
         result = session.infer(IMAGE)
         assert session.stats.snapshot().retried == 4
     assert result.ok and result.retries == 4 and len(server.calls) == 5
@@ -123,7 +131,7 @@ def test_an_outage_shorter_than_the_deadline_fails_nothing(server: FakeServer) -
 
 def test_an_outage_longer_than_the_deadline_fails_as_unreachable(server: FakeServer) -> None:
     server.default = lambda call: call.end(error=unavailable())
-    with open_session(server, retry_backoff_s=0.01, timeout_s=0.3) as session:
+    with open_session(server, timeouts=Timeouts(0.3, retry_backoff_s=0.01)) as session:
         result = session.infer(IMAGE)
     assert result.status is Status.FAILED and result.error_kind is ErrorKind.UNREACHABLE
     assert "nothing is listening" in (result.error or "")
@@ -133,7 +141,7 @@ def test_an_outage_longer_than_the_deadline_fails_as_unreachable(server: FakeSer
 def test_cancelling_a_group_wakes_a_submitter_waiting_for_a_session_slot(server: FakeServer) -> None:
     server.default = keep
     collect = Collector()
-    with open_session(server, max_in_flight=2) as session:
+    with open_session(server, limits=Limits(max_in_flight=2)) as session:
         holder = session.group(2)
         assert holder.submit(IMAGE, collect) and holder.submit(IMAGE, collect)  # the session is full
         waiting = session.group(4)
@@ -175,7 +183,7 @@ def test_closing_wakes_a_submitter_waiting_for_its_groups_slot(server: FakeServe
 def test_a_live_offer_never_blocks_when_a_batch_holds_the_session(server: FakeServer) -> None:
     server.default = keep
     shown: list[InferenceResult] = []
-    with open_session(server, max_in_flight=4) as session:
+    with open_session(server, limits=Limits(max_in_flight=4)) as session:
         batch = session.group(4)
         for _ in range(4):
             assert batch.submit(IMAGE, lambda _r: None)

@@ -10,8 +10,9 @@ import pytest
 
 from app.inference.core.batcher import ClientBatcher
 from app.inference.core.stats import TimingTotals
-from app.inference.core.transport_choice import host_of, is_loopback
+from app.inference.core.transport_choice import is_loopback
 from app.inference.introspection.server_stats import parse_counters, split
+from app.inference.protocol import parse_url
 from app.inference.result import RequestTiming
 from app.inference.transports.shm import ShmRegion
 from app.pipeline.sweep import LevelResult, SweepPlan, find_knee, recommend
@@ -154,8 +155,8 @@ def test_timing_totals_are_means_per_request() -> None:
     ],
 )
 def test_loopback_addresses(url: str, local: bool) -> None:
-    assert is_loopback(url) is local
-    assert ":" not in host_of("localhost:8001")
+    assert is_loopback(parse_url(url)) is local
+    assert parse_url("localhost:8001").host == "localhost"
 
 
 def test_a_region_holds_what_is_written_and_disappears_on_close() -> None:

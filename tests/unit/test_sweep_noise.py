@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from app.pipeline.load import steady_rates
+from app.pipeline.load_figures import steady_rates
 from app.pipeline.sweep import (
     KNEE_GAIN,
     NOISY_SPREAD,

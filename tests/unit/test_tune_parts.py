@@ -18,6 +18,7 @@ from app.inference.introspection.server_metrics import (
     parse_metrics,
 )
 from app.inference.introspection.server_stats import ServerCounters, split
+from app.inference.protocol import parse_url
 from app.pipeline.sweep import LevelResult
 from app.pipeline.tune_analysis import TrialResult, pareto_front, recommend
 from app.pipeline.tune_settings import (
@@ -193,8 +194,10 @@ def test_metrics_history_series_skip_unreachable_and_unreported() -> None:
 def test_metrics_urls() -> None:
     assert metrics_url("host:8002") == "http://host:8002/metrics"
     assert metrics_url("https://host:9/custom") == "https://host:9/custom"
-    assert default_metrics_url("grpc://triton.example:8001") == "http://triton.example:8002/metrics"
-    assert default_metrics_url("10.0.0.5:8001") == "http://10.0.0.5:8002/metrics"
+    assert (
+        default_metrics_url(parse_url("grpc://triton.example:8001")) == "http://triton.example:8002/metrics"
+    )
+    assert default_metrics_url(parse_url("10.0.0.5:8001")) == "http://10.0.0.5:8002/metrics"
     closed = MetricsReader("127.0.0.1:9").read()
     assert not closed.reachable and closed.state.startswith("not reachable: http://127.0.0.1:9/metrics")
 

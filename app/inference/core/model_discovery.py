@@ -30,6 +30,7 @@ from app.inference.introspection.discovery import (
     server_features,
 )
 from app.inference.introspection.extensions import ServerFeatures
+from app.inference.protocol import Endpoint
 from app.inference.result import ErrorKind
 from app.inference.transports.channel import Channel, Headers
 
@@ -40,7 +41,7 @@ LIVENESS_TIMEOUT_S = 5.0  # at most this long per server to say whether it is th
 
 @dataclass(frozen=True)
 class Discovery:
-    live: list[str]  # the servers that answered (the others are marked unreachable in the pool)
+    live: list[Endpoint]  # the servers that answered (the others are marked unreachable in the pool)
     models: list[ModelEntry]  # what the first of them serves ([] without a repository index)
     info: ModelInfo  # the model chosen, with its profile
     features: ServerFeatures  # what the first of them has of Triton's extensions
@@ -64,8 +65,8 @@ def discover(
         # The models there, so that the user can choose another one.
         names = e.models or sorted({m.name for m in models})
         raise SessionError(str(e), e.kind, names, states=e.states or model_states(models)) from None
-    for url in live[1:]:
-        _choose(pool.first_channel(url), name, version, headers, timeout_s, ServerFeatures())
+    for endpoint in live[1:]:
+        _choose(pool.first_channel(endpoint), name, version, headers, timeout_s, ServerFeatures())
     return Discovery(live, models, info, features)
 
 
@@ -78,7 +79,7 @@ def _choose(
     features: ServerFeatures,
 ) -> tuple[list[ModelEntry], str]:
     """(the models listed, the model to use) on one server."""
-    url = channel.url
+    url = channel.endpoint.url
     models = models_if_listed(channel, headers, timeout_s, features)
     if models is None:  # no repository index: the model must be named, and ModelReady says
         if not model:
@@ -103,17 +104,17 @@ def _choose(
     return models, name
 
 
-def _live_servers(pool: ConnectionPool, headers: Headers, timeout_s: float) -> list[str]:
+def _live_servers(pool: ConnectionPool, headers: Headers, timeout_s: float) -> list[Endpoint]:
     """The servers that answer; SessionError (the first failure's kind) when none does."""
-    live: list[str] = []
+    live: list[Endpoint] = []
     errors: list[SessionError] = []
-    for url in pool.urls:
+    for endpoint in pool.endpoints:
         try:
-            check_live(pool.first_channel(url), headers, timeout_s)
-            live.append(url)
+            check_live(pool.first_channel(endpoint), headers, timeout_s)
+            live.append(endpoint)
         except SessionError as e:
             errors.append(e)
-            pool.mark_unreachable(url, str(e))
+            pool.mark_unreachable(endpoint, str(e))
     if not live:
         offer = next((e.offer for e in errors if e.offer), None) if len(errors) == 1 else None
         raise SessionError("; ".join(map(str, errors)), errors[0].kind, offer=offer)

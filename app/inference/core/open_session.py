@@ -12,12 +12,13 @@ from app.inference.core.spec import SessionSpec
 def open_session(
     spec: SessionSpec, *, on_created: Callable[[TritonSession], None] | None = None
 ) -> TritonSession:
-    """Read the profile file (if any), build the session and open it (blocking: never on a
-    GUI thread). Raises ProfileError for an unreadable profile file, SessionError otherwise.
+    """Build the session and open it (blocking: it reads the profile file, if any, and
+    connects; never on a GUI thread). Raises ProfileError for an unreadable profile file,
+    SessionError otherwise.
 
     `on_created(session)` sees the session before open() blocks on the network, so that
     another thread can abandon the attempt (`session.close()` makes open() fail at once)."""
-    session = TritonSession.from_spec(spec)
+    session = TritonSession(spec)
     if on_created is not None:
         on_created(session)
     return session.open()

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from app.inference.protocol import Endpoint
 from app.inference.transports.channel import Channel, ChannelFactory, ConnectionOptions
 from app.inference.transports.open_channel import open_channel
 
@@ -33,18 +34,23 @@ class ServerHealth:
 
 
 class ConnectionPool:
-    """`channels_per_server` channels to each URL; `acquire` picks the least-loaded usable one."""
+    """`channels_per_server` channels to each server; `acquire` picks the least-loaded usable one."""
 
     def __init__(
-        self, urls: Sequence[str], options: ConnectionOptions, factory: ChannelFactory = open_channel
+        self,
+        endpoints: Sequence[Endpoint],
+        options: ConnectionOptions,
+        factory: ChannelFactory = open_channel,
     ) -> None:
-        if not urls:
+        if not endpoints:
             raise ValueError("at least one server URL is needed")
-        self.urls = list(dict.fromkeys(urls))
+        self.endpoints = list(dict.fromkeys(endpoints))
         self.options = options
-        self.health = {url: ServerHealth() for url in self.urls}
+        self.health = {endpoint: ServerHealth() for endpoint in self.endpoints}
         self.channels: list[Channel] = [
-            factory(url, options) for url in self.urls for _ in range(max(1, options.channels_per_server))
+            factory(endpoint, options)
+            for endpoint in self.endpoints
+            for _ in range(max(1, options.channels_per_server))
         ]
         self._lock = threading.Lock()
 
@@ -67,7 +73,7 @@ class ConnectionPool:
         """A channel of a failing server whose turn for a probe request has come (one per interval):
         that is how a server that went away is noticed coming back."""
         for ch in self.channels:
-            h = self.health[ch.url]
+            h = self.health[ch.endpoint]
             if h.unreachable_since is not None and now - h.last_probe >= h.probe_interval_s:
                 h.last_probe = now
                 return ch
@@ -76,21 +82,23 @@ class ConnectionPool:
     def _least_loaded(self, give_up_after_s: float) -> Channel | None:
         # Healthy servers first; ones failing for less than `give_up_after_s` only when
         # no healthy one is left; ones down for longer get nothing but probes.
-        healthy = [ch for ch in self.channels if self.health[ch.url].unreachable_since is None]
-        usable = healthy or [ch for ch in self.channels if self.health[ch.url].down_for() <= give_up_after_s]
+        healthy = [ch for ch in self.channels if self.health[ch.endpoint].unreachable_since is None]
+        usable = healthy or [
+            ch for ch in self.channels if self.health[ch.endpoint].down_for() <= give_up_after_s
+        ]
         return min(usable, key=lambda c: c.in_flight) if usable else None
 
-    def first_channel(self, url: str) -> Channel:
-        """A channel to `url`, for one-off calls (health checks, discovery)."""
-        return next(ch for ch in self.channels if ch.url == url)
+    def first_channel(self, endpoint: Endpoint) -> Channel:
+        """A channel to `endpoint`, for one-off calls (health checks, discovery)."""
+        return next(ch for ch in self.channels if ch.endpoint == endpoint)
 
-    def mark_ok(self, url: str) -> None:
+    def mark_ok(self, endpoint: Endpoint) -> None:
         with self._lock:
-            self.health[url].mark_ok()
+            self.health[endpoint].mark_ok()
 
-    def mark_unreachable(self, url: str, message: str) -> None:
+    def mark_unreachable(self, endpoint: Endpoint, message: str) -> None:
         with self._lock:
-            self.health[url].mark_unreachable(message)
+            self.health[endpoint].mark_unreachable(message)
 
     def release(self, channel: Channel) -> None:
         with self._lock:

@@ -7,21 +7,23 @@ opened from one by `open_session` (app.inference.core.open_session). A variant i
 `dataclasses.replace(spec, model=...)`: the A/B compare, the load sweep and a reconnect
 after an outage change one part and keep the rest (transport, batching, TLS, headers).
 
-Adding a setting is one field here with a default, read by `open_session`/`TritonSession`:
-no caller changes. The protocol is the URLs' own: `http://` / `https://` is HTTP/REST,
-`grpc://` or a bare HOST:PORT gRPC (`protocol`); the channels follow it (`open_channel`).
+Adding a setting is one field here with a default, read by `TritonSession(spec)`:
+no caller changes. The servers are `Endpoint`s, parsed once from what the user wrote
+(app.inference.protocol.parse_endpoints); the protocol is theirs: `http://` / `https://` is
+HTTP/REST, `grpc://` or a bare HOST:PORT gRPC (`protocol`); the channels follow it
+(`open_channel`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.inference.profiles.profile import load_profile_file
-from app.inference.protocol import ServerProtocol, protocol_of
+from app.inference.protocol import Endpoint, ServerProtocol
 from app.inference.transports.channel import ChannelFactory, ConnectionOptions
 from app.inference.transports.transport import TransportKind
 
@@ -55,6 +57,11 @@ class Delivery:
     transport: TransportKind = TransportKind.AUTO
     client_batch: int = 1
     batch_delay_ms: float = 2.0
+
+    def __post_init__(self) -> None:
+        # Frozen: normalised once here (at least one request per call, no negative delay).
+        object.__setattr__(self, "client_batch", max(1, int(self.client_batch)))
+        object.__setattr__(self, "batch_delay_ms", max(0.0, float(self.batch_delay_ms)))
 
 
 # The longest request timeout used: gRPC turns a deadline beyond its range (`--timeout 1e10`)
@@ -93,10 +100,11 @@ class Limits:
 @dataclass(frozen=True)
 class SessionSpec:
     """What to open: servers, model, profile, how requests travel, deadlines, TLS/headers,
-    limits. `urls` empty means "the embedded server": the connection manager (or the command
-    line's `serving`) starts it and fills its address in."""
+    limits. `endpoints` (parsed where the user gave them: `parse_endpoints`) empty means "the
+    embedded server": the connection manager (or the command line's `serving`) starts it and
+    fills its address in."""
 
-    urls: tuple[str, ...] = ()
+    endpoints: tuple[Endpoint, ...] = ()
     model: str | None = None  # None: face_detector, or the only model ready
     version: str = ""  # "": the server's choice (its version policy's latest)
     profile: ProfileSource = field(default_factory=ProfileSource)
@@ -104,7 +112,7 @@ class SessionSpec:
     timeouts: Timeouts = field(default_factory=Timeouts)
     connection: ConnectionOptions = field(default_factory=ConnectionOptions)  # TLS, headers, channels
     limits: Limits = field(default_factory=Limits)
-    # None: the channel for the URL (gRPC or HTTP by its scheme). The seam tests use to drive
+    # None: the channel for the endpoint (gRPC or HTTP by its scheme). The seam tests use to drive
     # rare orderings.
     channel_factory: ChannelFactory | None = None
     # Triton's Prometheus metrics (HOST:PORT or a URL); None: not known (for a server given
@@ -112,18 +120,22 @@ class SessionSpec:
     metrics_url: str | None = None
 
     def __post_init__(self) -> None:
-        urls: Sequence[str] | str = self.urls
-        # Frozen: normalised once here (a list or one string given by a caller).
-        object.__setattr__(self, "urls", (urls,) if isinstance(urls, str) else tuple(urls))
+        # Frozen: normalised once here (a list given by a caller).
+        object.__setattr__(self, "endpoints", tuple(self.endpoints))
         object.__setattr__(self, "version", str(self.version or "").strip())
 
     @property
     def embedded(self) -> bool:
         """No server given: the embedded one is meant."""
-        return not self.urls
+        return not self.endpoints
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """The servers as the user wrote them (for messages)."""
+        return tuple(e.url for e in self.endpoints)
 
     @property
     def protocol(self) -> ServerProtocol:
         """gRPC or HTTP, by the first URL's scheme (the embedded server: gRPC). A session
         refuses servers of both protocols at once."""
-        return protocol_of(self.urls[0]) if self.urls else ServerProtocol.GRPC
+        return self.endpoints[0].protocol if self.endpoints else ServerProtocol.GRPC

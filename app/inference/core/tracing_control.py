@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from app.inference.core.pool import ConnectionPool
 from app.inference.core.transport_choice import is_loopback
 from app.inference.introspection.extensions import ServerFeatures
+from app.inference.protocol import Endpoint
 from app.inference.tracing.otlp import OtlpReceiver
 from app.inference.tracing.settings import TraceControl
 from app.inference.tracing.tracer import Tracer, TraceSelection
@@ -21,7 +22,7 @@ from app.inference.tracing.tracer import Tracer, TraceSelection
 
 def open_tracer(
     pool: ConnectionPool,
-    urls: Sequence[str],
+    endpoints: Sequence[Endpoint],
     model: str,
     features: ServerFeatures,
     headers: Mapping[str, str | bytes],
@@ -30,7 +31,7 @@ def open_tracer(
     timeout_s: float = 5.0,
 ) -> Tracer:
     """Blocking (the server's trace settings): from a worker thread or the command line."""
-    channel = pool.first_channel(urls[0])
+    channel = pool.first_channel(endpoints[0])
     control = TraceControl(channel, headers, features, timeout_s)
-    same_machine = all(is_loopback(url) for url in urls)
+    same_machine = all(is_loopback(endpoint) for endpoint in endpoints)
     return Tracer.start(selection, model, control, same_machine=same_machine, receiver=receiver)

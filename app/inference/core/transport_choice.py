@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from app.inference.errors import classify_failure, error_text, extension_missing
 from app.inference.introspection.discovery import ModelInfo
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
-from app.inference.protocol import UrlError, parse_url
+from app.inference.protocol import Endpoint
 from app.inference.transports.channel import MAX_OUTPUT_BYTES, Channel, Headers
 from app.inference.transports.shm import (
     ShmRegion,
@@ -25,16 +25,11 @@ from app.inference.transports.wire import Wire
 log = logging.getLogger(__name__)
 
 
-def host_of(url: str) -> str:
-    """ "127.0.0.1:8001" -> "127.0.0.1", "[::1]:8001" -> "::1", "http://localhost:8000" -> "localhost"."""
-    try:
-        return parse_url(url).host
-    except UrlError:
-        return url
-
-
-def is_loopback(url: str) -> bool:
-    host = host_of(url)
+def is_loopback(endpoint: Endpoint) -> bool:
+    """The server is on this machine (a gRPC target naming several servers is not)."""
+    host = endpoint.host
+    if host is None:
+        return False
     if host in ("localhost", "localhost.localdomain"):
         return True
     try:
@@ -57,7 +52,7 @@ def output_specs(info: ModelInfo) -> list[OutputSpec]:
 
 def choose_transport(
     kind: TransportKind,
-    channels: Mapping[str, Channel],
+    channels: Mapping[Endpoint, Channel],
     info: ModelInfo,
     headers: Headers,
     max_batch: int,
@@ -71,7 +66,7 @@ def choose_transport(
     profile = info.profile
     wire = wire or Wire()
     grpc = GrpcTransport(profile.input_name, profile.input_dtype, profile.output_names, wire)
-    remote = [url for url in channels if not is_loopback(url)]
+    remote = [endpoint for endpoint in channels if not is_loopback(endpoint)]
     if not remote and (features is None or not features.lacks(Extension.SHARED_MEMORY)):
         # Regions left by a client that was killed: its files here, its registrations there
         # (whatever this session uses: they hold the server's memory).
@@ -81,7 +76,8 @@ def choose_transport(
         return grpc, ""
     if remote:
         note = (
-            f"shared memory needs the server on this machine ({remote[0]} is not); using {wire.description}"
+            f"shared memory needs the server on this machine ({remote[0].url} is not); "
+            f"using {wire.description}"
             if kind is TransportKind.SHM
             else ""
         )
@@ -98,7 +94,7 @@ def choose_transport(
             try:
                 channel.unregister_system_shm(region.name, headers=headers)
             except Exception as e:
-                if not classify_failure(e, channel.url).name_unknown:
+                if not classify_failure(e, channel.endpoint).name_unknown:
                     raise  # e.g. still in use: the caller tries again later
 
     shm = ShmTransport(
@@ -120,7 +116,8 @@ def choose_transport(
                 features.mark_missing(Extension.SHARED_MEMORY)
             return grpc, MISSING[Extension.SHARED_MEMORY]
         reason = error_text(e) if isinstance(e, Exception) else str(e)
-        note = f"shared memory not usable with {', '.join(channels)} ({reason}); using {wire.description}"
+        servers = ", ".join(endpoint.url for endpoint in channels)
+        note = f"shared memory not usable with {servers} ({reason}); using {wire.description}"
         log.warning(note)
         return grpc, note
     return shm, ""

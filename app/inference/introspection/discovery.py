@@ -24,7 +24,7 @@ from app.inference.errors import (
 )
 from app.inference.introspection.extensions import Extension, ServerFeatures
 from app.inference.profiles.profile import ModelProfile, ProfileError, detect_profile
-from app.inference.protocol import ServerProtocol, same_server_over
+from app.inference.protocol import Endpoint, ServerProtocol, same_server_over
 from app.inference.result import ErrorKind
 from app.inference.transports.channel import Channel, Headers
 from app.inference.transports.port_probe import what_listens
@@ -72,42 +72,43 @@ class ModelInfo:
         return UNKNOWN_BATCH_LIMIT if variable and self.profile.has_batch_dim else 0
 
 
-def _call(url: str, secrets: list[str | bytes], fn: Any, *args: Any, **kwargs: Any) -> Any:
+def _call(endpoint: Endpoint, secrets: list[str | bytes], fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except InferenceServerException as e:
-        failure = classify_failure(e, url, secrets)
+        failure = classify_failure(e, endpoint, secrets)
         raise SessionError(failure.message, failure.kind) from None
 
 
 def check_live(channel: Channel, headers: Headers, timeout_s: float) -> None:
-    url = channel.url
+    endpoint = channel.endpoint
     secrets = list(headers.values())
     http = channel.protocol is ServerProtocol.HTTP
     try:
         live = channel.is_live(headers=headers, timeout_s=timeout_s)
     except InferenceServerException as e:
-        failure = classify_failure(e, url, secrets)
+        failure = classify_failure(e, endpoint, secrets)
         if failure.kind is ErrorKind.UNREACHABLE and failure.closed_by_peer:
             # TLS server, or a port of the other protocol: the text cannot tell which; one
             # look at the port can.
-            listener = what_listens(url, min(timeout_s, PROBE_TIMEOUT_S), grpc=http)
+            listener = what_listens(endpoint, min(timeout_s, PROBE_TIMEOUT_S), grpc=http)
             if listener is not None:
                 detail = redact(error_text(e), secrets)
                 kind = ErrorKind.TLS if listener == "tls" else ErrorKind.UNREACHABLE
-                offer = _offer(url, listener, http)
-                raise SessionError(unreachable_message(url, detail, listener), kind, offer=offer) from None
+                offer = _offer(endpoint, listener, http)
+                message = unreachable_message(endpoint, detail, listener)
+                raise SessionError(message, kind, offer=offer) from None
         raise SessionError(failure.message, failure.kind) from None
     if not live:
-        raise SessionError(f"the server at {url} answers but is not live", ErrorKind.UNREACHABLE)
+        raise SessionError(f"the server at {endpoint.url} answers but is not live", ErrorKind.UNREACHABLE)
 
 
-def _offer(url: str, listener: str, http: bool) -> str | None:
+def _offer(endpoint: Endpoint, listener: str, http: bool) -> str | None:
     """The same server over the protocol that answers on this port, if it is the other one."""
     if listener == "http" and not http:
-        return same_server_over(url, ServerProtocol.HTTP)
+        return same_server_over(endpoint, ServerProtocol.HTTP)
     if listener == "grpc" and http:
-        return same_server_over(url, ServerProtocol.GRPC)
+        return same_server_over(endpoint, ServerProtocol.GRPC)
     return None
 
 
@@ -130,7 +131,7 @@ def model_ready(channel: Channel, name: str, version: str, headers: Headers, tim
     try:
         return channel.is_model_ready(name, headers=headers, timeout_s=timeout_s, version=version)
     except InferenceServerException as e:
-        failure = classify_failure(e, channel.url, list(headers.values()))
+        failure = classify_failure(e, channel.endpoint, list(headers.values()))
         if failure.kind in (ErrorKind.UNREACHABLE, ErrorKind.TIMEOUT, ErrorKind.TLS):
             raise SessionError(failure.message, failure.kind) from None
         return False
@@ -139,7 +140,7 @@ def model_ready(channel: Channel, name: str, version: str, headers: Headers, tim
 def list_models(channel: Channel, headers: Headers, timeout_s: float = 10.0) -> list[ModelEntry]:
     """The repository index (Triton's extension): SessionError when it cannot be read."""
     entries: list[ModelEntry] = _call(
-        channel.url, list(headers.values()), list_models_raw, channel, headers, timeout_s
+        channel.endpoint, list(headers.values()), list_models_raw, channel, headers, timeout_s
     )
     return entries
 
@@ -155,7 +156,7 @@ def models_if_listed(
         if extension_missing(e):
             features.mark_missing(Extension.REPOSITORY)
             return None
-        failure = classify_failure(e, channel.url, list(headers.values()))
+        failure = classify_failure(e, channel.endpoint, list(headers.values()))
         raise SessionError(failure.message, failure.kind) from None
 
 
@@ -249,9 +250,15 @@ def model_info(
 ) -> ModelInfo:
     """The model's metadata, config (when the server has Triton's configuration extension;
     else recorded in `features`) and detected profile (`version` "": the server's choice)."""
-    url, secrets = channel.url, list(headers.values())
+    url, secrets = channel.endpoint.url, list(headers.values())
     metadata = _call(
-        url, secrets, channel.model_metadata, name, headers=headers, timeout_s=timeout_s, version=version
+        channel.endpoint,
+        secrets,
+        channel.model_metadata,
+        name,
+        headers=headers,
+        timeout_s=timeout_s,
+        version=version,
     )
     config = model_config_if_any(channel, name, headers, timeout_s, version, features)
     try:
@@ -298,5 +305,5 @@ def model_config_if_any(
             if features is not None:
                 features.mark_missing(Extension.CONFIG)
             return None
-        failure = classify_failure(e, channel.url, list(headers.values()))
+        failure = classify_failure(e, channel.endpoint, list(headers.values()))
         raise SessionError(failure.message, failure.kind) from None

@@ -36,6 +36,7 @@ from app.inference.errors import (
 )
 from app.inference.introspection.discovery import normal_state
 from app.inference.introspection.model_config import ModelConfigDict, normalise, to_json, to_pbtxt
+from app.inference.protocol import Endpoint
 from app.inference.transports.channel import Channel, ConnectionOptions
 from app.inference.transports.open_channel import open_channel
 
@@ -93,18 +94,23 @@ class RepositoryControl:
 
     def __init__(
         self,
-        url: str,
+        endpoint: Endpoint,
         options: ConnectionOptions | None = None,
         *,
         timeout_s: float = TIMEOUT_S,
         load_timeout_s: float = LOAD_TIMEOUT_S,
     ) -> None:
-        self.url = url
+        self.endpoint = endpoint
         self._options = options or ConnectionOptions()
         self._headers = dict(self._options.headers)
         self.timeout_s = timeout_s
         self.load_timeout_s = load_timeout_s
-        self._channel: Channel | None = open_channel(url, self._options)
+        self._channel: Channel | None = open_channel(endpoint, self._options)
+
+    @property
+    def url(self) -> str:
+        """The server as the user wrote it (for messages)."""
+        return self.endpoint.url
 
     def __enter__(self) -> RepositoryControl:
         return self
@@ -209,7 +215,7 @@ class RepositoryControl:
                 return RepositoryError(
                     control_disabled_message(self.url), RepositoryErrorKind.CONTROL_DISABLED
                 )
-            failure = classify_failure(e, self.url, self._headers.values())
+            failure = classify_failure(e, self.endpoint, self._headers.values())
             return RepositoryError(f"cannot {action}: {failure.message}", RepositoryErrorKind.UNREACHABLE)
         if code == "NOT_FOUND":
             return RepositoryError(f"cannot {action} on {self.url}: {text}", RepositoryErrorKind.NOT_FOUND)

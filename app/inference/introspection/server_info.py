@@ -5,17 +5,18 @@ from __future__ import annotations
 import contextlib
 
 from app.inference.errors import redact
+from app.inference.protocol import Endpoint
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.open_channel import open_channel
 
 TIMEOUT_S = 2.0
 
 
-def server_version(url: str, options: ConnectionOptions | None = None) -> str:
+def server_version(endpoint: Endpoint, options: ConnectionOptions | None = None) -> str:
     """e.g. "triton 2.51.0", or why it could not be read."""
     options = options or ConnectionOptions()
     try:
-        channel = open_channel(url, options)
+        channel = open_channel(endpoint, options)
     except Exception as e:
         return f"unknown ({redact(str(e)[:120], options.headers.values())})"
     try:

@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.inference.protocol import Endpoint
+
 DEFAULT_METRICS_PORT = 8002
 TIMEOUT_S = 2.0
 MAX_BYTES = 16 * 1024 * 1024  # a server with thousands of models still fits
@@ -33,12 +35,12 @@ def metrics_url(address: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{path}"
 
 
-def default_metrics_url(grpc_url: str) -> str:
-    """For a server given by its gRPC address: the same host, Triton's default metrics port."""
-    text = grpc_url.strip()
-    if "://" not in text:
-        text = f"grpc://{text}"
-    host = urlsplit(text).hostname or "127.0.0.1"
+def default_metrics_url(endpoint: Endpoint) -> str | None:
+    """For a server given by its gRPC address: the same host, Triton's default metrics port
+    (None for a gRPC target naming no single host: there is no one page to guess)."""
+    host = endpoint.host
+    if host is None:
+        return None
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     return f"http://{host}:{DEFAULT_METRICS_PORT}/metrics"

@@ -102,7 +102,7 @@ class TraceControl:
             if extension_missing(e):
                 self.features.mark_missing(Extension.TRACE)
                 return None
-            failure = classify_failure(e, self.channel.url, list(self.headers.values()))
+            failure = classify_failure(e, self.channel.endpoint, list(self.headers.values()))
             raise SessionError(f"{what}: {failure.message}", failure.kind) from None
 
     def settings(self, model: str = "") -> TraceServerSettings | None:

@@ -3,7 +3,7 @@ session is written against.
 
 `GrpcChannel` (here, a tritonclient gRPC client) and `HttpChannel` (http_channel.py, the
 asyncio HTTP client) are the real ones; `open_channel` (open_channel.py) picks one by the
-URL's scheme. The session takes a `ChannelFactory`, so tests can drive rare orderings (a
+endpoint's scheme. The session takes a `ChannelFactory`, so tests can drive rare orderings (a
 reply before `send` returns, a timeout racing a reply) with a channel written for the test;
 tritonclient itself is never mocked.
 
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import tritonclient.grpc as grpcclient
 
 from app.inference.errors import REPLY_OVERHEAD_BYTES
-from app.inference.protocol import ServerProtocol, parse_url
+from app.inference.protocol import Endpoint, ServerProtocol
 
 # Passing channel_args replaces ALL of tritonclient's defaults, including its 2 GiB message
 # limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
@@ -101,7 +101,7 @@ class Channel(Protocol):
     """What the session needs from a connection. Errors are tritonclient's
     InferenceServerException (the failure classifier reads their status and text)."""
 
-    url: str
+    endpoint: Endpoint  # the server it talks to (messages name `endpoint.url`)
     protocol: ServerProtocol
     in_flight: int  # requests this channel carries now (counted by the pool)
 
@@ -149,7 +149,7 @@ class Channel(Protocol):
     def close(self) -> None: ...
 
 
-ChannelFactory = Callable[[str, ConnectionOptions], Channel]
+ChannelFactory = Callable[[Endpoint, ConnectionOptions], Channel]
 
 
 class GrpcChannel:
@@ -157,10 +157,10 @@ class GrpcChannel:
 
     protocol = ServerProtocol.GRPC
 
-    def __init__(self, url: str, options: ConnectionOptions) -> None:
-        self.url = url
+    def __init__(self, endpoint: Endpoint, options: ConnectionOptions) -> None:
+        self.endpoint = endpoint
         self.client = grpcclient.InferenceServerClient(
-            parse_url(url).address,
+            endpoint.address,
             ssl=options.ssl,
             root_certificates=options.root_certificates,
             private_key=options.private_key,

@@ -34,7 +34,7 @@ import aiohttp
 import tritonclient.http.aio as aioclient
 from tritonclient.utils import InferenceServerException
 
-from app.inference.protocol import ServerProtocol, parse_url
+from app.inference.protocol import Endpoint, ServerProtocol
 from app.inference.transports.channel import (
     Call,
     ConnectionOptions,
@@ -186,13 +186,14 @@ class HttpChannel:
 
     protocol = ServerProtocol.HTTP
 
-    def __init__(self, url: str, options: ConnectionOptions) -> None:
-        endpoint = parse_url(url)
-        self.url = url
+    def __init__(self, endpoint: Endpoint, options: ConnectionOptions) -> None:
+        self.endpoint = endpoint
         self.in_flight = 0
         tls = endpoint.tls or options.ssl
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=f"http {url}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name=f"http {endpoint.url}", daemon=True
+        )
         self._thread.start()
         self._closed = False
         self._lock = threading.Lock()

@@ -16,7 +16,7 @@ import socket
 import ssl
 from typing import Literal
 
-from app.inference.protocol import UrlError, parse_url
+from app.inference.protocol import Endpoint
 
 Listener = Literal["tls", "http", "grpc"]
 
@@ -26,22 +26,12 @@ _H2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\
 _H2_SETTINGS = 4
 
 
-def split_url(url: str) -> tuple[str, int] | None:
-    """'host:port', '[v6]:port' or 'http://host:port' -> (host, port); None when there is no port."""
-    try:
-        endpoint = parse_url(url)
-    except UrlError:
+def what_listens(endpoint: Endpoint, timeout_s: float = 1.0, *, grpc: bool = False) -> Listener | None:
+    """`grpc`: also look for a gRPC (HTTP/2) server (what an HTTP client wants to know). None
+    too when the endpoint names no single port to look at."""
+    if endpoint.host is None or not endpoint.port:
         return None
-    if not endpoint.port:
-        return None
-    return endpoint.host or "127.0.0.1", int(endpoint.port)
-
-
-def what_listens(url: str, timeout_s: float = 1.0, *, grpc: bool = False) -> Listener | None:
-    """`grpc`: also look for a gRPC (HTTP/2) server (what an HTTP client wants to know)."""
-    address = split_url(url)
-    if address is None:
-        return None
+    address = (endpoint.host or "127.0.0.1", int(endpoint.port))
     if _speaks_tls(address, timeout_s):
         return "tls"
     if _speaks_http1(address, timeout_s):

@@ -66,7 +66,7 @@ def unregister_dead_owners_regions(
         try:
             names = channel.system_shm_names(headers=headers, timeout_s=timeout_s)
         except Exception as e:
-            log.debug("no shared-memory status from %s: %s", channel.url, e)
+            log.debug("no shared-memory status from %s: %s", channel.endpoint.url, e)
             continue
         pending = dead_owners_names(names, PREFIX, SHM_DIR)
         give_up = time.monotonic() + in_use_wait_s
@@ -76,8 +76,8 @@ def unregister_dead_owners_regions(
                 try:
                     channel.unregister_system_shm(name, headers=headers)
                 except Exception as e:
-                    if not classify_failure(e, channel.url).name_unknown:  # not gone meanwhile
-                        log.debug("cannot unregister %s on %s: %s", name, channel.url, e)
+                    if not classify_failure(e, channel.endpoint).name_unknown:  # not gone meanwhile
+                        log.debug("cannot unregister %s on %s: %s", name, channel.endpoint.url, e)
                         refused.append(name)  # still in use by a request
                 else:
                     done.append(name)

@@ -32,6 +32,7 @@ from app.inference.core.spec import SessionSpec
 from app.inference.errors import SessionError
 from app.inference.introspection.health import LivenessProbe
 from app.inference.profiles.profile import ProfileError
+from app.inference.protocol import parse_url
 from app.inference.result import ErrorKind
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.open_channel import open_channel
@@ -104,6 +105,18 @@ class ConnectionManager:
         self.local.budget.reset()
         self._start_connect(spec, fallback, automatic=False)
 
+    def refuse(self, message: str) -> None:
+        """A connect asked for that cannot even start (a server address that cannot be one):
+        as a connect failing at once, the current session closes and the state says why."""
+        with self._lock:
+            if self._closed:
+                return
+            old = self._token
+            token = self._token = RunToken("connect")
+        if old is not None:
+            old.cancel()
+        self._submit(self._refused, token, message)
+
     def report_unreachable(self, message: str) -> None:
         """A request failed with "cannot reach": say so now rather than at the next probe."""
         with self._lock:
@@ -151,6 +164,10 @@ class ConnectionManager:
         if old is not None:
             old.cancel()
         self._submit(self._connect_guarded, token, spec, fallback, automatic)
+
+    def _refused(self, token: RunToken, message: str) -> None:
+        self._close_current(token)
+        self._set_state(token, ConnectionState.FAILED, message)
 
     def _connect_guarded(
         self, token: RunToken, spec: SessionSpec, fallback: SessionSpec | None, automatic: bool
@@ -218,7 +235,10 @@ class ConnectionManager:
             return None
         # The embedded server speaks plain gRPC and wants no headers.
         return dataclasses.replace(
-            spec, urls=(url,), model=spec.model or DEFAULT_MODEL, connection=ConnectionOptions()
+            spec,
+            endpoints=(parse_url(url),),
+            model=spec.model or DEFAULT_MODEL,
+            connection=ConnectionOptions(),
         )
 
     def _open(self, token: RunToken, spec: SessionSpec) -> TritonSession:
@@ -447,7 +467,7 @@ class ConnectionManager:
 
 def _probe_for(spec: SessionSpec) -> LivenessProbe:
     # Its own channels (never queued behind inference traffic), of the session's kind.
-    return LivenessProbe(list(spec.urls), spec.connection, spec.channel_factory or open_channel)
+    return LivenessProbe(list(spec.endpoints), spec.connection, spec.channel_factory or open_channel)
 
 
 def _logged(fn: Callable[..., None], *args: Any) -> None:

@@ -25,6 +25,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import ProfileSource, SessionSpec
+from app.inference.protocol import UrlError, parse_endpoints
 from app.inference.result import InferenceResult
 from app.pipeline.batch import BatchCounts, VideoPolicy
 from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Key, Side, key_of
@@ -108,16 +109,20 @@ class CompareController(QObject):
         (and a message) when either cannot be opened."""
         await self.close_sessions()
         loop = asyncio.get_running_loop()
-        urls_b = choice.urls_b or list(base.urls)
+        try:  # B's servers as typed in the compare window (none: A's)
+            endpoints_b = parse_endpoints(choice.urls_b) if choice.urls_b else base.endpoints
+        except UrlError as e:
+            self._report(f"compare: server B: {e}", True)
+            return False
         opened: dict[Side, TritonSession] = {}
         try:
-            for side, urls, model, version in (
-                (Side.A, list(base.urls), choice.model_a, choice.version_a),
-                (Side.B, urls_b, choice.model_b, choice.version_b),
+            for side, endpoints, model, version in (
+                (Side.A, base.endpoints, choice.model_a, choice.version_a),
+                (Side.B, endpoints_b, choice.model_b, choice.version_b),
             ):
                 spec = dataclasses.replace(
                     base,
-                    urls=tuple(urls),
+                    endpoints=endpoints,
                     model=model or None,
                     version=version,
                     profile=profile_for(model or None),
@@ -144,7 +149,7 @@ class CompareController(QObject):
     def _describe(self, side: Side) -> str:
         session = self.sessions[side]
         info = session.info
-        version = session.model_version or (info.version if info else "")
+        version = session.spec.version or (info.version if info else "")
         name = info.name if info else "?"
         return f"{name}{f' v{version}' if version else ''} @ {', '.join(session.urls)}"
 

@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import SessionSpec
+from app.inference.protocol import UrlError, parse_endpoints
 from app.pipeline.connection.local_server import LocalServer
 from app.pipeline.connection.manager import ConnectionManager
 from app.pipeline.connection.restart_budget import RestartBudget
@@ -62,7 +63,7 @@ class ConnectionController(QObject):
         # give (called here, on the GUI thread). `session_in_use()`: work would be lost by
         # replacing the session now (a batch runs); called on a worker thread.
         self.spec_for: Callable[[list[str], str | None], SessionSpec] = lambda urls, model: SessionSpec(
-            urls=tuple(urls), model=model
+            endpoints=parse_endpoints(urls), model=model
         )
         self.session_in_use: Callable[[], bool] = lambda: False
         self.manager = ConnectionManager(
@@ -78,7 +79,11 @@ class ConnectionController(QObject):
     def connect_to(self, urls: list[str], model: str | None, model_is_hint: bool = False) -> None:
         """Open a session on `urls` ([] = the embedded server, started on first use).
         `model_is_hint`: a remembered model; when the server lacks it, use its default model."""
-        spec = self.spec_for(urls, model)
+        try:
+            spec = self.spec_for(urls, model)
+        except UrlError as e:  # an address typed that cannot be a server's: said as a failed connect
+            self.manager.refuse(str(e))
+            return
         fallback = self.spec_for(urls, None) if model_is_hint and model is not None else None
         self.manager.connect_to(spec, fallback=fallback)
 

@@ -44,6 +44,7 @@ from app.inference.introspection.repository import (
     RepositoryError,
     control_disabled_message,
 )
+from app.inference.protocol import Endpoint
 from app.inference.transports.channel import ConnectionOptions
 from app.ui.base.tasks import TaskSet
 
@@ -55,7 +56,7 @@ CONFIG_FILTER = "Model config (config.pbtxt *.pbtxt *.json);;All files (*)"
 
 
 class RepositoryWindow(QDialog):
-    """`set_server(url, options)` points it at the viewer's server; `refresh()`, `load()`,
+    """`set_server(endpoint, options)` points it at the viewer's server; `refresh()`, `load()`,
     `unload()`, `reload()` are coroutines (the buttons spawn them; tests await them) that
     return whether the server did it."""
 
@@ -68,7 +69,7 @@ class RepositoryWindow(QDialog):
         self.setModal(False)
         self._executor, self._tasks = executor, tasks
         self._control: RepositoryControl | None = None
-        self._server: tuple[str, ConnectionOptions | None] | None = None
+        self._server: tuple[Endpoint, ConnectionOptions | None] | None = None
         self._lock = asyncio.Lock()  # one call to the server at a time
         self.entries: list[RepositoryEntry] = []
         self.control_enabled: bool | None = None  # None: not known yet
@@ -152,9 +153,9 @@ class RepositoryWindow(QDialog):
         self._update_buttons()
 
     # -- the server ------------------------------------------------------------------------------
-    def set_server(self, url: str | None, options: ConnectionOptions | None) -> None:
+    def set_server(self, endpoint: Endpoint | None, options: ConnectionOptions | None) -> None:
         """The viewer's server (None: not connected). A new server: the list is read again."""
-        server = None if url is None else (url, options)
+        server = None if endpoint is None else (endpoint, options)
         if server == self._server:
             return
         self._server = server
@@ -165,14 +166,16 @@ class RepositoryWindow(QDialog):
         self.table.setRowCount(0)
         self.config_view.clear()
         self.control_note.hide()
-        self.server_label.setText(NOT_CONNECTED if url is None else f"Server {html.escape(url)}")
+        self.server_label.setText(
+            NOT_CONNECTED if endpoint is None else f"Server {html.escape(endpoint.url)}"
+        )
         self._update_buttons()
-        if url is not None and self.isVisible():
+        if endpoint is not None and self.isVisible():
             self._spawn(self.refresh(), "repository: refresh")
 
     @property
     def url(self) -> str | None:
-        return None if self._server is None else self._server[0]
+        return None if self._server is None else self._server[0].url
 
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)
@@ -254,9 +257,9 @@ class RepositoryWindow(QDialog):
     async def _client(self) -> RepositoryControl:
         if self._control is None:
             assert self._server is not None
-            url, options = self._server
+            endpoint, options = self._server
             # Made on the executor: creating a gRPC client may resolve names.
-            self._control = await self._call(RepositoryControl, url, options)
+            self._control = await self._call(RepositoryControl, endpoint, options)
         return self._control
 
     async def _close(self, control: RepositoryControl) -> None:

@@ -106,7 +106,7 @@ class ServerToolsUi(QObject):
             return
         self._listed = None
         if self.repository is not None:
-            self.repository.set_server(session.urls[0], session.options)
+            self.repository.set_server(session.spec.endpoints[0], session.spec.connection)
         self.metrics_panel.set_url(self.metrics_url())
         if self.tune is not None and self.tune.url != session.urls[0]:
             self._prepare_tune(session)  # another server: its models (not while a tune runs)
@@ -116,7 +116,7 @@ class ServerToolsUi(QObject):
         if session is None:
             return None
         option = self._metrics_option or session.spec.metrics_url
-        return choose_metrics_url(session.urls, self._local_server(), option)
+        return choose_metrics_url(session.spec.endpoints, self._local_server(), option)
 
     def _ready_models(self) -> list[str]:
         session = self.session
@@ -134,7 +134,7 @@ class ServerToolsUi(QObject):
                 lambda entries: self.models_changed.emit(model_entries(entries))
             )
             self.repository.model_loaded.connect(self.model_reloaded)
-        self.repository.set_server(session.urls[0], session.options)
+        self.repository.set_server(session.spec.endpoints[0], session.spec.connection)
         if session.info is not None and self.repository.selected() is None:
             self._select_when_listed(session.info.name)
         self.repository.show()

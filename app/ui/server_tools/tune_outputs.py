@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from app.inference.introspection.model_config import ModelConfigDict
 from app.inference.introspection.repository import RepositoryControl, RepositoryError
+from app.inference.protocol import Endpoint
 from app.inference.transports.channel import ConnectionOptions
 from app.pipeline.tune import TuneResult
 from app.pipeline.tune_export import recommended_config_text, write_csv
@@ -29,9 +30,11 @@ SAVE_DIALOGS = {
 }
 
 
-def load_config(url: str, options: ConnectionOptions | None, model: str, config: ModelConfigDict) -> None:
+def load_config(
+    endpoint: Endpoint, options: ConnectionOptions | None, model: str, config: ModelConfigDict
+) -> None:
     """Blocking (the executor): load `model` with `config` (an override, not written)."""
-    with RepositoryControl(url, options) as control:
+    with RepositoryControl(endpoint, options) as control:
         control.load(model, config)
 
 
@@ -81,7 +84,7 @@ class TuneOutputs:
             return False
         self._say(f"loading '{result.model}' with the recommended config…", False)
         try:
-            await self._call(load_config, result.url, options, result.model, config)
+            await self._call(load_config, result.endpoint, options, result.model, config)
         except RepositoryError as e:
             self._say(f"Apply failed: {e}", True)
             return False

@@ -23,6 +23,7 @@ from app.inference.introspection.metrics_history import MetricsHistory, MetricsP
 from app.inference.introspection.repository import RepositoryControl, RepositoryError
 from app.inference.introspection.server_metrics import MetricsReader
 from app.inference.profiles.profile import ProfileError
+from app.inference.protocol import Endpoint
 from app.pipeline.sweep import Sweep, SweepProgress, load_sweep_images
 from app.pipeline.tune import TuneError, TunePlan, TuneProgress, Tuner, TuneResult
 from app.pipeline.tune_analysis import TrialResult
@@ -38,8 +39,8 @@ class TuneTarget:
     metrics_url: str | None  # the server's Prometheus metrics, read during each trial
 
     @property
-    def url(self) -> str:
-        return self.spec.urls[0]
+    def endpoint(self) -> Endpoint:
+        return self.spec.endpoints[0]
 
     @property
     def model(self) -> str:
@@ -107,7 +108,7 @@ class TuneRunner:
         tuner: Tuner | None = None
         try:
             with (
-                RepositoryControl(t.url, t.spec.connection) as repository,
+                RepositoryControl(t.endpoint, t.spec.connection) as repository,
                 poller or contextlib.nullcontext(),
             ):
                 tuner = Tuner(

@@ -37,6 +37,7 @@ from app.inference.introspection.repository import (
     RepositoryError,
     control_disabled_message,
 )
+from app.inference.protocol import Endpoint
 from app.inference.transports.channel import ConnectionOptions
 from app.pipeline.tune import TuneProgress, TuneResult
 from app.pipeline.tune_analysis import TrialResult, pareto_front
@@ -60,11 +61,11 @@ def format_left(seconds: float) -> str:
 
 
 def read_model(
-    url: str, options: ConnectionOptions | None, model: str
+    endpoint: Endpoint, options: ConnectionOptions | None, model: str
 ) -> tuple[TrialSettings, bool, str | None]:
     """Blocking (the executor): the model's settings now, whether the server lets us load,
     and the mark of a trial config left by an earlier tune."""
-    with RepositoryControl(url, options) as control:
+    with RepositoryControl(endpoint, options) as control:
         config = control.config(model)
         return settings_of(config), control.control_enabled(), trial_mark_of(config)
 
@@ -78,7 +79,7 @@ class TuneWindow(QDialog):
         self.setWindowTitle("Tune the server: find the best config on your images")
         self.setModal(False)
         self._bridge, self._executor, self._tasks = bridge, executor, tasks
-        self._url: str | None = None
+        self._endpoint: Endpoint | None = None
         self._options: ConnectionOptions | None = None
         self._spec = SessionSpec()
         self._profile_for: Callable[[str | None], ProfileSource] = lambda _model: ProfileSource()
@@ -164,19 +165,18 @@ class TuneWindow(QDialog):
         runs."""
         if self.running:
             return
-        url = spec.urls[0]
         self._spec, self._profile_for = spec, profile_for
-        self._url, self._options, self._metrics_url = url, spec.connection, metrics_url
+        self._endpoint, self._options, self._metrics_url = spec.endpoints[0], spec.connection, metrics_url
         self._paths = tuple(paths)
         self.form.set_models(sorted(models), model)
         what = f"{len(paths)} image(s) of the current batch" if paths else "the bundled sample photograph"
-        self.form.images.setText(f"{what} · server {url}")
+        self.form.images.setText(f"{what} · server {spec.urls[0]}")
         self._read_model()
 
     @property
     def url(self) -> str | None:
         """The server the next tune runs on."""
-        return self._url
+        return None if self._endpoint is None else self._endpoint.url
 
     @property
     def model(self) -> str | None:
@@ -184,16 +184,16 @@ class TuneWindow(QDialog):
 
     def _read_model(self, *_args: object) -> None:
         model = self.model
-        if model is None or self._url is None:
+        if model is None or self._endpoint is None:
             return
         self._reading, self._control_enabled = model, None
         self.form.set_current(None, "reading its config…")
         self._update_buttons()
-        self._tasks.spawn(self._read(self._url, model), name="tune: read the model")
+        self._tasks.spawn(self._read(self._endpoint, model), name="tune: read the model")
 
-    async def _read(self, url: str, model: str) -> None:
+    async def _read(self, endpoint: Endpoint, model: str) -> None:
         try:
-            settings, enabled, mark = await self._call(read_model, url, self._options, model)
+            settings, enabled, mark = await self._call(read_model, endpoint, self._options, model)
         except RepositoryError as e:
             if self._reading == model:
                 self._reading = None
@@ -211,7 +211,7 @@ class TuneWindow(QDialog):
         )
         self.form.set_current(settings, note)
         if not enabled:
-            self._say(control_disabled_message(url).capitalize() + ".", error=True)
+            self._say(control_disabled_message(endpoint.url).capitalize() + ".", error=True)
         self._update_buttons()
 
     @property
@@ -230,7 +230,7 @@ class TuneWindow(QDialog):
         return self._runner is not None and self._runner.running
 
     def start(self) -> None:
-        if self.running or self._url is None or self.model is None or not self.ready:
+        if self.running or self._endpoint is None or self.model is None or not self.ready:
             return
         try:
             plan = self.form.plan()
@@ -251,7 +251,7 @@ class TuneWindow(QDialog):
         model = self.model
         # The viewer's session as it was opened, on its first server, for this model and its profile.
         spec = dataclasses.replace(
-            self._spec, urls=(self._url,), model=model, profile=self._profile_for(model)
+            self._spec, endpoints=(self._endpoint,), model=model, profile=self._profile_for(model)
         )
         target = TuneTarget(spec, self._paths, self._metrics_url)
         reports = TuneReports(
@@ -419,7 +419,7 @@ class TuneWindow(QDialog):
         self.form.set_enabled(not running)
         if running:
             start_why: str | None = "A tune is running"
-        elif self._url is None:
+        elif self._endpoint is None:
             start_why = "Connect to a server first"
         elif self._reading is not None:
             start_why = "Reading the model's config…"
