@@ -3,6 +3,7 @@ server's spans inside, the diagnosis, the tensors sent exported for perf_analyze
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from app.inference.core.session import TritonSession
-from app.inference.core.spec import Limits, SessionSpec
+from app.inference.core.spec import Delivery, Limits, SessionSpec
 from app.inference.protocol import parse_endpoints, parse_url
 from app.inference.result import Status
 from app.inference.tracing import spans as names
@@ -113,3 +114,23 @@ def test_the_next_n_then_none_and_the_servers_settings_put_back(triton: Embedded
     finally:
         channel.close()
     assert settings is not None and not settings.on and settings.log_frequency == 0
+
+
+def test_a_client_batch_members_each_have_their_trace_with_the_one_call(triton: EmbeddedServer) -> None:
+    spec = dataclasses.replace(
+        spec_for(triton.grpc_url), delivery=Delivery(client_batch=4, batch_delay_ms=30)
+    )
+    with TritonSession(spec) as session:
+        assert session.batching == 4
+        tracer = session.start_tracing(TraceSelection.parse("2"))
+        futures = [session.submit_future(image) for image in [np.zeros((32, 32, 3), np.uint8)] * 3]
+        results = [f.result(30) for f in futures]
+        traces = drain(tracer, 2)
+    assert all(r.ok for r in results)
+    assert sorted(t.request_id for t in traces) == sorted(r.request_id for r in results[:2])
+    # Both went in one call with the third: the server's trace of that call is in each.
+    assert len({t.trace_id for t in traces}) == 1 and traces[0].trace_id
+    for trace in traces:
+        assert trace.first(names.BATCH_WAIT) is not None
+        infer = trace.first(names.COMPUTE_INFER)
+        assert infer is not None and infer.duration_ms >= 40.0

@@ -35,7 +35,7 @@ from app.inference.core.spec import SessionSpec
 from app.inference.core.stats import RequestStats
 from app.inference.core.trace_hooks import PathTracing
 from app.inference.decoding.letterbox import FromReducedSource
-from app.inference.errors import classify_failure, redact
+from app.inference.errors import classify_failure, redact, status_code
 from app.inference.introspection.discovery import ModelInfo
 from app.inference.profiles.output_check import OutputCheck, OutputError, describe_arrays
 from app.inference.profiles.profile import DecodedOutputs, decode_outputs, preprocess
@@ -256,7 +256,7 @@ class RequestPath:
                 self._pool.mark_ok(channel.endpoint)  # it answered
                 self._transport.server_restarted()
                 if send.live_members() and self._retry(send):
-                    self._tracing.retried(send.members, send.sent_at, answered, failure.status)
+                    self._tracing.retried(send.members, send.sent_at, answered, status_code(error) or failure.kind)
                     return
             elif failure.transient:
                 if failure.kind is ErrorKind.UNREACHABLE:
@@ -264,7 +264,7 @@ class RequestPath:
                 else:
                     self._pool.mark_ok(channel.endpoint)  # it answered: a passing state of the server
                 if send.live_members() and self._retry(send):
-                    self._tracing.retried(send.members, send.sent_at, answered, failure.status)
+                    self._tracing.retried(send.members, send.sent_at, answered, status_code(error) or failure.kind)
                     return
             elif failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
                 self._pool.mark_ok(channel.endpoint)  # the server answered, with an error
