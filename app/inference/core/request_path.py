@@ -256,7 +256,9 @@ class RequestPath:
                 self._pool.mark_ok(channel.endpoint)  # it answered
                 self._transport.server_restarted()
                 if send.live_members() and self._retry(send):
-                    self._tracing.retried(send.members, send.sent_at, answered, status_code(error) or failure.kind)
+                    self._tracing.retried(
+                        send.members, send.sent_at, answered, status_code(error) or failure.kind
+                    )
                     return
             elif failure.transient:
                 if failure.kind is ErrorKind.UNREACHABLE:
@@ -264,7 +266,9 @@ class RequestPath:
                 else:
                     self._pool.mark_ok(channel.endpoint)  # it answered: a passing state of the server
                 if send.live_members() and self._retry(send):
-                    self._tracing.retried(send.members, send.sent_at, answered, status_code(error) or failure.kind)
+                    self._tracing.retried(
+                        send.members, send.sent_at, answered, status_code(error) or failure.kind
+                    )
                     return
             elif failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
                 self._pool.mark_ok(channel.endpoint)  # the server answered, with an error

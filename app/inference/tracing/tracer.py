@@ -97,6 +97,11 @@ class TraceSelection:
             self.kind = SelectionKind.NEXT
             self.count += max(0, n)
 
+    def every(self, on: bool) -> None:
+        """Trace every request from now on (`on`), or none more."""
+        with self._lock:
+            self.kind, self.count = (SelectionKind.ALL, 0) if on else (SelectionKind.NEXT, 0)
+
 
 class SlowestKept:
     """The N slowest traces so far (all of them when `n` is None), bounded: `offer` answers
@@ -306,6 +311,16 @@ class Tracer:
     def arm(self, n: int) -> None:
         """Trace the next `n` requests (turning the server's tracing on again if needed)."""
         self.selection.arm(n)
+        self._server_needed()
+
+    def trace_every(self, on: bool) -> None:
+        """Trace every request from now on (a batch in the viewer), or none more; the
+        server's tracing goes off once the last traced request's trace is in."""
+        self.selection.every(on)
+        if on:
+            self._server_needed()
+
+    def _server_needed(self) -> None:
         if self.control is not None and self.source is not None and not self._server_on:
             self._server_on = self.control.enable(self.model) is not None
 
