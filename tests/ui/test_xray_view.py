@@ -70,7 +70,7 @@ def test_trace_the_next_requests_then_select_one_in_the_log(
     xray = XRay()
     with TritonSession(spec_for(triton.grpc_url, max_in_flight=2)) as session:
         xray.attach(session)
-        replay = {"model": "fixed_40ms", "url": triton.grpc_url, "datatypes": {"image": "UINT8"}}
+        replay = {"model": "fixed_40ms", "url": triton.grpc_url}
         controller = XRayController(view, xray, replay=replay)
         log.selected.connect(lambda rid: controller.select(rid or None))
         try:

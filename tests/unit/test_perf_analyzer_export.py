@@ -93,3 +93,11 @@ def test_the_replay_command_line() -> None:
         "--shared-memory",
         "system",
     ]
+
+
+def test_the_datatypes_come_from_the_arrays_when_not_given() -> None:
+    sent = {"image": np.full((1, 4, 5, 3), 7, np.uint8), "scale": np.array([[0.5]], np.float16)}
+    document = json.loads(json.dumps(input_data([sent], batched=True)))
+    (entry,) = read_input_data(document, {"image": "UINT8", "scale": "FP16"})
+    np.testing.assert_array_equal(entry["image"], sent["image"][0])
+    assert entry["scale"].dtype == np.float16 and entry["scale"].tolist() == [0.5]

@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tritonclient.utils import deserialize_bytes_tensor, serialize_byte_tensor, triton_to_np_dtype
+from tritonclient.utils import (
+    deserialize_bytes_tensor,
+    np_to_triton_dtype,
+    serialize_byte_tensor,
+    triton_to_np_dtype,
+)
 
 from app.system.atomic_files import write_whole
 
@@ -41,12 +46,19 @@ def _encode(array: np.ndarray, datatype: str) -> dict[str, Any]:
     return {"content": {"b64": base64.b64encode(raw).decode("ascii")}, "shape": [int(d) for d in array.shape]}
 
 
+def datatypes_of(tensors: Mapping[str, np.ndarray]) -> dict[str, str]:
+    """Each tensor's Triton datatype, from its numpy type (object arrays: BYTES)."""
+    return {name: str(np_to_triton_dtype(np.asarray(array).dtype)) for name, array in tensors.items()}
+
+
 def input_data(
-    requests: Sequence[Mapping[str, np.ndarray]], datatypes: Mapping[str, str], *, batched: bool
+    requests: Sequence[Mapping[str, np.ndarray]], datatypes: Mapping[str, str] | None = None, *, batched: bool
 ) -> dict[str, Any]:
     """The data file of `requests` (each: input name -> the tensor sent, with its batch axis
     when `batched`). Every request must carry the inputs of `datatypes` (name -> Triton
-    datatype)."""
+    datatype; None: the first request's, from its arrays)."""
+    if datatypes is None:
+        datatypes = datatypes_of(requests[0]) if requests else {}
     entries: list[dict[str, Any]] = []
     for number, tensors in enumerate(requests, 1):
         missing = sorted(set(datatypes) - set(tensors))
@@ -68,7 +80,7 @@ def input_data(
 def write_input_data(
     path: str | Path,
     requests: Sequence[Mapping[str, np.ndarray]],
-    datatypes: Mapping[str, str],
+    datatypes: Mapping[str, str] | None = None,
     *,
     batched: bool,
 ) -> int:

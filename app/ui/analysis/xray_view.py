@@ -166,7 +166,7 @@ class XRayController(QObject):
         self.view = view
         self.xray = xray
         self.ask_path = ask_path
-        self.replay = dict(replay or {})  # model, url, protocol, batch, concurrency, version, datatypes
+        self.replay = dict(replay or {})  # model, url, protocol, batch, concurrency, version, batched
         self.bridge = GuiBridge(self)
         self._worker = concurrent.futures.ThreadPoolExecutor(1, "x-ray")
         self._polling = False
@@ -231,8 +231,7 @@ class XRayController(QObject):
     def _write(self, trace: RequestTrace | None, path: str) -> str:
         if trace is None or not trace.inputs:
             raise ValueError("this request's tensors were not kept: trace it again to export it")
-        datatypes = self.replay.get("datatypes") or {name: "UINT8" for name in trace.inputs}
-        write_input_data(path, [trace.inputs], datatypes, batched=bool(self.replay.get("batched", True)))
+        write_input_data(path, [trace.inputs], batched=bool(self.replay.get("batched", True)))
         return replay_command(
             model=str(self.replay.get("model", trace.model)),
             url=str(self.replay.get("url", "localhost:8001")),
