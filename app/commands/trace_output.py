@@ -26,6 +26,7 @@ from app.commands.common import UsageError, eprint, say_once
 from app.inference.core.session import TritonSession
 from app.inference.tracing.chrome import write_chrome_trace
 from app.inference.tracing.diagnosis import breakdown, diagnose
+from app.inference.tracing.matching import WAIT_S
 from app.inference.tracing.perf_analyzer import InputDataError, replay_command, write_input_data
 from app.inference.tracing.record import trace_record
 from app.inference.tracing.spans import RequestTrace
@@ -33,7 +34,10 @@ from app.inference.tracing.tracer import SelectionError, SelectionKind, SlowestK
 from app.system.atomic_files import describe_write_error
 
 POLL_S = 0.1
-SETTLE_S = 3.0  # at the end, how long the server's last traces are waited for
+# At the end, how long the server's last traces are waited for: as long as a trace is waited
+# for during the run (a loaded server writes its trace files late; only what is still missing
+# waits, so a run whose traces are all in ends at once).
+SETTLE_S = WAIT_S
 SLOWEST_SAID = 3  # requests whose breakdown is said on stderr at the end
 FINDINGS_SAID = 2  # the diagnosis of each: its biggest findings
 MAX_TENSORS = 100  # traced requests whose tensors --trace-tensors writes, at most
