@@ -20,6 +20,7 @@ from app.inference.protocol import Endpoint, ServerProtocol
 from app.inference.transports.channel import ConnectionOptions, ReplyCallback
 
 MODEL = "fake_faces"
+NO_TRACING = "the fake server has no tracing"
 METADATA: dict[str, Any] = {
     "name": MODEL,
     "versions": ["1"],
@@ -225,6 +226,14 @@ class FakeChannel:
         raise InferenceServerException(
             msg="the fake server has no repository", status="StatusCode.UNIMPLEMENTED"
         )
+
+    def trace_settings(self, model: str, *, headers: Mapping[str, str], timeout_s: float) -> dict[str, Any]:
+        raise InferenceServerException(msg=NO_TRACING, status="StatusCode.UNIMPLEMENTED")
+
+    def update_trace_settings(
+        self, model: str, settings: dict[str, Any], *, headers: Mapping[str, str], timeout_s: float
+    ) -> dict[str, Any]:
+        raise InferenceServerException(msg=NO_TRACING, status="StatusCode.UNIMPLEMENTED")
 
     def close(self) -> None:
         self.closed = True

@@ -32,6 +32,7 @@ from app.commands.common import (
     session_spec,
 )
 from app.commands.outputs import check_file_output, write_output
+from app.commands.trace_output import TraceRun, add_trace_arguments
 from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
 from app.inference.profiles.profile import ProfileError
@@ -75,6 +76,7 @@ CSV_COLUMNS = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p, repeatable_url=False)
     add_model_arguments(p)
+    add_trace_arguments(p, path_argument)
     p.add_argument(
         "--concurrency",
         default="1,2,4,8,16",
@@ -293,12 +295,15 @@ def run(args: argparse.Namespace) -> int:
                 if args.compare_plain
                 else None
             )
+            traces = TraceRun.from_args(args)
             sweep = Sweep(
                 spec,
                 images,
                 plan,
                 on_progress=progress_printer(),
                 extra_for_level=plain.at_level if plain is not None else None,
+                on_session=traces.attach if traces is not None else None,
+                on_session_end=traces.finish_session if traces is not None else None,
             )
             eprint(f"sweep: {len(plan.steps())} level(s), {plan.total_requests()} requests in all")
             try:
@@ -310,6 +315,8 @@ def run(args: argparse.Namespace) -> int:
             finally:
                 if plain is not None:
                     plain.close()
+            if traces is not None:
+                traces.finish()  # the Chrome file, the tensors, the slowest said
             report = build_report(sweep, endpoint.url, names, plan)
     except (UsageError, SessionError, ProfileError) as e:
         eprint(f"error: {e}")

@@ -35,6 +35,7 @@ from app.commands.common import (
 from app.commands.infer import _display_names, record_line
 from app.commands.outputs import LineSink, close_records, discard_records, open_records, records_failure
 from app.commands.progress import Progress
+from app.commands.trace_output import TraceRun, add_trace_arguments
 from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import SessionSpec
@@ -89,6 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write the JSON Lines here (default stdout)",
     )
+    add_trace_arguments(p, path_argument)
     p.add_argument(
         "paths",
         type=path_argument,
@@ -155,9 +157,19 @@ class PairWriter:
         self._encoding = getattr(stream, "encoding", None)
         self._lock = threading.Lock()
         self._failure_lines = 0
+        self.traces: TraceRun | None = None  # --trace: traced pairs wait for their traces
 
     def write(self, pair: ComparedInput) -> None:
-        line = record_line(pair.to_record(), self._encoding)
+        record = pair.to_record()
+        sides: dict[str | None, str | None] = {"a": pair.a.request_id, "b": pair.b.request_id}
+        if self.traces is not None and self.traces.hold_parts(
+            record, sides, lambda r: self.write_record(r, pair)
+        ):
+            return  # written once its sides' traces are known (TraceRun)
+        self.write_record(record, pair)
+
+    def write_record(self, record: dict[str, Any], pair: ComparedInput) -> None:
+        line = record_line(record, self._encoding)
         with self._lock:
             if self.broken is not None:
                 return
@@ -219,6 +231,10 @@ def _process(sessions: dict[Side, TritonSession], args: argparse.Namespace, out:
     progress = Progress(None, what="inputs")
     tally = CompareTally()
     writer = PairWriter(out, progress, tally)
+    traces = writer.traces = TraceRun.from_args(args)
+    if traces is not None:
+        for session in sessions.values():
+            traces.attach(session)
     names = _display_names(args.paths)
     a, b = describe(sessions[Side.A]), describe(sessions[Side.B])
 
@@ -245,6 +261,8 @@ def _process(sessions: dict[Side, TritonSession], args: argparse.Namespace, out:
     except KeyboardInterrupt:
         interrupted = True
         eprint("\ninterrupted: the requests in flight were cancelled")
+    if traces is not None:
+        traces.finish()  # the held pairs written with their traces, the files
     seconds = time.monotonic() - tally.started
     progress.finish()
     summary = tally.summary()

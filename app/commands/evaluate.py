@@ -41,6 +41,7 @@ from app.commands.outputs import (
     write_output,
 )
 from app.commands.progress import Progress
+from app.commands.trace_output import TraceRun, add_trace_arguments
 from app.evaluation.classes import ClassMapError, read_class_map
 from app.evaluation.datasets import FORMATS, Dataset, DatasetError, load_dataset
 from app.evaluation.evaluate import Evaluation, evaluate_results, iou_type_problem
@@ -134,6 +135,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE.jsonl",
         help="also write each image's result (infer's records)",
     )
+    add_trace_arguments(p, path_argument)
     p.add_argument(
         "--plots",
         type=path_argument,
@@ -172,6 +174,7 @@ class RecordsFile:
         self.broken: str | None = None
         self.on_broken: Callable[[], None] | None = None
         self.used = False  # a run wrote through it (else the file is dropped at close)
+        self.traces: TraceRun | None = None  # --trace: traced requests' records wait for their trace
         if path is not None:
             check_file_output("--records", path)
             try:
@@ -182,7 +185,16 @@ class RecordsFile:
     def write(self, model: str, result: InferenceResult) -> None:
         if self._stream is None:
             return
-        line = record_line({**result.to_record(), "model": model})
+        record = {**result.to_record(), "model": model}
+        if self.traces is not None and self.traces.hold_parts(
+            record, {None: result.request_id}, self.write_record
+        ):
+            return  # written with its trace, once known (TraceRun)
+        self.write_record(record)
+
+    def write_record(self, record: dict[str, Any]) -> None:
+        assert self._stream is not None
+        line = record_line(record)
         with self._lock:
             if self.broken is not None:
                 return
@@ -217,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
         check_file_output("--output", args.output)
         check_folder_output("--plots", args.plots)
         records = RecordsFile(args.records)
+        records.traces = TraceRun.from_args(args)
         with serving(session_spec(args, delivery=delivery_of(args))) as spec:
             status = _evaluate_all(args, spec, models, class_map, records)
     except (UsageError, SessionError, ProfileError, DatasetError, ClassMapError) as e:
@@ -243,6 +256,8 @@ def _evaluate_all(
     unsuccessful = interrupted = False
     for side, model in zip("ab", models, strict=False):
         session = open_model(spec, model)
+        if records.traces is not None:
+            records.traces.attach(session)
         try:
             info = session.info
             name = info.name if info else (model or "?")
@@ -260,6 +275,8 @@ def _evaluate_all(
             _check_iou_type(IouType(args.iou_type), name, profile.task, profile.kpt_shape)
             label = f"{side.upper()} '{name}'" if len(models) > 1 else ""
             run = _run(session, dataset, args, name, records, label)
+            if records.traces is not None:  # before the session closes: its server's last traces
+                records.traces.finish_session(session)
             if records.broken:  # said when it happened: no report on the images answered before
                 return EXIT_FAILED
             interrupted = interrupted or run.interrupted
@@ -292,6 +309,8 @@ def _evaluate_all(
         reports.append(report)
         if interrupted:
             break
+    if records.traces is not None:
+        records.traces.finish()
     final = comparison_report(reports[0], reports[1]) if len(reports) == 2 else reports[0]
     if not _write_report(final, args.output):
         return EXIT_FAILED

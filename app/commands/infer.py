@@ -41,6 +41,7 @@ from app.commands.infer_analytics import InferAnalytics
 from app.commands.infer_analytics import add_arguments as add_analytics_arguments
 from app.commands.outputs import LineSink, close_records, discard_records, open_records, records_failure
 from app.commands.progress import Progress
+from app.commands.trace_output import TraceRun, add_trace_arguments
 from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
 from app.inference.core.stats import TimingTotals
@@ -94,6 +95,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="video frames: give each detection a track id that follows the object across frames",
     )
     add_analytics_arguments(p, path_argument)
+    add_trace_arguments(p, path_argument)
     p.add_argument(
         "paths",
         type=path_argument,
@@ -129,6 +131,7 @@ class RecordWriter:
         self._lock = threading.Lock()
         self._encoding = getattr(stream, "encoding", None)
         self.timing = TimingTotals()  # the client time split of the records written
+        self.traces: TraceRun | None = None  # --trace: traced requests' records wait for their trace
 
     def write_result(self, result: InferenceResult) -> None:
         self.timing.add(result.timing)
@@ -139,7 +142,10 @@ class RecordWriter:
                 # The first file that cannot be written stops the run (not after all inference).
                 self._break(f"cannot write the {self.export.fmt} export: {e}; the run stopped there")
                 return
-        self.write(result.to_record())
+        record = result.to_record()
+        if self.traces is not None and self.traces.hold(result.request_id, record):
+            return  # written with its trace, once known (TraceRun)
+        self.write(record)
 
     def _break(self, reason: str) -> None:
         with self._lock:
@@ -238,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
                     export,
                     getattr(args, "track", False),
                     analytics,
+                    TraceRun.from_args(args),
                 )
             finally:
                 session.close(drain_timeout=0.5)
@@ -261,6 +268,7 @@ def _process(
     export: ExportStream | None = None,
     track: bool = False,
     analytics: InferAnalytics | None = None,
+    traces: TraceRun | None = None,
 ) -> int:
     if track:
         try:
@@ -272,6 +280,9 @@ def _process(
     progress = Progress(None, what="inputs")
     # With another --format, the records go to the export and only the summary to `out`.
     writer = RecordWriter(out if export is None else None, progress, export, events=out)
+    if traces is not None:
+        traces.write, writer.traces = writer.write, traces
+        traces.attach(session)
     # --track: each video's frames reach its own tracker in frame order, then the writer;
     # --zones/--heatmap: then its analytics, whose events follow the frame's record.
     trackers = StreamTrackers() if track else None
@@ -319,6 +330,8 @@ def _process(
     if analytics is not None:
         for event in analytics.finish():  # the visits still open end with their videos
             writer.write_event(event)
+    if traces is not None:
+        traces.finish()  # the held records written with their traces, the files
     seconds = time.monotonic() - t0
     progress.finish()
     if export is not None and writer.broken is None:

@@ -21,6 +21,7 @@ import contextlib
 import enum
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,8 @@ from app.sources.images import DecodedImage, ImagePages, page_count, read_image_
 from app.sources.sniff import is_gif_file
 from app.sources.video_file import FrameFailure, VideoFileReader
 
+# An image read, and when its reading began and ended (monotonic seconds).
+_Read = tuple[DecodedImage, tuple[float, float]]
 log = logging.getLogger(__name__)
 
 ResultCallback = Callable[[InferenceResult], None]
@@ -224,9 +227,7 @@ class BatchJob:
         return self._frames_declared[item.path]
 
     def _feed(self, items: Sequence[InputItem]) -> None:
-        queue: collections.deque[tuple[InputItem, concurrent.futures.Future[DecodedImage]]] = (
-            collections.deque()
-        )
+        queue: collections.deque[tuple[InputItem, concurrent.futures.Future[_Read]]] = collections.deque()
         with self._reader_pool() as pool:
             try:
                 for index, item in enumerate(items):
@@ -234,7 +235,7 @@ class BatchJob:
                         self._not_started(items[index:], queue)
                         return
                     if item.kind == "image" and self._pages_in(item) == 1:
-                        queue.append((item, pool.submit(self._read_image, item.path, self.min_side)))
+                        queue.append((item, pool.submit(self._timed_read, item.path)))
                         if len(queue) > self.lookahead:
                             self._send_read(*queue.popleft())
                         continue
@@ -270,10 +271,16 @@ class BatchJob:
         else:
             self._local(InferenceResult.local_failure(source, item.error or f"{source}: unusable input"))
 
-    def _send_read(self, item: InputItem, future: concurrent.futures.Future[DecodedImage]) -> None:
+    def _timed_read(self, path: Path) -> _Read:
+        """The image, and when its reading began and ended (a traced request's `read`)."""
+        start = time.monotonic()
+        decoded = self._read_image(path, self.min_side)
+        return decoded, (start, time.monotonic())
+
+    def _send_read(self, item: InputItem, future: concurrent.futures.Future[_Read]) -> None:
         source = self.source_name(item.path)
         try:
-            decoded = future.result()
+            decoded, read_span = future.result()
         except ValueError as e:  # read_image_for's message names the file and the cause
             self._local(InferenceResult.local_failure(source, str(e)))
             return
@@ -282,7 +289,7 @@ class BatchJob:
             return
         if self._on_thumbnail is not None:
             self._on_thumbnail(source, make_thumbnail(decoded.image))
-        self._send(decoded.image, source, None, (decoded.width, decoded.height))
+        self._send(decoded.image, source, None, (decoded.width, decoded.height), read_span)
 
     def _feed_pages(self, path: Path, source: str) -> None:
         """Every page of a multi-page TIFF, in order, as its own input (`frame`: the page)."""
@@ -342,11 +349,16 @@ class BatchJob:
             self._add_total(read - declared)  # the container under-counted: the frames were sent
 
     def _send(
-        self, image: np.ndarray, source: str, frame: int | None, size: tuple[int, int] | None = None
+        self,
+        image: np.ndarray,
+        source: str,
+        frame: int | None,
+        size: tuple[int, int] | None = None,
+        read_span: tuple[float, float] | None = None,
     ) -> None:
         try:
             request_id = self.group.submit(
-                image, self._on_result, source=source, frame=frame, source_size=size
+                image, self._on_result, source=source, frame=frame, source_size=size, read_span=read_span
             )
         except SessionClosedError:
             request_id = None
@@ -366,7 +378,7 @@ class BatchJob:
     def _not_started(
         self,
         items: Sequence[InputItem],
-        queue: collections.deque[tuple[InputItem, concurrent.futures.Future[DecodedImage]]],
+        queue: collections.deque[tuple[InputItem, concurrent.futures.Future[_Read]]],
     ) -> None:
         left = sum(self._inputs_in(item) for item in items) + len(queue)
         queue.clear()

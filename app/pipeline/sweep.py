@@ -249,6 +249,8 @@ class Sweep:
         on_level: Callable[[LevelResult], None] | None = None,
         on_progress: Callable[[SweepProgress], None] | None = None,
         extra_for_level: Callable[[TritonSession, int], dict[str, Any]] | None = None,
+        on_session: Callable[[TritonSession], None] | None = None,
+        on_session_end: Callable[[TritonSession], None] | None = None,
     ) -> None:
         if not images:
             raise ValueError("a sweep needs at least one image")
@@ -258,6 +260,8 @@ class Sweep:
         self.on_level = on_level
         self.on_progress = on_progress
         self.extra_for_level = extra_for_level  # e.g. run the plain loop at this level
+        # Each step's session once open, and before it closes (bench --trace traces them).
+        self.on_session, self.on_session_end = on_session, on_session_end
         self.results: list[LevelResult] = []
         self.model_name: str | None = None
         self.notes: list[str] = []
@@ -286,6 +290,8 @@ class Sweep:
                 break
             session = open_session(self.step_spec(transport, batch))
             try:
+                if self.on_session is not None:
+                    self.on_session(session)
                 self.model_name = session.info.name if session.info else self.spec.model
                 # Why the transport differs, what the server lacks of Triton's extensions: once each.
                 for note in (session.transport_note, *session.notes):
@@ -295,6 +301,8 @@ class Sweep:
                     if self.cancelled:
                         break
                     self._level(session, level)
+                if self.on_session_end is not None:
+                    self.on_session_end(session)
             finally:
                 session.close()
         return self.results

@@ -22,6 +22,7 @@ from app.server.ports import free_ports
 from app.server.private_regions import PrivateRegions
 from app.server.process_group import stop_group, wait_until_gone
 from app.server.runtime import prepare_backend_dir, server_environment, shell_safe_repository
+from app.server.trace_setup import TraceMode, TraceSetup, trace_file_of
 from app.system.leftovers import owned_name, remove_dead_owners
 
 LOOPBACK = "127.0.0.1"
@@ -30,6 +31,8 @@ SHM_DIR = Path("/dev/shm")
 # (app.server.leftovers), so that a later start can remove what a killed owner left.
 SHM_PREFIX = "tviewer-s"
 WORKDIR_PREFIX = "triton-viewer-server-"
+# Tracing available (Triton's trace file), off until a client turns it on.
+DEFAULT_TRACING = TraceSetup()
 _ERROR_LINE = re.compile(r"^E\d{4} .*|.*(error|failed).*", re.IGNORECASE)
 
 
@@ -53,6 +56,7 @@ class EmbeddedServer:
         require_all_ready: bool = True,
         log_verbose: int = 0,
         model_control: str = "explicit",
+        tracing: TraceSetup | None = DEFAULT_TRACING,
     ) -> None:
         self.model_repository = Path(model_repository).resolve()
         if not self.model_repository.is_dir():
@@ -65,6 +69,8 @@ class EmbeddedServer:
         # "explicit" (every model loaded at start; load/unload allowed), or Triton's "none" /
         # "poll" (what many deployed servers run: the repository commands must say so).
         self.model_control = model_control
+        # Request tracing available from the start and off (app.server.trace_setup); None: none.
+        self.tracing = tracing
         self.grpc_port = self.http_port = self.metrics_port = 0
         self._process: subprocess.Popen[bytes] | None = None
         self._lifeline: Lifeline | None = None
@@ -110,6 +116,14 @@ class EmbeddedServer:
     @property
     def workdir(self) -> Path | None:
         return self._workdir
+
+    @property
+    def trace_file(self) -> Path | None:
+        """The base name of the server's trace files (PATH.0, PATH.1...), None when the server
+        does not write any (no tracing, OpenTelemetry mode, not started)."""
+        if self._workdir is None or self.tracing is None or self.tracing.mode is not TraceMode.FILE:
+            return None
+        return trace_file_of(self._workdir)
 
     def log_text(self) -> str:
         if self._log_file and self._log_file.exists():
@@ -161,6 +175,7 @@ class EmbeddedServer:
             # Room for a few full-HD frames per stub without growing the region request by request.
             "--backend-config=python,shm-default-byte-size=16777216",
             "--backend-config=python,shm-growth-byte-size=16777216",
+            *(self.tracing.arguments(self._workdir) if self.tracing and self._workdir else []),
         ]
 
     def _model_control_options(self) -> list[str]:
@@ -175,6 +190,8 @@ class EmbeddedServer:
     def _spawn(self, install: TritonInstall) -> None:
         assert self._workdir is not None
         backends = prepare_backend_dir(install, self._workdir)
+        if self.tracing is not None:
+            self.tracing.prepare(self._workdir)
         wanted = [p for p in self._ports]
         picked = iter(free_ports(sum(1 for p in wanted if not p)))
         self.grpc_port, self.http_port, self.metrics_port = (p or next(picked) for p in wanted)

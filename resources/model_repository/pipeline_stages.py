@@ -25,12 +25,19 @@ class StageError(Exception):
     """A stage model failed (not loaded, bad input...): the message names it."""
 
 
-def call_stage(model: str, inputs: dict[str, np.ndarray], outputs: list[str]) -> dict[str, np.ndarray]:
-    """One synchronous request to `model` (BLS); its outputs by name."""
+def call_stage(
+    model: str, inputs: dict[str, np.ndarray], outputs: list[str], trace: object = None
+) -> dict[str, np.ndarray]:
+    """One synchronous request to `model` (BLS); its outputs by name. `trace`: the pipeline's
+    request's trace (`request.trace()`): when that request is traced, the stage's request is
+    traced too, as its child (Triton writes the parent's id with it), so the stages appear
+    nested under the pipeline's compute."""
+    extra = {} if trace is None else {"trace": trace}
     request = pb_utils.InferenceRequest(
         model_name=model,
         inputs=[pb_utils.Tensor(name, np.ascontiguousarray(value)) for name, value in inputs.items()],
         requested_output_names=outputs,
+        **extra,
     )
     response = request.exec()
     if response.has_error():
@@ -38,9 +45,14 @@ def call_stage(model: str, inputs: dict[str, np.ndarray], outputs: list[str]) ->
     return {name: pb_utils.get_output_tensor_by_name(response, name).as_numpy() for name in outputs}
 
 
-def call_in_batches(model: str, crops: np.ndarray, outputs: list[str], max_batch: int) -> dict[str, np.ndarray]:
+def call_in_batches(
+    model: str, crops: np.ndarray, outputs: list[str], max_batch: int, trace: object = None
+) -> dict[str, np.ndarray]:
     """`call_stage` on an "image" batch of any length, `max_batch` crops per request."""
-    parts = [call_stage(model, {"image": crops[i : i + max_batch]}, outputs) for i in range(0, len(crops), max_batch)]
+    parts = [
+        call_stage(model, {"image": crops[i : i + max_batch]}, outputs, trace)
+        for i in range(0, len(crops), max_batch)
+    ]
     return {name: np.concatenate([p[name] for p in parts]) for name in outputs}
 
 
@@ -73,14 +85,18 @@ def detections_response(per_image: list[list[tuple]], slots: int, num_keypoints:
     )
 
 
-def answer(requests: list, per_image: Callable[[np.ndarray], list[tuple]], slots: int, num_keypoints: int) -> list:
-    """The responses of a batch of requests of "image" tensors: `per_image` (image -> [(box,
-    score, keypoints)]) on every image; a failed stage fails its request, naming the stage."""
+def answer(
+    requests: list, per_image: Callable[[np.ndarray, object], list[tuple]], slots: int, num_keypoints: int
+) -> list:
+    """The responses of a batch of requests of "image" tensors: `per_image` (image, the
+    request's trace -> [(box, score, keypoints)]) on every image; a failed stage fails its
+    request, naming the stage."""
     responses = []
     for request in requests:
         images = pb_utils.get_input_tensor_by_name(request, "image").as_numpy()
+        trace = request.trace()
         try:
-            found = [per_image(np.ascontiguousarray(image)) for image in images]
+            found = [per_image(np.ascontiguousarray(image), trace) for image in images]
         except StageError as exc:
             responses.append(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))))
             continue

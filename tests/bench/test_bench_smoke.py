@@ -47,6 +47,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_evaluation_panel.py": (False, r"a slider step \(GUI thread\) +[\d.]+ ms"),
     "bench_request_log.py": (False, r"request log full \(500 rows\): \+[\d.]+ MB resident"),
     "plain_infer.py": (True, r"ok=4 failed=0"),
+    "bench_tracing.py": (True, r"^  tracer idle +[\d.]+ req/s \([-+][\d.]+%\)  client CPU [\d.]+ ms/request"),
 }
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from app.inference.core.group import RequestGroup
 from app.inference.decoding.letterbox import BoxTransform
 from app.inference.result import InferenceResult
+from app.inference.tracing.tracer import RequestRecorder
 from app.inference.transports.channel import Call, Channel
 from app.inference.transports.transport import Lease
 
@@ -40,6 +41,7 @@ class PendingRequest:
     preprocess_ms: float = 0.0
     prepared: float = 0.0  # monotonic time the tensor was ready
     send: Send | None = None  # the gRPC call carrying it (shared when batched)
+    trace: RequestRecorder | None = None  # traced requests only (trace_hooks.py)
 
 
 @dataclass(eq=False)
@@ -54,6 +56,7 @@ class Send:
     call: Call | None = None  # the attempt in flight
     lease: Lease | None = None
     sent_at: float = 0.0
+    answered_at: float = 0.0  # the last attempt's reply (or error) arrived
     ended: bool = False  # answered or given up: its lease went back to the transport
 
     @property

@@ -33,12 +33,14 @@ from app.inference.core.request import PendingRequest, Send
 from app.inference.core.scheduler import DelayedCalls
 from app.inference.core.spec import SessionSpec
 from app.inference.core.stats import RequestStats
+from app.inference.core.trace_hooks import PathTracing
 from app.inference.decoding.letterbox import FromReducedSource
-from app.inference.errors import classify_failure, redact
+from app.inference.errors import classify_failure, redact, status_code
 from app.inference.introspection.discovery import ModelInfo
 from app.inference.profiles.output_check import OutputCheck, OutputError, describe_arrays
 from app.inference.profiles.profile import DecodedOutputs, decode_outputs, preprocess
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
+from app.inference.tracing.spans import DECODE, READ_OUTPUTS, RETRY_WAIT, SEND
 from app.inference.transports.channel import Channel, Reply
 from app.inference.transports.transport import Transport, declared_outputs
 
@@ -67,6 +69,7 @@ class RequestPath:
         timer: DelayedCalls,
         batch: int,
         is_open: Callable[[], bool],
+        tracing: PathTracing | None = None,
     ) -> None:
         self._spec = spec
         self._in_flight = in_flight
@@ -77,6 +80,8 @@ class RequestPath:
         self._workers = workers
         self._timer = timer
         self._is_open = is_open
+        # The session's tracer's hooks: no-ops for untraced requests (trace_hooks.py).
+        self._tracing = tracing or PathTracing()
         self._headers = dict(spec.connection.headers)
         self._secrets = list(self._headers.values())
         # What every reply must carry.
@@ -133,6 +138,7 @@ class RequestPath:
         req.prepared = time.monotonic()
         req.preprocess_ms = (req.prepared - t0) * 1000
         req.tensor = tensor
+        self._tracing.prepared(req, t0, req.prepared, tensor, self._info.profile.input_name)
         if self._batcher is not None:
             # Same shape and type only: one call carries one stacked tensor. Same timeout
             # too: the call's deadline is its earliest member's, so a request asked to wait
@@ -160,6 +166,8 @@ class RequestPath:
         send = Send(live, tensor, deadline=min(m.deadline for m in live))
         for m in live:
             m.tensor, m.send = None, send  # the stacked copy is what travels now
+        if self._batcher is not None:
+            self._tracing.waited_for_batch(live, time.monotonic())
         self._send(send)
 
     def _end_send(self, send: Send, reusable: bool) -> None:
@@ -194,7 +202,9 @@ class RequestPath:
             return
         try:
             if send.lease is None:
+                writing = time.monotonic()
                 send.lease = self._transport.prepare(send.tensor, len(send.members))
+                self._tracing.wrote(send.members, self._transport.kind, writing, time.monotonic())
         except Exception as e:
             self._pool.release(channel)
             self._fail_send(send, Status.FAILED, f"cannot attach the input: {e}", ErrorKind.BAD_INPUT)
@@ -202,6 +212,8 @@ class RequestPath:
             return
         send.channel, send.attempts = channel, send.attempts + 1
         send.sent_at = time.monotonic()
+        if send.attempts > 1:
+            self._tracing.stage(send.members, RETRY_WAIT, send.answered_at, send.sent_at)
         try:
             send.call = channel.send(
                 model_name=self._info.name,
@@ -210,9 +222,10 @@ class RequestPath:
                 outputs=send.lease.outputs,
                 request_id=send.id,
                 client_timeout=remaining,
-                headers=self._headers or None,
+                headers=self._tracing.headers(send.members, self._headers or None),
                 on_done=functools.partial(self._on_reply, send, channel),
             )
+            self._tracing.stage(send.members, SEND, send.sent_at, time.monotonic())
         except Exception as e:  # e.g. the channel was closed under us
             self._pool.release(channel)
             failure = classify_failure(e, channel.endpoint, self._secrets)
@@ -236,12 +249,16 @@ class RequestPath:
     def _complete(
         self, send: Send, channel: Channel, result: Reply | None, error: Any, answered: float
     ) -> None:
+        send.answered_at = answered
         if error is not None or result is None:
             failure = classify_failure(error, channel.endpoint, self._secrets)
             if failure.regions_lost:
                 self._pool.mark_ok(channel.endpoint)  # it answered
                 self._transport.server_restarted()
                 if send.live_members() and self._retry(send):
+                    self._tracing.retried(
+                        send.members, send.sent_at, answered, status_code(error) or failure.kind
+                    )
                     return
             elif failure.transient:
                 if failure.kind is ErrorKind.UNREACHABLE:
@@ -249,9 +266,13 @@ class RequestPath:
                 else:
                     self._pool.mark_ok(channel.endpoint)  # it answered: a passing state of the server
                 if send.live_members() and self._retry(send):
+                    self._tracing.retried(
+                        send.members, send.sent_at, answered, status_code(error) or failure.kind
+                    )
                     return
             elif failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT):
                 self._pool.mark_ok(channel.endpoint)  # the server answered, with an error
+            self._tracing.answered(send.members, send.sent_at, answered)
             self._fail_send(send, failure.status, failure.message, failure.kind)
             # The server answered (an error), or never got it: its buffers are free again,
             # unless the call was cancelled or timed out (the server may still use them).
@@ -259,6 +280,7 @@ class RequestPath:
             return
         self._pool.mark_ok(channel.endpoint)
         batch = len(send.members)
+        reading = self._tracing.answered(send.members, send.sent_at, answered)
         try:
             # One check whatever the transport: first on what the reply says it carries
             # (before anything is copied), then on what was read, before decoding.
@@ -268,6 +290,7 @@ class RequestPath:
                 self._output_check.check(declared, batch)
             outputs = self._transport.outputs_of(send.lease, result)
             self._output_check.check(describe_arrays(outputs), batch)
+            self._tracing.stage(send.members, READ_OUTPUTS, reading, time.monotonic())
         except OutputError as e:
             self._end_send(send, reusable=True)
             self._fail_send(send, Status.FAILED, str(e), e.kind)
@@ -300,11 +323,13 @@ class RequestPath:
             message = f"{req.source or 'image'}: cannot decode the model's output: {e}"
             self.finish(req, Status.FAILED, message, kind=ErrorKind.SERVER)
             return
+        decoded_at = time.monotonic()
+        self._tracing.stage((req,), DECODE, t0, decoded_at)
         timing = RequestTiming(
             preprocess_ms=req.preprocess_ms,
             wait_ms=max(0.0, (send.sent_at - req.prepared) * 1000),
             round_trip_ms=round_trip_ms,
-            postprocess_ms=(time.monotonic() - t0) * 1000,
+            postprocess_ms=(decoded_at - t0) * 1000,
             batch=batch,
         )
         self.finish(req, Status.OK, None, decoded.detections, timing=timing, decoded=decoded)
@@ -380,10 +405,15 @@ class RequestPath:
             tag=req.tag,
         )
         req.tensor = None  # free the tensor now, not when the caller drops the result
-        if req.group is not None:
-            req.group.hand_on(result, req.callback)  # counted, handed on, then maybe drained
-            return
+        handing = time.monotonic() if req.trace is not None else 0.0
         try:
-            req.callback(result)
-        except Exception:
-            log.exception("result callback failed for request %s", req.id)
+            if req.group is not None:
+                req.group.hand_on(result, req.callback)  # counted, handed on, then maybe drained
+            else:
+                try:
+                    req.callback(result)
+                except Exception:
+                    log.exception("result callback failed for request %s", req.id)
+        finally:
+            if req.trace is not None:
+                self._tracing.called_back(req, send, handing, time.monotonic())

@@ -44,6 +44,8 @@ from app.inference.core.scheduler import DelayedCalls
 from app.inference.core.server_statistics import read_server_counters
 from app.inference.core.spec import MAX_REQUEST_TIMEOUT_S, SessionSpec
 from app.inference.core.stats import RequestStats
+from app.inference.core.trace_hooks import PathTracing
+from app.inference.core.tracing_control import open_tracer
 from app.inference.core.transport_choice import choose_transport
 from app.inference.errors import (
     SessionClosedError,
@@ -56,6 +58,8 @@ from app.inference.introspection.server_stats import ServerCounters
 from app.inference.profiles.profile import ModelProfile
 from app.inference.protocol import ServerProtocol
 from app.inference.result import InferenceResult
+from app.inference.tracing.otlp import OtlpReceiver
+from app.inference.tracing.tracer import Tracer, TraceSelection
 from app.inference.transports.open_channel import open_channel
 from app.inference.transports.transport import Transport
 from app.inference.transports.wire import Wire
@@ -104,6 +108,8 @@ class TritonSession:
         self._timer: DelayedCalls | None = None
         self._path: RequestPath | None = None  # once open
         self._groups: weakref.WeakSet[RequestGroup] = weakref.WeakSet()
+        # The tracer, once start_tracing() made one; the request path's calls into it.
+        self._tracing = PathTracing()
 
     @property
     def urls(self) -> list[str]:
@@ -196,6 +202,7 @@ class TritonSession:
                     self._timer,
                     batch,
                     lambda: self._state is SessionState.OPEN,
+                    self._tracing,
                 )
                 self.stats.reset()
                 self._state = SessionState.OPEN
@@ -283,6 +290,28 @@ class TritonSession:
         """Threads blocked in submit() for a place in the session's window now."""
         return self._in_flight.window.waiting
 
+    def start_tracing(self, selection: TraceSelection, *, receiver: OtlpReceiver | None = None) -> Tracer:
+        """Trace the requests `selection` picks from now on, client and server (blocking: it
+        reads and changes the server's trace settings; close() puts them back). The tracer
+        gives out the traces (`Tracer.poll`); untraced requests pay nothing for it."""
+        if self._pool is None or self.info is None:
+            raise SessionError("the session is not open")
+        if self._tracing.tracer is None:
+            self._tracing.tracer = open_tracer(
+                self._pool,
+                self.spec.endpoints,
+                self.info.name,
+                self.features,
+                self._headers,
+                selection,
+                receiver,
+            )
+        return self._tracing.tracer
+
+    @property
+    def tracer(self) -> Tracer | None:
+        return self._tracing.tracer
+
     def close(self, drain_timeout: float = 2.0) -> None:
         """Stop accepting; let in-flight requests finish for up to `drain_timeout` s; cancel the rest."""
         with self._lock:
@@ -312,6 +341,8 @@ class TritonSession:
                 call()  # each ends its request (cancelled) now that we are closing
         if self._workers is not None:
             self._workers.shutdown(wait=True)
+        if self._tracing.tracer is not None:
+            self._tracing.tracer.close()  # the server's trace settings put back (its traces stay readable)
         if self.transport is not None:
             self.transport.close()  # unregister and unlink the shared-memory regions
         if self._pool is not None:
@@ -345,12 +376,14 @@ class TritonSession:
         wait_s: float | None = None,
         group: RequestGroup | None = None,
         source_size: tuple[int, int] | None = None,
+        read_span: tuple[float, float] | None = None,
     ) -> str | None:
         """Queue one RGB uint8 image; `callback(result)` is called exactly once, on a worker
         thread (or on this one, with `send_in_caller`, when it fails before being sent).
 
         `source_size`: (width, height) of the source when `image` was decoded smaller (a
         JPEG at 1/2 ...): results are then reported in the source's pixels.
+        `read_span`: when the image's reading began and ended (monotonic s), for its trace.
 
         Returns the request id, or None when not sent: no slot in the windows and `block`
         is False (live sources drop that frame), `wait_s` passed, or `group` was cancelled.
@@ -369,6 +402,7 @@ class TritonSession:
         )
         aborted = (lambda: group.cancelled) if group is not None else None
         window = self._in_flight.window
+        in_flight_before = window.used  # for a traced request's "in flight 2 of 2"
         if not window.acquire(wait, aborted):
             if group is not None:
                 group.window.release()
@@ -392,6 +426,7 @@ class TritonSession:
             deadline=now + timeout_s,
             timeout_s=timeout_s,
         )
+        req.trace = self._tracing.begin(req.id, started, now, in_flight_before, window.size, read_span)
         with self._lock:
             closed = self._state is not SessionState.OPEN
             refused = closed or (group is not None and not group.admit())

@@ -35,6 +35,20 @@ MAX_OUTPUT_BYTES = 256 * 2**20
 
 # gRPC metadata: text, or bytes for a binary key (name ending in "-bin"; gRPC refuses a str there).
 Headers = Mapping[str, str | bytes]
+TraceSettingsJson = dict[str, list[str]]
+
+
+def trace_settings_json(answer: Any) -> TraceSettingsJson:
+    """Trace settings as either protocol answers them (gRPC's JSON: {"settings": {key:
+    {"value": [...]}}}; HTTP: {key: value or [values]}), as {key: [values as text]}."""
+    raw = answer.get("settings", answer) if isinstance(answer, dict) else {}
+    settings: TraceSettingsJson = {}
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            value = value.get("value", [])
+        values = value if isinstance(value, list) else [value]
+        settings[str(key)] = [str(v) for v in values]
+    return settings
 
 
 @dataclass(frozen=True)
@@ -125,6 +139,13 @@ class Channel(Protocol):
         self, name: str, *, headers: Headers, timeout_s: float, config: str | None = None
     ) -> None: ...
     def unload_model(self, name: str, *, headers: Headers, timeout_s: float) -> None: ...
+    # Triton's trace extension: the settings of one model ("": the server's global ones), each
+    # setting's value(s) as a list of text ({"trace_level": ["TIMESTAMPS"], "trace_rate": ["1"]}).
+    def trace_settings(self, model: str, *, headers: Headers, timeout_s: float) -> TraceSettingsJson: ...
+    # Changes the settings named (a value None: back to the global one); answers the new settings.
+    def update_trace_settings(
+        self, model: str, settings: dict[str, Any], *, headers: Headers, timeout_s: float
+    ) -> TraceSettingsJson: ...
     def close(self) -> None: ...
 
 
@@ -237,6 +258,26 @@ class GrpcChannel:
 
     def unload_model(self, name: str, *, headers: Headers, timeout_s: float) -> None:
         self.client.unload_model(name, headers=dict(headers), client_timeout=timeout_s)
+
+    def trace_settings(self, model: str, *, headers: Headers, timeout_s: float) -> TraceSettingsJson:
+        return trace_settings_json(
+            self.client.get_trace_settings(
+                model_name=model or None, headers=dict(headers), as_json=True, client_timeout=timeout_s
+            )
+        )
+
+    def update_trace_settings(
+        self, model: str, settings: dict[str, Any], *, headers: Headers, timeout_s: float
+    ) -> TraceSettingsJson:
+        return trace_settings_json(
+            self.client.update_trace_settings(
+                model_name=model or None,
+                settings=settings,
+                headers=dict(headers),
+                as_json=True,
+                client_timeout=timeout_s,
+            )
+        )
 
     def close(self) -> None:
         self.client.close()

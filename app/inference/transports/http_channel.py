@@ -35,7 +35,14 @@ import tritonclient.http.aio as aioclient
 from tritonclient.utils import InferenceServerException
 
 from app.inference.protocol import Endpoint, ServerProtocol
-from app.inference.transports.channel import Call, ConnectionOptions, Headers, ReplyCallback
+from app.inference.transports.channel import (
+    Call,
+    ConnectionOptions,
+    Headers,
+    ReplyCallback,
+    TraceSettingsJson,
+    trace_settings_json,
+)
 
 T = TypeVar("T")
 CLOSE_TIMEOUT_S = 5.0
@@ -312,6 +319,28 @@ class HttpChannel:
 
     def unload_model(self, name: str, *, headers: Headers, timeout_s: float) -> None:
         self._run(lambda: self.client.unload_model(name, headers=http_headers(headers)), timeout_s)
+
+    def trace_settings(self, model: str, *, headers: Headers, timeout_s: float) -> TraceSettingsJson:
+        return trace_settings_json(
+            self._run(
+                lambda: self.client.get_trace_settings(
+                    model_name=model or None, headers=http_headers(headers)
+                ),
+                timeout_s,
+            )
+        )
+
+    def update_trace_settings(
+        self, model: str, settings: dict[str, Any], *, headers: Headers, timeout_s: float
+    ) -> TraceSettingsJson:
+        return trace_settings_json(
+            self._run(
+                lambda: self.client.update_trace_settings(
+                    model_name=model or None, settings=settings, headers=http_headers(headers, JSON_BODY)
+                ),
+                timeout_s,
+            )
+        )
 
     # -- inference -----------------------------------------------------------------------
     def send(

@@ -11,6 +11,7 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
+    Signal,
 )
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
@@ -197,7 +198,10 @@ class MiddleElided(QStyledItemDelegate):
 
 class RequestLog(QWidget):
     """The log table with its filter line edit and "failures only" checkbox.
-    Follows the newest row while the table is scrolled to the bottom."""
+    Follows the newest row while the table is scrolled to the bottom. `selected(request_id)`
+    when a row is chosen ("": none): the X-ray view shows that request."""
+
+    selected = Signal(str)
 
     def __init__(self, max_rows: int = DEFAULT_MAX_ROWS, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -245,6 +249,16 @@ class RequestLog(QWidget):
         self._follow = True
         self.table.verticalScrollBar().valueChanged.connect(self._on_scrolled)
         self.proxy.rowsInserted.connect(self._on_rows_inserted)
+        self.table.selectionModel().currentRowChanged.connect(self._on_current_row)
+
+    def _on_current_row(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        self.selected.emit(self.request_id_at(current.row()) if current.isValid() else "")
+
+    def request_id_at(self, visible_row: int) -> str:
+        """The request id of a row as the filter shows it ("" for a local failure's "-")."""
+        source = self.proxy.mapToSource(self.proxy.index(visible_row, 0)).row()
+        request_id = self.model.row(source).texts[COL_ID]
+        return "" if request_id == "-" else request_id
 
     def add_result(self, result: InferenceResult) -> None:
         self.model.add_result(result)

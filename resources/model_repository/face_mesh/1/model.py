@@ -40,13 +40,13 @@ class TritonPythonModel:
         self.regions, self.stages = mediapipe_rules, pipeline_stages
         _, self.slots, self.presence_threshold = pipeline_stages.pipeline_settings(args)
 
-    def faces(self, image: np.ndarray) -> list[tuple]:
+    def faces(self, image: np.ndarray, trace: object = None) -> list[tuple]:
         """[(box, score, keypoints (468, 3))] of one image."""
         h, w = image.shape[:2]
         letterbox = self.regions.whole_image(w, h)
         tensor = self.regions.crop(image, letterbox, DETECTOR_SIZE, replicate_border=False)
         found = self.stages.call_stage(
-            DETECTOR, {"image": tensor[None]}, ["num_dets", "det_boxes", "det_scores", "det_keypoints"]
+            DETECTOR, {"image": tensor[None]}, ["num_dets", "det_boxes", "det_scores", "det_keypoints"], trace
         )
         n = min(int(found["num_dets"][0, 0]), self.slots)
         if n == 0:
@@ -61,7 +61,7 @@ class TritonPythonModel:
             for box, pair in zip(boxes, eyes, strict=True)
         ]
         crops = np.stack([self.regions.crop(image, region, CROP) for region in regions])
-        marks = self.stages.call_in_batches(LANDMARKS, crops, ["landmarks", "presence"], LANDMARK_BATCH)
+        marks = self.stages.call_in_batches(LANDMARKS, crops, ["landmarks", "presence"], LANDMARK_BATCH, trace)
         out = []
         for i, region in enumerate(regions):
             presence = float(marks["presence"][i, 0])

@@ -38,10 +38,12 @@ class TritonPythonModel:
         params, self.slots, self.presence_threshold = pipeline_stages.pipeline_settings(args)
         self.max_people = min(int(params.get("max_people", self.slots)), self.slots)
 
-    def people(self, image: np.ndarray) -> list[tuple]:
+    def people(self, image: np.ndarray, trace: object = None) -> list[tuple]:
         """[(box, score, keypoints (33, 3))] of one image."""
         h, w = image.shape[:2]
-        found = self.stages.call_stage(DETECTOR, {"image": image[None]}, ["num_dets", "det_scores", "det_keypoints"])
+        found = self.stages.call_stage(
+            DETECTOR, {"image": image[None]}, ["num_dets", "det_scores", "det_keypoints"], trace
+        )
         n = min(int(found["num_dets"][0, 0]), self.max_people)
         if n == 0:
             return []
@@ -51,7 +53,7 @@ class TritonPythonModel:
             for kps in points
         ]
         crops = np.stack([self.regions.crop(image, region, CROP) for region in regions])
-        marks = self.stages.call_in_batches(LANDMARKS, crops, ["landmarks", "presence"], LANDMARK_BATCH)
+        marks = self.stages.call_in_batches(LANDMARKS, crops, ["landmarks", "presence"], LANDMARK_BATCH, trace)
         out = []
         for i, region in enumerate(regions):
             if float(marks["presence"][i, 0]) < self.presence_threshold:

@@ -89,8 +89,9 @@ class TritonPythonModel:
             found.append((corners, self.regions.project(kps * SIZE, letterbox, SIZE), score))
         return found
 
-    def people(self, image: np.ndarray) -> list[tuple]:
-        """[(box clipped to the image, score, keypoints (4, 3) unclipped)] of one image."""
+    def people(self, image: np.ndarray, trace: object = None) -> list[tuple]:
+        """[(box clipped to the image, score, keypoints (4, 3) unclipped)] of one image (no
+        stage models: the request's trace is not needed)."""
         h, w = image.shape[:2]
         return [
             (np.clip(box, 0, [w, h, w, h]), score, np.concatenate([kps, np.full((NUM_KEYPOINTS, 1), score)], axis=1))

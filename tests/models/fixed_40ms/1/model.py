@@ -1,0 +1,1 @@
+../../fixed_cost/1/model.py

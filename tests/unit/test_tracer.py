@@ -1,0 +1,85 @@
+"""Which requests are traced (all, the next N, the slowest N), the recorder, the batch's
+members meeting one server trace, the GUI's late stages."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.inference.tracing import spans as names
+from app.inference.tracing.otlp import TRACEPARENT
+from app.inference.tracing.server_trace import traces_from_entries
+from app.inference.tracing.tracer import SelectionError, SelectionKind, SlowestKept, Tracer, TraceSelection
+from tests.unit.test_trace_model import MS, entries
+
+
+def test_the_selection_is_parsed_and_a_bad_one_named() -> None:
+    assert TraceSelection.parse("all").kind is SelectionKind.ALL
+    assert (TraceSelection.parse(" 20 ").kind, TraceSelection.parse("20").count) == (SelectionKind.NEXT, 20)
+    slowest = TraceSelection.parse("slowest:5")
+    assert (slowest.kind, slowest.count) == (SelectionKind.SLOWEST, 5)
+    for bad in ("0", "some", "slowest:", "slowest:-1", "-3"):
+        with pytest.raises(SelectionError, match=rf"--trace '{bad}': expected all, a number"):
+            TraceSelection.parse(bad)
+
+
+def test_the_next_n_are_traced_then_none_until_armed_again() -> None:
+    tracer = Tracer(TraceSelection.parse("2"), "m")
+    got = [tracer.begin(f"r{i}") for i in range(4)]
+    assert [g is not None for g in got] == [True, True, False, False]
+    assert not tracer.selection.active
+    tracer.arm(1)
+    assert tracer.begin("r4") is not None and tracer.begin("r5") is None
+
+
+def test_with_a_traceparent_each_traced_request_carries_its_own() -> None:
+    tracer = Tracer(TraceSelection.parse("all"), "m", traceparent=True)
+    a, b = tracer.begin("a"), tracer.begin("b")
+    assert a is not None and b is not None and a.headers and b.headers
+    assert a.headers[TRACEPARENT] != b.headers[TRACEPARENT] and a.trace_id in a.headers[TRACEPARENT]
+
+
+class Source:
+    def __init__(self) -> None:
+        self.traces: list = []
+
+    def poll(self) -> list:
+        found, self.traces = self.traces, []
+        return found
+
+
+def finish(tracer: Tracer, request_id: str, start: float, end: float, server_id: str | None = None) -> None:
+    recorder = tracer.begin(request_id)
+    assert recorder is not None
+    recorder.stage(names.IN_FLIGHT, start, end)
+    tracer.finished(recorder, server_request_id=server_id, send_s=start, reply_s=end)
+
+
+def test_a_client_batch_members_share_the_server_trace_and_the_gui_adds_its_stages() -> None:
+    source = Source()
+    tracer = Tracer(TraceSelection.parse("all"), "m", source=source)
+    tracer.collector.settle_s = 60.0  # the GUI's stages come later: nothing is given out yet
+    finish(tracer, "a", 0.0, 0.020, server_id="a,b")
+    source.traces = traces_from_entries(entries(1, "m", 2 * MS, "a,b"))
+    assert tracer.poll() == []
+    finish(tracer, "b", 0.0, 0.020, server_id="a,b")  # after the trace came: still matched
+    assert tracer.add_stage("b", names.PAINT, 0.021, 0.025)
+    (a, b) = sorted(tracer.poll(flush=True), key=lambda t: t.request_id)
+    assert a.has_server() and b.has_server()
+    assert b.first(names.PAINT) is not None and a.first(names.PAINT) is None
+    assert not tracer.add_stage("b", names.PAINT, 0.03, 0.04)  # given out already
+
+
+def test_slowest_traces_all_and_keeps_only_the_n_slowest() -> None:
+    tracer = Tracer(TraceSelection.parse("slowest:2"), "m")
+    tracer.collector.wait_s = 0.0
+    keep = SlowestKept(tracer.selection.count)
+    dropped = []
+    for i, ms in enumerate([5, 50, 10, 40, 1]):
+        finish(tracer, f"r{i}", i, i + ms / 1000)
+        for trace in tracer.poll():
+            dropped += [t.request_id for t in keep.offer(trace)]
+    kept = keep.kept()
+    assert [t.request_id for t in kept] == ["r1", "r3"]  # in time order
+    assert [round(t.duration_ms) for t in kept] == [50, 40]
+    assert sorted(dropped) == ["r0", "r2", "r4"]  # each given back as soon as it fell out
+    assert SlowestKept(None).offer(kept[0]) == []
