@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from app.analytics.counting import LineCounter, LineCounts, TrackInfo, ZoneCounter, ZoneCounts
+from app.analytics.counting import LineCounter, TrackInfo, ZoneCounter
 from app.analytics.events import AnalyticsEvent, LeaveReason
 from app.analytics.geometry import anchors
 from app.analytics.heatmap import HeatMap
@@ -161,12 +161,6 @@ class StreamAnalytics:
             zones={c.spec.name: (c.counts.occupancy, c.counts.max_occupancy) for c in self.zones},
             inside={c.spec.name: tuple(c.inside_now()) for c in self.zones},
         )
-
-    def line_counts(self) -> dict[str, LineCounts]:
-        return {c.spec.name: c.counts for c in self.lines}
-
-    def zone_counts(self) -> dict[str, ZoneCounts]:
-        return {c.spec.name: c.counts for c in self.zones}
 
     def summary(self) -> dict[str, Any]:
         """{"lines": {NAME: {"in", "out", "by_class"}}, "zones": {NAME: {"max_occupancy",

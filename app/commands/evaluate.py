@@ -43,9 +43,9 @@ from app.commands.outputs import (
 from app.commands.progress import Progress
 from app.commands.trace_output import TraceRun, add_trace_arguments
 from app.evaluation.classes import ClassMapError, read_class_map
-from app.evaluation.cocoeval import IOU_TYPES
 from app.evaluation.datasets import FORMATS, Dataset, DatasetError, load_dataset
 from app.evaluation.evaluate import Evaluation, evaluate_results, iou_type_problem
+from app.evaluation.iou_type import IOU_TYPES, IouType
 from app.evaluation.plots import write_plots
 from app.evaluation.report import all_problems, comparison_report, dumps, model_report
 from app.evaluation.run import DatasetRun
@@ -110,7 +110,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--iou-type",
         choices=IOU_TYPES,
-        default="bbox",
+        default=IouType.BBOX.value,
         help="bbox (default): boxes; segm: masks (instance or semantic models); keypoints: OKS",
     )
     p.add_argument(
@@ -272,7 +272,7 @@ def _evaluate_all(
                     keypoint_names=keypoint_names,
                 )
                 _describe(dataset)
-            _check_iou_type(args.iou_type, name, profile.task, profile.kpt_shape)
+            _check_iou_type(IouType(args.iou_type), name, profile.task, profile.kpt_shape)
             label = f"{side.upper()} '{name}'" if len(models) > 1 else ""
             run = _run(session, dataset, args, name, records, label)
             if records.traces is not None:  # before the session closes: its server's last traces
@@ -285,7 +285,7 @@ def _evaluate_all(
                 run.results,
                 profile.labels,
                 class_map=class_map,
-                iou_type=args.iou_type,
+                iou_type=IouType(args.iou_type),
                 keypoint_names=keypoint_names,
                 keypoint_count=profile.kpt_shape[0] if profile.kpt_shape else None,
             )
@@ -319,7 +319,7 @@ def _evaluate_all(
     return EXIT_FAILED if unsuccessful else EXIT_OK
 
 
-def _check_iou_type(iou_type: str, model: str, task: str, kpt_shape: tuple[int, int] | None) -> None:
+def _check_iou_type(iou_type: IouType, model: str, task: str, kpt_shape: tuple[int, int] | None) -> None:
     problem = iou_type_problem(iou_type, model, task, kpt_shape)
     if problem is not None:
         raise UsageError(f"--iou-type {iou_type}: {problem}")

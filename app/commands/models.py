@@ -19,7 +19,6 @@ from app.commands.common import (
 )
 from app.inference.errors import SessionError, classify_failure, first_paragraph
 from app.inference.introspection.discovery import (
-    ModelEntry,
     check_live,
     model_config_if_any,
     model_ready,
@@ -35,6 +34,7 @@ from app.inference.protocol import Endpoint
 from app.inference.result import ErrorKind
 from app.inference.transports.channel import Channel, ConnectionOptions
 from app.inference.transports.open_channel import open_channel
+from app.model_states import ModelEntry, ModelState
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -83,7 +83,7 @@ def describe_server(
                     ErrorKind.NOT_FOUND,
                 )
             ready = model_ready(channel, only, "", headers, timeout_s)
-            listed = [ModelEntry(only, "", "READY" if ready else "NOT READY", "")]
+            listed = [ModelEntry(only, "", ModelState.READY if ready else ModelState.NOT_READY)]
         entries = listed
         states = _states(entries)
         if only is not None:
@@ -116,9 +116,8 @@ def _describe_model(
     features: ServerFeatures,
 ) -> list[str]:
     version = f" (version {entry.version})" if entry.version else ""
-    state = entry.state or "NOT LOADED"
-    lines = [f"{entry.name}{version}: {state}"]
-    if state != "READY":
+    lines = [f"{entry.name}{version}: {entry.state_text}"]
+    if not entry.ready:
         if entry.reason:
             lines.append(f"  reason: {first_paragraph(entry.reason)}")
         return lines
@@ -161,8 +160,8 @@ def _states(entries: list[ModelEntry]) -> dict[str, str]:
     """Each model's state on the server: READY when any version is."""
     out: dict[str, str] = {}
     for m in entries:
-        if out.get(m.name) != "READY":
-            out[m.name] = m.state or "NOT LOADED"
+        if out.get(m.name) != ModelState.READY:
+            out[m.name] = m.state_text
     return out
 
 

@@ -26,10 +26,10 @@ from app.commands.common import (
 from app.inference.introspection.model_config import ConfigError, read_config_file
 from app.inference.introspection.repository import (
     RepositoryControl,
-    RepositoryEntry,
     RepositoryError,
     RepositoryErrorKind,
 )
+from app.model_states import ModelEntry
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,16 +74,14 @@ def _repository(args: argparse.Namespace) -> Iterator[RepositoryControl]:
         yield control
 
 
-def format_index(entries: list[RepositoryEntry]) -> str:
+def format_index(entries: list[ModelEntry]) -> str:
     if not entries:
         return "(the repository is empty)\n"
     width = max(len("NAME"), *(len(e.name) for e in entries))
     rows = [f"{'NAME':<{width}}  {'VERSION':>7}  {'STATE':<11}  REASON"]
     for e in entries:
         reason = e.reason.replace("\n", " ")
-        rows.append(
-            f"{e.name:<{width}}  {e.version or '-':>7}  {e.state or 'NOT LOADED':<11}  {reason}".rstrip()
-        )
+        rows.append(f"{e.name:<{width}}  {e.version or '-':>7}  {e.state_text:<11}  {reason}".rstrip())
     return "\n".join(rows) + "\n"
 
 

@@ -42,7 +42,7 @@ from app.inference.introspection.repository import RepositoryControl
 from app.inference.introspection.server_metrics import MetricsReader, default_metrics_url
 from app.inference.profiles.profile import ProfileError
 from app.pipeline.sweep import Sweep, SweepPlan, SweepProgress
-from app.pipeline.tune import TuneError, TunePlan, TuneProgress, Tuner, TuneResult
+from app.pipeline.tune import TuneError, TunePhase, TunePlan, TuneProgress, Tuner, TuneResult
 from app.pipeline.tune_export import write_csv, write_json, write_model_config
 from app.pipeline.tune_settings import parse_delay_list, parse_int_list
 from app.system.atomic_files import describe_write_error
@@ -187,7 +187,7 @@ class ProgressPrinter:
         self.tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
         self.interval = 0.2 if self.tty else 3.0
         self._last = 0.0
-        self._phase = ""
+        self._phase: TunePhase | None = None
 
     def __call__(self, p: TuneProgress) -> None:
         now = time.monotonic()
@@ -198,7 +198,7 @@ class ProgressPrinter:
         left = "" if p.eta_s is None else f", {format_seconds(p.eta_s)} left"
         what = (
             f"{p.step}: {p.done_requests}/{p.total_requests} requests"
-            if p.phase == "measuring"
+            if p.phase is TunePhase.MEASURING
             else f"{p.phase} the config"
         )
         line = f"[{percent:3.0f}%] trial {p.trial}/{p.trials} ({p.settings.describe()}): {what}{left}"

@@ -23,7 +23,8 @@ import faster_coco_eval.faster_eval_api_cpp as _C
 import numpy as np
 from faster_coco_eval import COCO, COCOeval_faster
 
-IOU_TYPES = ("bbox", "segm", "keypoints")
+from app.evaluation.iou_type import IOU_TYPES, IouType
+
 OPERATING_IOU = 0.5
 # pycocotools' summary lines, in its order (keypoints: no small objects, 20 detections).
 BOX_STATS = (
@@ -44,7 +45,7 @@ def _quiet(*_args: Any, **_kwargs: Any) -> None:
 
 @dataclass
 class CocoResult:
-    iou_type: str
+    iou_type: IouType
     stats: dict[str, float | None]  # pycocotools' summary; None where it says -1 (undefined)
     precision: np.ndarray  # [T, R, K, A, M] as COCOeval accumulates it (-1: no ground truth)
     recall_thresholds: np.ndarray  # R values of the precision array
@@ -78,9 +79,15 @@ def _documents(gt_doc: dict[str, Any], dt_anns: Sequence[dict[str, Any]]) -> tup
     return gt, dt
 
 
-def _evaluator(gt: Any, dt: Any, iou_type: str, sigmas: Sequence[float] | None, use_cats: bool = True) -> Any:
+def _evaluator(
+    gt: Any, dt: Any, iou_type: IouType, sigmas: Sequence[float] | None, use_cats: bool = True
+) -> Any:
     e = COCOeval_faster(
-        gt, dt, iou_type, print_function=_quiet, kpt_oks_sigmas=list(sigmas) if sigmas is not None else None
+        gt,
+        dt,
+        iou_type.value,
+        print_function=_quiet,
+        kpt_oks_sigmas=list(sigmas) if sigmas is not None else None,
     )
     e.params.useCats = int(use_cats)
     return e
@@ -89,17 +96,18 @@ def _evaluator(gt: Any, dt: Any, iou_type: str, sigmas: Sequence[float] | None, 
 def run_cocoeval(
     gt_doc: dict[str, Any],
     dt_anns: Sequence[dict[str, Any]],
-    iou_type: str = "bbox",
+    iou_type: IouType = IouType.BBOX,
     sigmas: Sequence[float] | None = None,
 ) -> CocoResult:
     if iou_type not in IOU_TYPES:
         raise ValueError(f"iou type must be one of {', '.join(IOU_TYPES)}, not {iou_type!r}")
+    iou_type = IouType(iou_type)  # compared by identity below: a caller's plain string too
     gt, dt = _documents(gt_doc, dt_anns)
     full = _evaluator(gt, dt, iou_type, sigmas)
     full.evaluate()
     full.accumulate()
     full.summarize()
-    names = KEYPOINT_STATS if iou_type == "keypoints" else BOX_STATS
+    names = KEYPOINT_STATS if iou_type is IouType.KEYPOINTS else BOX_STATS
     stats = {name: (float(v) if v > -1 else None) for name, v in zip(names, full.stats, strict=False)}
     max_dets = int(full.params.maxDets[-1])
     matched = _matches_again(full, max_dets)
@@ -144,7 +152,7 @@ def _matches_again(full: Any, max_dets: int) -> dict[int, int]:
 
 
 def _matches(
-    gt: Any, dt: Any, iou_type: str, sigmas: Sequence[float] | None, max_dets: int, use_cats: bool
+    gt: Any, dt: Any, iou_type: IouType, sigmas: Sequence[float] | None, max_dets: int, use_cats: bool
 ) -> dict[int, int]:
     e = _evaluator(gt, dt, iou_type, sigmas, use_cats)
     e.params = _operating_params(e.params, max_dets)
@@ -156,7 +164,7 @@ def _matches(
 def match_across_classes(
     gt_doc: dict[str, Any],
     dt_anns: Sequence[dict[str, Any]],
-    iou_type: str = "bbox",
+    iou_type: IouType = IouType.BBOX,
     sigmas: Sequence[float] | None = None,
     max_dets: int = 100,
 ) -> dict[int, int]:

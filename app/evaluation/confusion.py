@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from app.evaluation.cocoeval import OPERATING_IOU, match_across_classes
+from app.evaluation.iou_type import IouType
 from app.evaluation.operating import TP, OperatingPoint
 
 BACKGROUND = "background"
@@ -57,7 +58,7 @@ def confusion_matrix(
     gt_doc: dict[str, Any],
     gt_image: np.ndarray,
     gt_category: np.ndarray,
-    iou_type: str,
+    iou_type: IouType,
     sigmas: Sequence[float] | None,
     max_detections: int,
 ) -> ConfusionMatrix:

@@ -19,6 +19,7 @@ import numpy as np
 
 from app.annotations.regions import region_instances
 from app.evaluation.classes import ClassMatch
+from app.evaluation.iou_type import IouType
 from app.inference.result import Detection, InferenceResult
 
 
@@ -33,7 +34,7 @@ class Detections:
 
 
 def build_detections(
-    results: Mapping[int, InferenceResult], classes: ClassMatch, iou_type: str = "bbox"
+    results: Mapping[int, InferenceResult], classes: ClassMatch, iou_type: IouType = IouType.BBOX
 ) -> Detections:
     """`results`: image index -> the model's (successful) result for that image."""
     anns: list[dict[str, Any]] = []
@@ -42,7 +43,7 @@ def build_detections(
     score: list[float] = []
     not_in_dataset = unusable = 0
     category_of: dict[str, int | None] = {}  # label -> category (a handful of labels, many detections)
-    boxes = iou_type == "bbox"
+    boxes = iou_type is IouType.BBOX
     for index in sorted(results):
         result = results[index]
         dets = result.detections
@@ -86,10 +87,10 @@ def build_detections(
     )
 
 
-def _annotation(det: Detection, iou_type: str) -> dict[str, Any] | None:
-    if iou_type == "segm":
+def _annotation(det: Detection, iou_type: IouType) -> dict[str, Any] | None:
+    if iou_type is IouType.SEGM:
         return {"segmentation": det.mask.rle()} if det.mask is not None and det.mask.area > 0 else None
-    if iou_type == "keypoints":
+    if iou_type is IouType.KEYPOINTS:
         if not det.keypoints:
             return None
         return {"keypoints": [float(v) for x, y, s in det.keypoints for v in (x, y, s)]}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from app.evaluation.confusion import ConfusionMatrix, confusion_matrix
 from app.evaluation.datasets.model import Dataset, DatasetError
 from app.evaluation.detections import Detections, build_detections
 from app.evaluation.ground_truth import GroundTruth, build_ground_truth
+from app.evaluation.iou_type import IouType
 from app.evaluation.operating import TP, OperatingPoint, OperatingPoints, det_states
 from app.evaluation.sigmas import oks_sigmas
 from app.inference.result import InferenceResult
@@ -25,7 +25,7 @@ Thresholds = float | Sequence[float] | Mapping[str, float] | np.ndarray
 @dataclass
 class Evaluation:
     dataset: Dataset
-    iou_type: str
+    iou_type: IouType
     classes: ClassMatch
     ground_truth: GroundTruth
     detections: Detections
@@ -66,12 +66,13 @@ def evaluate_results(
     model_labels: Sequence[str],
     *,
     class_map: Mapping[str, str] | None = None,
-    iou_type: str = "bbox",
+    iou_type: IouType = IouType.BBOX,
     keypoint_names: Sequence[str] = (),
     keypoint_count: int | None = None,
 ) -> Evaluation:
     """`results`: dataset image index -> the model's result for it (failed ones are reported
     and left out). DatasetError when no dataset class names a model class."""
+    iou_type = IouType(iou_type)  # compared by identity below: a caller's plain string too
     classes = match_classes(dataset.class_names, model_labels, class_map)
     if not classes.categories:
         raise DatasetError(
@@ -82,11 +83,11 @@ def evaluate_results(
     answered = {i: r for i, r in results.items() if r.ok and r.width and r.height}
     failed = [r for i, r in sorted(results.items()) if i not in answered]
     sizes = {i: (int(r.width or 0), int(r.height or 0)) for i, r in answered.items()}
-    if iou_type == "keypoints" and keypoint_count is None:
+    if iou_type is IouType.KEYPOINTS and keypoint_count is None:
         keypoint_count = len(keypoint_names) or _keypoints_of(answered)
     gt = build_ground_truth(dataset, classes, sizes, iou_type, keypoint_count, keypoint_names)
     dets = build_detections(answered, classes, iou_type)
-    sigmas = oks_sigmas(keypoint_names, keypoint_count or 0) if iou_type == "keypoints" else None
+    sigmas = oks_sigmas(keypoint_names, keypoint_count or 0) if iou_type is IouType.KEYPOINTS else None
     coco = run_cocoeval(gt.doc, dets.anns, iou_type, sigmas) if answered else None
     matched = coco.matched if coco else {}
     ignored_by_id = {i + 1: bool(v) for i, v in enumerate(gt.ann_ignored.tolist())}
@@ -125,11 +126,14 @@ def evaluate_results(
     )
 
 
-def iou_type_problem(iou_type: str, model: str, task: str, kpt_shape: tuple[int, int] | None) -> str | None:
+def iou_type_problem(
+    iou_type: IouType, model: str, task: str, kpt_shape: tuple[int, int] | None
+) -> str | None:
     """Why `model` cannot be evaluated with `iou_type` (None: it can)."""
-    if iou_type == "segm" and task not in ("segment", "semantic"):
+    iou_type = IouType(iou_type)
+    if iou_type is IouType.SEGM and task not in ("segment", "semantic"):
         return f"model '{model}' gives no masks (its task is {task})"
-    if iou_type == "keypoints" and kpt_shape is None:
+    if iou_type is IouType.KEYPOINTS and kpt_shape is None:
         return f"model '{model}' gives no keypoints (its task is {task})"
     return None
 
@@ -140,10 +144,3 @@ def _keypoints_of(results: Mapping[int, InferenceResult]) -> int | None:
             if det.keypoints:
                 return len(det.keypoints)
     return None
-
-
-def thresholds_record(evaluation: Evaluation) -> dict[str, Any]:
-    return {
-        name: (float(t) if np.isfinite(t) else None)
-        for name, t in zip(evaluation.classes.categories, evaluation.best_thresholds, strict=True)
-    }

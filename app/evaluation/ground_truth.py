@@ -27,6 +27,7 @@ from app.evaluation.datasets.model import (
     GroundTruthObject,
     Problem,
 )
+from app.evaluation.iou_type import IouType
 
 CLIP_NOTE_PX = 1.0  # a box more than this outside the image is reported as clipped
 DROPPED_BY_MAP = "class dropped by the class map"
@@ -67,7 +68,7 @@ def build_ground_truth(
     dataset: Dataset,
     classes: ClassMatch,
     sizes: Mapping[int, tuple[int, int]],
-    iou_type: str = "bbox",
+    iou_type: IouType = IouType.BBOX,
     keypoint_count: int | None = None,
     keypoint_names: Sequence[str] = (),
 ) -> GroundTruth:
@@ -79,7 +80,7 @@ def build_ground_truth(
     ann_image: list[int] = []
     ann_category: list[int] = []
     ann_ignored: list[bool] = []
-    keypoints = iou_type == "keypoints"
+    keypoints = iou_type is IouType.KEYPOINTS
     for index in sorted(sizes):
         image = dataset.images[index]
         w, h = sizes[index]
@@ -116,7 +117,7 @@ def build_ground_truth(
     categories = []
     for k, name in enumerate(classes.categories):
         entry: dict[str, Any] = {"id": k + 1, "name": name, "supercategory": ""}
-        if iou_type == "keypoints":
+        if iou_type is IouType.KEYPOINTS:
             entry["keypoints"] = list(keypoint_names) or [f"keypoint {i}" for i in range(keypoint_count or 0)]
         categories.append(entry)
     doc = {"images": images, "annotations": annotations, "categories": categories}
@@ -130,11 +131,11 @@ def build_ground_truth(
 
 
 def _plain_box(
-    obj: GroundTruthObject, normalized: bool, w: int, h: int, iou_type: str
+    obj: GroundTruthObject, normalized: bool, w: int, h: int, iou_type: IouType
 ) -> dict[str, Any] | None:
     """The annotation of the common case, a box well inside the image for a bbox evaluation
     (most of a dataset: kept cheap); None for anything else."""
-    if iou_type != "bbox" or obj.box is None or obj.polygons or obj.rle is not None:
+    if iou_type is not IouType.BBOX or obj.box is None or obj.polygons or obj.rle is not None:
         return None
     x1, y1, x2, y2 = obj.box
     if normalized:
@@ -146,7 +147,7 @@ def _plain_box(
 
 
 def _annotation(
-    obj: GroundTruthObject, file: str, w: int, h: int, iou_type: str, keypoint_count: int | None
+    obj: GroundTruthObject, file: str, w: int, h: int, iou_type: IouType, keypoint_count: int | None
 ) -> tuple[dict[str, Any] | None, Problem | None]:
     note: Problem | None = None
     box = obj.box
@@ -184,7 +185,7 @@ def _annotation(
     bbox = [cx1, cy1, cx2 - cx1, cy2 - cy1]
     ann: dict[str, Any] = {"bbox": bbox, "iscrowd": int(obj.crowd)}
     area = obj.area
-    if iou_type == "segm":
+    if iou_type is IouType.SEGM:
         if obj.rle is not None:
             ann["segmentation"] = obj.rle
         elif obj.polygons:
@@ -196,7 +197,7 @@ def _annotation(
         if area is None:
             rles = coco_mask.frPyObjects(ann["segmentation"], h, w) if obj.rle is None else [_rle(obj.rle)]
             area = float(coco_mask.area(coco_mask.merge(rles)))
-    elif iou_type == "keypoints":
+    elif iou_type is IouType.KEYPOINTS:
         if not obj.keypoints:
             return None, Problem(
                 file, obj.where, NO_SHAPE, f"{obj.label!r}: no keypoints (keypoints needs them)"

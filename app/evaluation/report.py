@@ -11,6 +11,7 @@ from typing import Any
 from app.evaluation.cocoeval import BOX_STATS, KEYPOINT_STATS
 from app.evaluation.datasets.model import CLIPPED, Problem
 from app.evaluation.evaluate import Evaluation
+from app.evaluation.iou_type import IouType
 from app.inference.result import finite, strict_json
 
 WORST_IMAGES = 20
@@ -71,7 +72,7 @@ def dataset_record(evaluation: Evaluation) -> dict[str, Any]:
 
 def metrics_record(evaluation: Evaluation) -> dict[str, float | None]:
     stats = evaluation.coco.stats if evaluation.coco else {}
-    names = KEYPOINT_STATS if evaluation.iou_type == "keypoints" else BOX_STATS
+    names = KEYPOINT_STATS if evaluation.iou_type is IouType.KEYPOINTS else BOX_STATS
     keys = list(METRIC_KEYS) + [n for n in names if n not in METRIC_KEYS]
     return {key: _round(stats.get(key)) for key in keys}
 

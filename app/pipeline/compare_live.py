@@ -25,7 +25,7 @@ from app.pipeline.live import LiveEvent, LiveJob, LiveOptions, StreamStats, capt
 from app.pipeline.matching import DEFAULT_IOU, Match, match_results
 from app.sources.frame import Frame
 from app.sources.grabs import FULL, Grab
-from app.sources.live import CaptureStats, Opener
+from app.sources.live import Opener
 
 DEFAULT_DEADLINE_S = 0.25  # how long a frame's first result waits for the other one
 
@@ -121,9 +121,6 @@ class CompareLiveRun:
 
     def stream_stats(self) -> dict[Side, StreamStats]:
         return {side: job.stats() for side, job in self.jobs.items()}
-
-    def capture_stats(self) -> CaptureStats:
-        return self.capture.stats()
 
     def in_flight(self) -> int:
         return sum(job.group.in_flight for job in self.jobs.values())

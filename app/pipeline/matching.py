@@ -49,10 +49,6 @@ class Match:
         """matched / union; 1.0 when neither side found anything (they agree on nothing there)."""
         return len(self.matched) / self.union if self.union else 1.0
 
-    @property
-    def disagreement(self) -> int:
-        return len(self.only_a) + len(self.only_b)
-
     def to_record(self) -> dict[str, Any]:
         return {
             "matched": [[i, j, round(iou, 4)] for i, j, iou in self.matched],

@@ -11,6 +11,7 @@ thread, the viewer's); `cancel()` comes from any thread.
 from __future__ import annotations
 
 import contextlib
+import enum
 import threading
 import time
 from collections.abc import Callable
@@ -53,12 +54,20 @@ class TunePlan:
     latency_budget_ms: float | None = None
 
 
+class TunePhase(enum.StrEnum):
+    """What a trial is doing (the values are how the command line's progress says them)."""
+
+    LOADING = "loading"  # the trial's config is being loaded
+    MEASURING = "measuring"  # the load sweep runs on it
+    RESTORING = "restoring"  # the original config is being loaded back
+
+
 @dataclass(frozen=True)
 class TuneProgress:
     trial: int  # 1-based
     trials: int
     settings: TrialSettings
-    phase: str  # "measuring", "loading", "restoring"
+    phase: TunePhase
     step: str  # the sweep's step, e.g. "shm, batch 1, 8 in flight"
     done_requests: int
     total_requests: int
@@ -307,7 +316,7 @@ class Tuner:
             changed = self._changed
         if not changed or self.original_config is None:
             return
-        self._progress_phase("restoring")
+        self._progress_phase(TunePhase.RESTORING)
         try:
             self.repository.load(self.model, self.original_config)
         except RepositoryError as e:
@@ -326,7 +335,7 @@ class Tuner:
         trial = TrialResult(settings, original)
         self._current = (index, settings)
         if not original:
-            self._progress_phase("loading")
+            self._progress_phase(TunePhase.LOADING)
             config = apply_settings(self.original_config, settings, new_trial_mark())
             t0 = time.monotonic()
             with self._lock:
@@ -374,8 +383,8 @@ class Tuner:
         except RepositoryError as e:
             raise TuneError(str(e)) from None
 
-    def _progress_phase(self, phase: str, step: str = "", done_in_trial: int = 0) -> None:
-        if self.on_progress is None or (self._current is None and phase != "restoring"):
+    def _progress_phase(self, phase: TunePhase, step: str = "", done_in_trial: int = 0) -> None:
+        if self.on_progress is None or (self._current is None and phase is not TunePhase.RESTORING):
             return
         index, settings = self._current or (len(self.trials) - 1, self.trials[-1])
         self.on_progress(
@@ -392,4 +401,4 @@ class Tuner:
         )
 
     def _sweep_progress(self, p: SweepProgress) -> None:
-        self._progress_phase("measuring", p.step, p.done_requests)
+        self._progress_phase(TunePhase.MEASURING, p.step, p.done_requests)

@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from app.model_states import ModelEntry, ModelState
 from app.server.errors import ModelLoadError, ServerError
-from app.server.health import ModelState, is_live, repository_index
+from app.server.health import is_live, repository_index
 from app.server.install import TritonInstall, find_tritonserver
 from app.server.lifeline import Lifeline
 from app.server.ports import free_ports
@@ -79,7 +80,7 @@ class EmbeddedServer:
         # Unique per server: lets stop() find (and remove) this server's own /dev/shm regions;
         # carries this process's pid: a later start removes them if this process was killed.
         self.shm_prefix = f"{owned_name(SHM_PREFIX)}_"
-        self.models: list[ModelState] = []
+        self.models: list[ModelEntry] = []
 
     # -- addresses ---------------------------------------------------------
     @property
@@ -235,14 +236,14 @@ class EmbeddedServer:
             time.sleep(0.1)
         while True:
             self.models = repository_index(self.http_url)
-            pending = [m for m in self.models if m.state not in ("READY", "UNAVAILABLE")]
+            pending = [m for m in self.models if m.state not in (ModelState.READY, ModelState.UNAVAILABLE)]
             if not pending:
                 break
             if time.monotonic() > deadline:
                 names = ", ".join(m.name for m in pending)
                 raise ServerError(f"models still loading after {self.startup_timeout:.0f} s: {names}")
             time.sleep(0.1)
-        failed = {m.name: m.reason for m in self.models if m.state != "READY"}
+        failed = {m.name: m.reason for m in self.models if not m.ready}
         if failed and self.require_all_ready:
             detail = "; ".join(
                 f"model '{n}' failed to load: {r or self._log_error_for(n)}" for n, r in failed.items()

@@ -9,15 +9,8 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class ModelState:
-    name: str
-    version: str
-    state: str  # READY, UNAVAILABLE, LOADING, UNLOADING or "" (not loaded)
-    reason: str
+from app.model_states import ModelEntry, ModelState
 
 
 def is_live(http_url: str, timeout: float = 1.0) -> bool:
@@ -28,7 +21,7 @@ def is_live(http_url: str, timeout: float = 1.0) -> bool:
         return False
 
 
-def repository_index(http_url: str, timeout: float = 5.0) -> list[ModelState]:
+def repository_index(http_url: str, timeout: float = 5.0) -> list[ModelEntry]:
     req = urllib.request.Request(
         f"http://{http_url}/v2/repository/index",
         data=b"{}",
@@ -38,6 +31,11 @@ def repository_index(http_url: str, timeout: float = 5.0) -> list[ModelState]:
     with urllib.request.urlopen(req, timeout=timeout) as r:
         entries = json.loads(r.read() or b"[]")
     return [
-        ModelState(e.get("name", ""), str(e.get("version", "")), e.get("state", ""), e.get("reason", ""))
+        ModelEntry(
+            str(e.get("name", "")),
+            str(e.get("version", "")),
+            ModelState.of(e.get("state")),
+            e.get("reason", ""),
+        )
         for e in entries
     ]

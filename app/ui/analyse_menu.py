@@ -85,7 +85,7 @@ class AnalysisUi:
         if session is None or session.info is None:
             self._report("connect to a server first", True)
             return
-        models = sorted({m.name for m in session.models if m.state == "READY"})
+        models = sorted({m.name for m in session.models if m.ready})
         self.dialog = dialog = CompareDialog(models, session.info.name, self.window)
         dialog.accepted.connect(lambda: self._tasks.spawn(self.start_compare(dialog.choice(), session)))
         dialog.finished.connect(lambda _r: self._dialog_closed(dialog))

@@ -22,13 +22,13 @@ from PySide6.QtWidgets import QDialog, QInputDialog, QMessageBox
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, SessionSpec
-from app.inference.introspection.discovery import ModelEntry
 from app.inference.introspection.server_info import server_version
 from app.inference.profile_kinds import KeypointStyle
 from app.inference.protocol import parse_endpoints
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
+from app.model_states import ModelEntry
 from app.pipeline.batch import BatchCounts
 from app.pipeline.connection.manager import DEFAULT_MODEL
 from app.pipeline.connection.state import ConnectionState

@@ -18,9 +18,11 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from app.drawing.marks import MarkKind
+from app.evaluation.datasets import DatasetFormat
+from app.evaluation.iou_type import IouType
 from app.server.embedded import EmbeddedServer
 from app.ui.compare.compare_window import CompareChoice
-from app.ui.evaluation.evaluate_dialog import EvaluationChoice
+from app.ui.evaluation.evaluate_dialog import AUTO, EvaluateDialog, EvaluationChoice
 from app.ui.evaluation.evaluation_panel import figure, metric_keys
 from app.ui.state.viewer_state import Mode
 from app.ui.viewer import Viewer
@@ -54,6 +56,21 @@ def command_report(
 ) -> dict[str, Any]:
     """What `python -m app evaluate` says of the face detector on the dataset."""
     return cli_report(faces, tmp_path_factory.mktemp("cli") / "report.json", url=triton.grpc_url)
+
+
+def test_the_dialog_gives_back_the_format_and_iou_type_it_shows(qtbot: Any) -> None:
+    """Every format (or auto) and IoU type the dialog offers comes back as the typed choice."""
+    dialog = EvaluateDialog("face_detector")
+    qtbot.addWidget(dialog)
+    for fmt in (None, *DatasetFormat):
+        for iou_type in IouType:
+            choice = EvaluationChoice("labels.json", fmt, "images", "map.json", iou_type)
+            dialog.set_choice(choice)
+            assert dialog.format.currentText() == (fmt or AUTO)
+            assert dialog.iou_type.currentData() == iou_type.value
+            got = dialog.choice()
+            assert got == choice and type(got.iou_type) is IouType
+            assert fmt is None or type(got.fmt) is DatasetFormat
 
 
 def evaluated(harness: Harness, url: str, dataset: Path, model: str = "face_detector") -> Viewer:

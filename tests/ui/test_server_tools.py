@@ -22,6 +22,7 @@ from app.inference.introspection.model_config import parse_config
 from app.inference.introspection.repository import RepositoryControl
 from app.inference.introspection.server_metrics import parse_metrics
 from app.inference.protocol import parse_endpoints, parse_url
+from app.pipeline.tune import TunePhase
 from app.pipeline.tune_settings import TrialSettings, settings_of
 from app.server.embedded import EmbeddedServer
 from app.ui.base.tasks import TaskSet
@@ -252,7 +253,7 @@ def start_slow_tune(harness: Harness, window: TuneWindow) -> None:
 
     def measuring_trial_2() -> bool:
         p = window.last_progress
-        return p is not None and p.trial == 2 and p.phase == "measuring" and p.done_requests > 0
+        return p is not None and p.trial == 2 and p.phase is TunePhase.MEASURING and p.done_requests > 0
 
     harness.run(until(measuring_trial_2, timeout=120, what="the second trial measuring"), timeout=150)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from app.inference.core.spec import SessionSpec
 from app.inference.core.transport_choice import is_loopback
 from app.inference.errors import unreachable_message
-from app.inference.introspection.discovery import normal_state
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.introspection.server_metrics import default_metrics_url
 from app.inference.protocol import (
@@ -22,6 +23,7 @@ from app.inference.protocol import (
 )
 from app.inference.transports.http_channel import http_headers
 from app.inference.transports.port_probe import what_listens
+from app.model_states import ModelEntry, ModelState
 
 
 @pytest.mark.parametrize(
@@ -117,10 +119,21 @@ def test_a_missing_extension_is_said_once() -> None:
 
 
 def test_mlservers_state_wording_is_triton_s() -> None:
-    assert normal_state("State.READY") == "READY"
-    assert normal_state("READY") == "READY"
-    assert normal_state("UNAVAILABLE") == "UNAVAILABLE"
-    assert normal_state(None) == ""
+    assert ModelState.of("State.READY") is ModelState.READY
+    assert ModelState.of("READY") is ModelState.READY
+    assert ModelState.of("unavailable") is ModelState.UNAVAILABLE
+    assert ModelState.of(None) is ModelState.NOT_LOADED
+    assert ModelState.of("State.SOMETHING_ELSE") == "SOMETHING_ELSE"  # a server's own wording, kept
+
+
+def test_one_model_record_prints_and_records_the_states_as_triton_words_them() -> None:
+    never_loaded = ModelEntry("m", "", ModelState.of(""))
+    assert never_loaded.state_text == "NOT LOADED" and not never_loaded.ready
+    ready = ModelEntry("m", "1", ModelState.of("State.READY"))
+    assert ready.ready and ready.state_text == "READY" and f"{ready.state:<7}|" == "READY  |"
+    assert json.dumps(ready.to_record()) == '{"name": "m", "version": "1", "state": "READY", "reason": ""}'
+    assert ModelEntry("m", "", ModelState.NOT_READY).state_text == "NOT READY"
+    assert ModelEntry("m", "", "PAUSED").state_text == "PAUSED" and not ModelEntry("m", "", "PAUSED").ready
 
 
 def test_http_headers_are_text_and_binary_values_travel_as_base64() -> None:

@@ -11,17 +11,25 @@ from pathlib import Path
 from app.evaluation.datasets.coco import looks_like_coco, read_coco
 from app.evaluation.datasets.images import walk_files
 from app.evaluation.datasets.labelme import is_labelme, read_labelme
-from app.evaluation.datasets.model import Dataset, DatasetError, GroundTruthImage, GroundTruthObject, Problem
+from app.evaluation.datasets.model import (
+    Dataset,
+    DatasetError,
+    DatasetFormat,
+    GroundTruthImage,
+    GroundTruthObject,
+    Problem,
+)
 from app.evaluation.datasets.voc import read_voc
 from app.evaluation.datasets.yolo import CLASSES_FILES, DATA_YAML, read_yolo
 
-FORMATS = ("coco", "yolo", "voc", "labelme")
+FORMATS = tuple(f.value for f in DatasetFormat)  # as `evaluate --format` spells them
 JSON_SNIFFED = 20  # JSON files looked into to tell COCO from labelme
 
 __all__ = [
     "FORMATS",
     "Dataset",
     "DatasetError",
+    "DatasetFormat",
     "GroundTruthImage",
     "GroundTruthObject",
     "Problem",
@@ -30,29 +38,29 @@ __all__ = [
 ]
 
 
-def _json_kind(path: Path) -> str | None:
+def _json_kind(path: Path) -> DatasetFormat | None:
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
     except (OSError, ValueError):
         return None
     if looks_like_coco(doc):
-        return "coco"
+        return DatasetFormat.COCO
     if is_labelme(doc):
-        return "labelme"
+        return DatasetFormat.LABELME
     return None
 
 
 def _coco_file(folder: Path) -> Path | None:
     candidates = [p for p in sorted(folder.glob("*.json")) + sorted(folder.glob("annotations/*.json"))]
-    found = [p for p in candidates[:JSON_SNIFFED] if _json_kind(p) == "coco"]
+    found = [p for p in candidates[:JSON_SNIFFED] if _json_kind(p) is DatasetFormat.COCO]
     if len(found) > 1:
         listed = ", ".join(str(p) for p in found)
         raise DatasetError(f"{folder}: several COCO files ({listed}); give the one to evaluate against")
     return found[0] if found else None
 
 
-def detect_format(path: Path) -> tuple[str, Path]:
+def detect_format(path: Path) -> tuple[DatasetFormat, Path]:
     """(format, the path to read: a COCO folder resolves to its JSON file)."""
     if not path.exists():
         raise DatasetError(f"{path}: no such file or folder")
@@ -64,22 +72,22 @@ def detect_format(path: Path) -> tuple[str, Path]:
                 raise DatasetError(f"{path}: neither a COCO dataset nor a labelme file")
             return kind, path
         if suffix in (".yaml", ".yml"):
-            return "yolo", path
+            return DatasetFormat.YOLO, path
         raise DatasetError(f"{path}: a dataset is a COCO .json file, a data.yaml, or a folder")
-    found: list[str] = []
+    found: list[DatasetFormat] = []
     if (path / "Annotations").is_dir() or any(path.glob("*.xml")):
-        found.append("voc")
+        found.append(DatasetFormat.VOC)
     jsons = walk_files(path, {".json"})
-    if any(_json_kind(p) == "labelme" for p in jsons[:JSON_SNIFFED]):
-        found.append("labelme")
+    if any(_json_kind(p) is DatasetFormat.LABELME for p in jsons[:JSON_SNIFFED]):
+        found.append(DatasetFormat.LABELME)
     coco = _coco_file(path)
     if coco is not None:
-        found.append("coco")
+        found.append(DatasetFormat.COCO)
     names = CLASSES_FILES + DATA_YAML
     if (path / "labels").is_dir() or any((path / n).is_file() for n in names) or any(path.glob("*.txt")):
-        found.append("yolo")
+        found.append(DatasetFormat.YOLO)
     if not found and walk_files(path, {".xml"}):
-        found.append("voc")
+        found.append(DatasetFormat.VOC)
     if not found:
         raise DatasetError(
             f"{path}: no labels found (COCO .json, YOLO .txt with classes.txt or data.yaml, VOC .xml, "
@@ -89,12 +97,12 @@ def detect_format(path: Path) -> tuple[str, Path]:
         raise DatasetError(
             f"{path}: looks like {' and '.join(found)}; choose with --format {{{','.join(found)}}}"
         )
-    return found[0], coco if found[0] == "coco" and coco is not None else path
+    return found[0], coco if found[0] is DatasetFormat.COCO and coco is not None else path
 
 
 def load_dataset(
     path: str | Path,
-    fmt: str | None = None,
+    fmt: DatasetFormat | str | None = None,
     images_dir: str | Path | None = None,
     *,
     model_labels: Sequence[str] = (),
@@ -112,18 +120,20 @@ def load_dataset(
         fmt, root = detect_format(root)
     elif fmt not in FORMATS:
         raise DatasetError(f"unknown dataset format {fmt!r} (one of {', '.join(FORMATS)})")
-    elif not root.exists():
-        raise DatasetError(f"{root}: no such file or folder")
-    elif fmt == "coco" and root.is_dir():
+    else:
+        fmt = DatasetFormat(fmt)  # as the command line or the viewer's dialog spell it
+        if not root.exists():
+            raise DatasetError(f"{root}: no such file or folder")
+    if fmt is DatasetFormat.COCO and root.is_dir():
         coco = _coco_file(root)
         if coco is None:
             raise DatasetError(f"{root}: no COCO .json file in this folder")
         root = coco
-    if fmt == "coco":
+    if fmt is DatasetFormat.COCO:
         dataset = read_coco(root, images)
-    elif fmt == "yolo":
+    elif fmt is DatasetFormat.YOLO:
         dataset = read_yolo(root, images, model_labels, len(keypoint_names) or None)
-    elif fmt == "voc":
+    elif fmt is DatasetFormat.VOC:
         dataset = read_voc(root, images)
     else:
         dataset = read_labelme(root, images, keypoint_names)

@@ -15,6 +15,7 @@ from app.evaluation.datasets.model import (
     MISSING_IMAGE,
     Dataset,
     DatasetError,
+    DatasetFormat,
     GroundTruthImage,
     GroundTruthObject,
     Problem,
@@ -109,7 +110,7 @@ def read_coco(path: Path, images_dir: Path | None = None) -> Dataset:
     # In image id order, as pycocotools evaluates them (detections with equal scores are
     # ranked in that order, so it changes AP when scores tie).
     ordered = [images[k] for k in sorted(images, key=_id_order)]
-    return Dataset(str(path), "coco", ordered, names, problems, keypoint_names)
+    return Dataset(str(path), DatasetFormat.COCO, ordered, names, problems, keypoint_names)
 
 
 def _id_order(image_id: Any) -> tuple[int, Any]:

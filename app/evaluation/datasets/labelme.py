@@ -24,6 +24,7 @@ from app.evaluation.datasets.model import (
     UNSUPPORTED,
     Dataset,
     DatasetError,
+    DatasetFormat,
     GroundTruthImage,
     GroundTruthObject,
     Problem,
@@ -100,7 +101,7 @@ def read_labelme(root: Path, images_dir: Path | None = None, keypoint_names: Seq
     for image, objects in parsed:
         image.objects = [_finish(obj, order) for obj in objects]
         images.append(image)
-    return Dataset(str(root), "labelme", images, list(names), problems, order)
+    return Dataset(str(root), DatasetFormat.LABELME, images, list(names), problems, order)
 
 
 def _image_path(doc: dict[str, Any], file_path: Path, index: ImageIndex) -> Path | None:

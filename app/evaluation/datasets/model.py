@@ -3,9 +3,21 @@ met on the way (each naming the file and the line or field, and how many annotat
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+
+class DatasetFormat(enum.StrEnum):
+    """The labelled-dataset formats read as ground truth: the ones the product exports
+    (app.pipeline.exports.formats.ExportFormat spells them the same), as `evaluate --format`
+    and the report's "format" spell them."""
+
+    COCO = "coco"  # one COCO JSON file
+    YOLO = "yolo"  # .txt label files with classes.txt or a data.yaml
+    VOC = "voc"  # Pascal VOC .xml files
+    LABELME = "labelme"  # labelme .json files
 
 
 class DatasetError(Exception):
@@ -79,7 +91,7 @@ class GroundTruthImage:
 @dataclass
 class Dataset:
     path: str
-    format: str
+    format: DatasetFormat
     images: list[GroundTruthImage]
     class_names: list[str]  # the dataset's class names, in its own order
     problems: list[Problem] = field(default_factory=list)

@@ -18,6 +18,7 @@ from app.evaluation.datasets.model import (
     UNREADABLE,
     Dataset,
     DatasetError,
+    DatasetFormat,
     GroundTruthImage,
     GroundTruthObject,
     Problem,
@@ -88,7 +89,7 @@ def read_voc(root: Path, images_dir: Path | None = None) -> Dataset:
         image = GroundTruthImage(path, display_name(path, folders), file, objects)
         image.width, image.height = _size(node)
         images.append(image)
-    return Dataset(str(root), "voc", images, list(names), problems)
+    return Dataset(str(root), DatasetFormat.VOC, images, list(names), problems)
 
 
 def _image_path(node: ET.Element, rel: Path, index: ImageIndex) -> Path | None:

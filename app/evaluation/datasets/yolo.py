@@ -24,6 +24,7 @@ from app.evaluation.datasets.model import (
     UNREADABLE,
     Dataset,
     DatasetError,
+    DatasetFormat,
     GroundTruthImage,
     GroundTruthObject,
     Problem,
@@ -135,7 +136,7 @@ def read_yolo(
                 True,
             )
         )
-    return Dataset(str(root), "yolo", images, names, problems)
+    return Dataset(str(root), DatasetFormat.YOLO, images, names, problems)
 
 
 def _inside(folder: Path, root: Path) -> bool:

@@ -18,7 +18,6 @@ from typing import Any
 from app.inference.core.pool import ConnectionPool
 from app.inference.errors import SessionError
 from app.inference.introspection.discovery import (
-    ModelEntry,
     ModelInfo,
     check_live,
     check_version,
@@ -33,6 +32,7 @@ from app.inference.introspection.extensions import ServerFeatures
 from app.inference.protocol import Endpoint
 from app.inference.result import ErrorKind
 from app.inference.transports.channel import Channel, Headers
+from app.model_states import ModelEntry, ModelState
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def _choose(
         if not model_ready(channel, model, version, headers, timeout_s):
             which = f"model '{model}'" + (f" version {version}" if version else "")
             raise SessionError(f"{which} is not ready on {url} (ModelReady)", ErrorKind.NOT_FOUND)
-        return [ModelEntry(model, version, "READY", "")], model
+        return [ModelEntry(model, version, ModelState.READY)], model
     try:
         name = choose_model(models, model, url)
         check_version(models, name, version, url)

@@ -52,7 +52,7 @@ from app.inference.errors import (
     SessionError,
     WindowFullError,
 )
-from app.inference.introspection.discovery import ModelEntry, ModelInfo
+from app.inference.introspection.discovery import ModelInfo
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.introspection.server_stats import ServerCounters
 from app.inference.profiles.profile import ModelProfile
@@ -63,6 +63,7 @@ from app.inference.tracing.tracer import Tracer, TraceSelection
 from app.inference.transports.open_channel import open_channel
 from app.inference.transports.transport import Transport
 from app.inference.transports.wire import Wire
+from app.model_states import ModelEntry
 
 
 class SessionState(enum.StrEnum):

@@ -28,20 +28,13 @@ from app.inference.protocol import Endpoint, ServerProtocol, same_server_over
 from app.inference.result import ErrorKind
 from app.inference.transports.channel import Channel, Headers
 from app.inference.transports.port_probe import what_listens
+from app.model_states import ModelEntry, ModelState
 
 PREFERRED_MODEL = "face_detector"
 PROBE_TIMEOUT_S = 1.0  # looking at what listens on a port that closed the connection
 # A model whose server gives no config but whose input's first axis is variable: client
 # batches of up to this many images (the session's own client-batch setting is the usual bound).
 UNKNOWN_BATCH_LIMIT = 64
-
-
-@dataclass(frozen=True)
-class ModelEntry:
-    name: str
-    version: str
-    state: str
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -121,11 +114,6 @@ def server_features(channel: Channel, headers: Headers, timeout_s: float) -> Ser
         return ServerFeatures()
 
 
-def normal_state(state: Any) -> str:
-    """A repository index's state as Triton writes it: MLServer's "State.READY" is "READY"."""
-    return str(state or "").rsplit(".", 1)[-1].upper()
-
-
 def model_ready(channel: Channel, name: str, version: str, headers: Headers, timeout_s: float) -> bool:
     """The protocol's own ModelReady (False when the server does not know the model)."""
     try:
@@ -166,7 +154,7 @@ def list_models_raw(channel: Channel, headers: Headers, timeout_s: float) -> lis
         ModelEntry(
             str(m.get("name", "")),
             str(m.get("version", "") or ""),
-            normal_state(m.get("state")),
+            ModelState.of(m.get("state")),
             m.get("reason", ""),
         )
         for m in channel.repository_index(headers=headers, timeout_s=timeout_s)
@@ -177,7 +165,7 @@ def model_states(models: list[ModelEntry]) -> dict[str, str]:
     """Each model's state: READY when any of its versions is, else the first one's."""
     states: dict[str, str] = {}
     for m in models:
-        if m.name not in states or m.state == "READY":
+        if m.name not in states or m.ready:
             states[m.name] = m.state
     return states
 
@@ -192,7 +180,7 @@ def choose_model(models: list[ModelEntry], wanted: str | None, url: str) -> str:
         if not entries:
             missing = f"model '{wanted}' not found on {url}; {there}"
             raise SessionError(missing, ErrorKind.NOT_FOUND, names, states=states)
-        if not any(m.state == "READY" for m in entries):
+        if not any(m.ready for m in entries):
             e = entries[0]
             raise SessionError(
                 f"model '{wanted}' on {url} is not ready: {e.state or 'not loaded'}"
@@ -202,7 +190,7 @@ def choose_model(models: list[ModelEntry], wanted: str | None, url: str) -> str:
                 states=states,
             )
         return wanted
-    ready = sorted({m.name for m in models if m.state == "READY"})
+    ready = sorted({m.name for m in models if m.ready})
     if PREFERRED_MODEL in ready:
         return PREFERRED_MODEL
     if len(ready) == 1:
@@ -222,8 +210,8 @@ def check_version(models: list[ModelEntry], name: str, version: str, url: str) -
     if not version:
         return
     entries = [m for m in models if m.name == name]
-    ready = sorted((m.version for m in entries if m.state == "READY" and m.version), key=_version_key)
-    if any(m.version == version and m.state == "READY" for m in entries):
+    ready = sorted((m.version for m in entries if m.ready and m.version), key=_version_key)
+    if any(m.version == version and m.ready for m in entries):
         return
     listed = next((m for m in entries if m.version == version), None)
     why = f": {listed.state or 'not loaded'}" if listed is not None else ""

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from tritonclient.utils import InferenceServerException
@@ -34,11 +33,11 @@ from app.inference.errors import (
     redact,
     status_code,
 )
-from app.inference.introspection.discovery import normal_state
 from app.inference.introspection.model_config import ModelConfigDict, normalise, to_json, to_pbtxt
 from app.inference.protocol import Endpoint
 from app.inference.transports.channel import Channel, ConnectionOptions
 from app.inference.transports.open_channel import open_channel
+from app.model_states import ModelEntry, ModelState
 
 TIMEOUT_S = 10.0
 LOAD_TIMEOUT_S = 300.0  # a big model (or many Python-backend instances) takes a while
@@ -59,17 +58,6 @@ class RepositoryError(RuntimeError):
     def __init__(self, message: str, kind: RepositoryErrorKind) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-@dataclass(frozen=True)
-class RepositoryEntry:
-    name: str
-    version: str  # "" when the model has never been loaded
-    state: str  # READY, UNAVAILABLE, LOADING, UNLOADING, or "" (not loaded)
-    reason: str  # why it is not ready ("unloaded", the load error), the backend's traceback cut
-
-    def to_record(self) -> dict[str, str]:
-        return {"name": self.name, "version": self.version, "state": self.state, "reason": self.reason}
 
 
 def extension_needed_message(url: str, extension: str) -> str:
@@ -131,17 +119,17 @@ class RepositoryControl:
         return self._channel
 
     # -- reading ------------------------------------------------------------
-    def index(self) -> list[RepositoryEntry]:
+    def index(self) -> list[ModelEntry]:
         """Every model of the repository (loaded or not), sorted by name and version."""
         try:
             raw = self._client.repository_index(headers=self._headers, timeout_s=self.timeout_s)
         except InferenceServerException as e:
             raise self._error(e, "read the repository index") from None
         entries = [
-            RepositoryEntry(
+            ModelEntry(
                 str(m.get("name", "")),
                 str(m.get("version", "") or ""),
-                normal_state(m.get("state")),
+                ModelState.of(m.get("state")),
                 first_paragraph(str(m.get("reason", "") or "")),
             )
             for m in raw

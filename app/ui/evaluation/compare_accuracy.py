@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject
 
 from app.evaluation.datasets import Dataset, DatasetError
 from app.evaluation.evaluate import evaluate_results, iou_type_problem
+from app.evaluation.iou_type import IouType
 from app.inference.result import InferenceResult
 from app.pipeline.compare import Side
 from app.ui.base.tasks import TaskSet
@@ -27,7 +28,7 @@ def side_figures(
     results: Mapping[int, InferenceResult],
     model: ModelFacts,
     class_map: dict[str, str] | None,
-    iou_type: str,
+    iou_type: IouType,
 ) -> dict[str, str]:
     """One side's mAP and mAP50 on the dataset's images it answered (the executor)."""
     problem = iou_type_problem(iou_type, model.name, model.task, model.kpt_shape)

@@ -20,23 +20,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.evaluation.cocoeval import IOU_TYPES
-from app.evaluation.datasets import FORMATS
+from app.evaluation.datasets import FORMATS, DatasetFormat
+from app.evaluation.iou_type import IouType
 from app.ui.widgets.path_drop import PathDrop
 
 AUTO = "auto"
 DATASET_FILTER = "Datasets (*.json *.yaml *.yml);;All files (*)"
 CLASS_MAP_FILTER = "Class maps (*.json *.txt *.csv *.tsv);;All files (*)"
-IOU_TEXT = {"bbox": "boxes (bbox)", "segm": "masks (segm)", "keypoints": "keypoints (OKS)"}
+IOU_TEXT = {IouType.BBOX: "boxes (bbox)", IouType.SEGM: "masks (segm)", IouType.KEYPOINTS: "keypoints (OKS)"}
 
 
 @dataclass(frozen=True)
 class EvaluationChoice:
     dataset: str
-    fmt: str | None = None  # None: told from the files
+    fmt: DatasetFormat | None = None  # None: told from the files
     images: str | None = None  # the images' folder when not beside the labels
     class_map: str | None = None
-    iou_type: str = "bbox"
+    iou_type: IouType = IouType.BBOX
 
 
 class EvaluateDialog(QDialog):
@@ -56,8 +56,8 @@ class EvaluateDialog(QDialog):
         self.class_map = QLineEdit()
         self.class_map.setPlaceholderText('none (JSON {"dataset name": "model name"} or two columns)')
         self.iou_type = QComboBox()
-        for kind in IOU_TYPES:
-            self.iou_type.addItem(IOU_TEXT[kind], kind)
+        for kind in IouType:
+            self.iou_type.addItem(IOU_TEXT[kind], kind.value)
         form = QFormLayout(self)
         intro = QLabel(
             f"Every image of the dataset goes to <b>{model}</b>; its detections are compared with the "
@@ -103,10 +103,10 @@ class EvaluateDialog(QDialog):
         fmt = self.format.currentText()
         return EvaluationChoice(
             self.dataset.text().strip(),
-            None if fmt == AUTO else fmt,
+            None if fmt == AUTO else DatasetFormat(fmt),
             self.images.text().strip() or None,
             self.class_map.text().strip() or None,
-            str(self.iou_type.currentData()),
+            IouType(self.iou_type.currentData()),
         )
 
     def set_choice(self, choice: EvaluationChoice) -> None:
@@ -114,7 +114,7 @@ class EvaluateDialog(QDialog):
         self.format.setCurrentText(choice.fmt or AUTO)
         self.images.setText(choice.images or "")
         self.class_map.setText(choice.class_map or "")
-        self.iou_type.setCurrentIndex(max(self.iou_type.findData(choice.iou_type), 0))
+        self.iou_type.setCurrentIndex(max(self.iou_type.findData(choice.iou_type.value), 0))
 
     # -- choosing files ---------------------------------------------------------------------------
     def _start(self, text: str) -> str:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.evaluation.cocoeval import KEYPOINT_STATS
+from app.evaluation.iou_type import IouType
 from app.evaluation.report import METRIC_KEYS
 from app.ui.analysis.stats_panel import NONE_TEXT, format_ms
 from app.ui.evaluation.heat_map import ConfusionHeatMap
@@ -67,8 +68,9 @@ def problem_text(problem: dict[str, Any]) -> str:
 
 
 def metric_keys(iou_type: str) -> tuple[str, ...]:
-    """The metrics shown, in pycocotools' order (keypoints: no small objects, 20 detections)."""
-    return KEYPOINT_STATS[:8] if iou_type == "keypoints" else METRIC_KEYS
+    """The metrics shown, in pycocotools' order (keypoints: no small objects, 20 detections).
+    `iou_type` as the report spells it."""
+    return KEYPOINT_STATS[:8] if iou_type == IouType.KEYPOINTS else METRIC_KEYS
 
 
 class _Number(QTableWidgetItem):
@@ -259,7 +261,7 @@ class EvaluationPanel(QWidget):
         self.metric_labels.clear()
         self.metric_titles.clear()
         metrics = report["metrics"]
-        for n, key in enumerate(metric_keys(report.get("iou_type", "bbox"))):
+        for n, key in enumerate(metric_keys(report.get("iou_type", IouType.BBOX))):
             name, tip = METRIC_NAMES.get(key, (key, key))
             title, value = QLabel(name), QLabel(figure(metrics.get(key)))
             title.setToolTip(tip)

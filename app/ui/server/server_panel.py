@@ -18,9 +18,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.inference.introspection.discovery import ModelEntry, ModelInfo
+from app.inference.introspection.discovery import ModelInfo
 from app.inference.profiles.task_summary import task_summary
 from app.inference.transports.transport import TransportKind
+from app.model_states import ModelEntry
 from app.pipeline.connection.state import ConnectionState
 from app.ui.widgets.banner import split_detail
 
@@ -208,7 +209,7 @@ class ServerPanel(QWidget):
         self.model_combo.blockSignals(True)
         self.model_combo.clear()
         for m in sorted(models, key=lambda m: m.name):
-            text = m.name if m.state == "READY" else f"{m.name} ({m.state or 'not loaded'})"
+            text = m.name if m.ready else f"{m.name} ({m.state or 'not loaded'})"
             self.model_combo.addItem(text, m.name)
             index = self.model_combo.count() - 1
             if m.reason:

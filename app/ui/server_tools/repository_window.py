@@ -40,17 +40,20 @@ from PySide6.QtWidgets import (
 from app.inference.introspection.model_config import ConfigError, read_config_file
 from app.inference.introspection.repository import (
     RepositoryControl,
-    RepositoryEntry,
     RepositoryError,
     control_disabled_message,
 )
 from app.inference.protocol import Endpoint
 from app.inference.transports.channel import ConnectionOptions
+from app.model_states import ModelEntry, ModelState
 from app.ui.base.tasks import TaskSet
 
 T = TypeVar("T")
 COLUMNS = ("Model", "Version", "State", "Reason")
-STATE_COLORS = {"READY": QColor(46, 125, 50), "UNAVAILABLE": QColor(198, 40, 40)}
+STATE_COLORS: dict[str, QColor] = {
+    ModelState.READY: QColor(46, 125, 50),
+    ModelState.UNAVAILABLE: QColor(198, 40, 40),
+}
 NOT_CONNECTED = "Connect to a server first"
 CONFIG_FILTER = "Model config (config.pbtxt *.pbtxt *.json);;All files (*)"
 
@@ -60,7 +63,7 @@ class RepositoryWindow(QDialog):
     `unload()`, `reload()` are coroutines (the buttons spawn them; tests await them) that
     return whether the server did it."""
 
-    models_changed = Signal(list)  # [RepositoryEntry], after every read of the index
+    models_changed = Signal(list)  # [ModelEntry], after every read of the index
     model_loaded = Signal(str)  # a model was loaded or reloaded: its config may differ now
 
     def __init__(self, parent: QWidget | None, executor: Executor, tasks: TaskSet) -> None:
@@ -71,7 +74,7 @@ class RepositoryWindow(QDialog):
         self._control: RepositoryControl | None = None
         self._server: tuple[Endpoint, ConnectionOptions | None] | None = None
         self._lock = asyncio.Lock()  # one call to the server at a time
-        self.entries: list[RepositoryEntry] = []
+        self.entries: list[ModelEntry] = []
         self.control_enabled: bool | None = None  # None: not known yet
         self._busy = False
         self.last_error: str | None = None  # what the message line says when it is an error
@@ -291,13 +294,13 @@ class RepositoryWindow(QDialog):
         """The state last read ("" not loaded), None for a model not in the repository."""
         return next((e.state for e in self.entries if e.name == name), None)
 
-    def _show_entries(self, entries: list[RepositoryEntry]) -> None:
+    def _show_entries(self, entries: list[ModelEntry]) -> None:
         chosen = self.selected()
         self.entries = list(entries)
         self.table.blockSignals(True)
         self.table.setRowCount(len(entries))
         for row, entry in enumerate(entries):
-            values = (entry.name, entry.version or "-", entry.state or "NOT LOADED", entry.reason)
+            values = (entry.name, entry.version or "-", entry.state_text, entry.reason)
             for col, text in enumerate(values):
                 item = QTableWidgetItem(text)
                 if col == 3 and text:
@@ -326,7 +329,7 @@ class RepositoryWindow(QDialog):
             self.config_view.clear()
             return
         entry = next((e for e in self.entries if e.name == name), None)
-        if entry is None or entry.state != "READY":
+        if entry is None or not entry.ready:
             why = f": {entry.reason}" if entry is not None and entry.reason else ""
             self.config_view.setPlainText(f"# '{name}' is not loaded{why}")
             return
@@ -367,7 +370,7 @@ class RepositoryWindow(QDialog):
             why = "Select a model in the list"
         else:
             why = "Busy: wait for the last action" if self._busy else None
-        loaded = name is not None and self.state_of(name) == "READY"
+        loaded = name is not None and self.state_of(name) == ModelState.READY
         for button, extra in (
             (self.load_button, None),
             (self.load_file_button, None),

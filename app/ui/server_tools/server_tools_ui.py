@@ -15,8 +15,7 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import ProfileSource
-from app.inference.introspection.discovery import ModelEntry
-from app.inference.introspection.repository import RepositoryEntry
+from app.model_states import ModelEntry
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
 from app.ui.server_tools.metrics_panel import ServerMetricsPanel
@@ -27,11 +26,6 @@ from app.ui.server_tools.tune_window import TuneWindow
 NOT_CONNECTED = "Connect to a server first"
 REPOSITORY_TIP = "The server's models: load, unload, reload, their config"
 TUNE_TIP = "Try server configs (instances, max batch, dynamic batching) on your images"
-
-
-def model_entries(entries: list[RepositoryEntry]) -> list[ModelEntry]:
-    """The repository's list as the viewer's model list takes it (state and reason shown)."""
-    return [ModelEntry(e.name, e.version, e.state, e.reason) for e in entries]
 
 
 class ServerToolsUi(QObject):
@@ -62,7 +56,7 @@ class ServerToolsUi(QObject):
         self._profile_for = profile_for
         self.session: TritonSession | None = None
         # The repository's list last read (the session's own list is from when it opened).
-        self._listed: list[RepositoryEntry] | None = None
+        self._listed: list[ModelEntry] | None = None
         self.repository: RepositoryWindow | None = None
         self.tune: TuneWindow | None = None
         model_menu, tools_menu, view_menu = menus
@@ -121,7 +115,7 @@ class ServerToolsUi(QObject):
     def _ready_models(self) -> list[str]:
         session = self.session
         models = self._listed if self._listed is not None else (session.models if session is not None else [])
-        return sorted({m.name for m in models if m.state == "READY"})
+        return sorted({m.name for m in models if m.ready})
 
     # -- windows ---------------------------------------------------------------------------------
     def open_repository(self) -> None:
@@ -130,9 +124,7 @@ class ServerToolsUi(QObject):
             return
         if self.repository is None:
             self.repository = RepositoryWindow(self.window, self._executor, self._tasks)
-            self.repository.models_changed.connect(
-                lambda entries: self.models_changed.emit(model_entries(entries))
-            )
+            self.repository.models_changed.connect(lambda entries: self.models_changed.emit(list(entries)))
             self.repository.model_loaded.connect(self.model_reloaded)
         self.repository.set_server(session.spec.endpoints[0], session.spec.connection)
         if session.info is not None and self.repository.selected() is None:
@@ -140,20 +132,20 @@ class ServerToolsUi(QObject):
         self.repository.show()
         self.repository.raise_()
 
-    def _on_repository_listed(self, entries: list[RepositoryEntry]) -> None:
+    def _on_repository_listed(self, entries: list[ModelEntry]) -> None:
         if (
             self.repository is not None
             and self.session is not None
             and self.repository.url == self.session.urls[0]
         ):
             self._listed = list(entries)
-        self.models_changed.emit(model_entries(entries))
+        self.models_changed.emit(list(entries))
 
     def _select_when_listed(self, name: str) -> None:
         window = self.repository
         assert window is not None
 
-        def select(_entries: list[RepositoryEntry]) -> None:
+        def select(_entries: list[ModelEntry]) -> None:
             window.models_changed.disconnect(select)
             if window.selected() is None:
                 window.select(name)

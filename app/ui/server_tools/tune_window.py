@@ -39,7 +39,7 @@ from app.inference.introspection.repository import (
 )
 from app.inference.protocol import Endpoint
 from app.inference.transports.channel import ConnectionOptions
-from app.pipeline.tune import TuneProgress, TuneResult
+from app.pipeline.tune import TunePhase, TuneProgress, TuneResult
 from app.pipeline.tune_analysis import TrialResult, pareto_front
 from app.pipeline.tune_settings import TrialSettings, settings_of, trial_mark_of
 from app.ui.base.bridge import GuiBridge
@@ -52,7 +52,10 @@ from app.ui.server_tools.tune_table import TuneTable
 
 T = TypeVar("T")
 RESTORE_WAIT_S = 60.0  # the viewer closing waits this long at most for the restore
-PHASES = {"loading": "loading the trial config…", "restoring": "restoring the original config…"}
+PHASES = {
+    TunePhase.LOADING: "loading the trial config…",
+    TunePhase.RESTORING: "restoring the original config…",
+}
 
 
 def format_left(seconds: float) -> str:
@@ -303,7 +306,7 @@ class TuneWindow(QDialog):
         self.last_progress = p
         self.progress.setValue(min(p.done_requests, self.progress.maximum()))
         what = PHASES.get(p.phase, p.step)
-        left = "" if p.eta_s is None or p.phase == "restoring" else f" · {format_left(p.eta_s)} left"
+        left = "" if p.eta_s is None or p.phase is TunePhase.RESTORING else f" · {format_left(p.eta_s)} left"
         self.progress.setFormat(f"%p% · trial {p.trial}/{p.trials}: {what}{left}")
 
     def _on_trial(self, trial: TrialResult) -> None:
