@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is None:
         # Intermixed: FILE arguments may come before, between or after the options.
         args = parser.parse_intermixed_args(args_list)
-        if (status := desktop_entry.handle(args)) is not None:
+        if (status := desktop_entry.handle(args, list(SUBCOMMANDS))) is not None:
             return status
     else:
         args = parser.parse_args(args_list[1:])
