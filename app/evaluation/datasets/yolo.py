@@ -53,7 +53,10 @@ def in_label_syntax(path: str | os.PathLike[str]) -> bool:
 
 def _label_line_syntax(line: str) -> bool:
     tokens = line.split()
-    return len(tokens) >= 5 and tokens[0].isdigit() and all(_is_float(t) for t in tokens[1:])
+    if len(tokens) < 5 or not all(_is_float(t) for t in tokens):
+        return False
+    cls = float(tokens[0])  # "0" or "0.0": a class id either way (parse_line's rule)
+    return cls >= 0 and cls.is_integer()
 
 
 def _names_file(folders: Sequence[Path], candidates: Sequence[str]) -> Path | None:
