@@ -18,7 +18,10 @@ from app import __version__, desktop_entry
 from app.commands.interrupts import Terminated, termination_as_interrupt
 
 SUBCOMMANDS = {
-    "serve": ("app.commands.serve", "run the embedded Triton server in the foreground"),
+    "serve": (
+        "app.commands.serve",
+        "run the embedded Triton server in the foreground: the bundled models, or your repository",
+    ),
     "models": ("app.commands.models", "list the models on a server and the detected profile"),
     "infer": (
         "app.commands.infer",
@@ -46,7 +49,7 @@ SUBCOMMANDS = {
 EXAMPLES = {
     None: """\
 examples:
-  triton-viewer                                    the viewer, with the bundled server and face detector
+  triton-viewer                                    the viewer, with the bundled server and models
   triton-viewer --open photos/                     open a folder of images at start
   triton-viewer --url my-triton:8001 --model my_yolo
   triton-viewer --camera 0                         live preview of the first camera
@@ -117,10 +120,16 @@ def _load(module: str) -> ModuleType:
     return importlib.import_module(module)
 
 
+def command_listing() -> str:
+    """The commands and what each does, in two aligned columns (the longest name sets the width)."""
+    width = max(len(name) for name in SUBCOMMANDS)
+    return "\n".join(f"  {name:<{width}}  {text}" for name, (_module, text) in SUBCOMMANDS.items())
+
+
 def build_parser(command: str | None) -> argparse.ArgumentParser:
     """The parser of one command (None: the viewer)."""
     if command is None:
-        listing = "\n".join(f"  {name:<8} {text}" for name, (_module, text) in SUBCOMMANDS.items())
+        listing = command_listing()
         parser = argparse.ArgumentParser(
             prog="triton-viewer",
             usage="triton-viewer [COMMAND] [options]",
@@ -164,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is None:
         # Intermixed: FILE arguments may come before, between or after the options.
         args = parser.parse_intermixed_args(args_list)
-        if (status := desktop_entry.handle(args)) is not None:
+        if (status := desktop_entry.handle(args, list(SUBCOMMANDS))) is not None:
             return status
     else:
         args = parser.parse_args(args_list[1:])

@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from app.commands.arguments import path_argument
@@ -65,8 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def handle(args: argparse.Namespace) -> int | None:
-    """Run a desktop-entry action (its exit status), or fold file arguments into args.open (None)."""
+def handle(args: argparse.Namespace, commands: Sequence[str] = ()) -> int | None:
+    """Run a desktop-entry action (its exit status), or fold file arguments into args.open (None).
+    `commands`: the command line's commands, named when a file argument is none of them."""
     if args.install_desktop_entry:
         return _report(install)
     if args.uninstall_desktop_entry:
@@ -74,8 +75,7 @@ def handle(args: argparse.Namespace) -> int | None:
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         print(
-            f"error: {', '.join(missing)}: no such file or folder (and not a command: "
-            "serve, models, infer, bench)",
+            f"error: {', '.join(missing)}: no such file or folder (and not a command: {', '.join(commands)})",
             file=sys.stderr,
         )
         return EXIT_USAGE

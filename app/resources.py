@@ -14,8 +14,29 @@ def resources_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "resources"
 
 
+# The bundled repository's models, what each is (About, `serve --help`): all of them Google
+# MediaPipe's networks (Apache-2.0, a LICENSE in each folder), or pipelines of them.
+BUNDLED_MODELS = {
+    "face_detector": "BlazeFace short-range face detector, six landmarks per face",
+    "face_landmark": "MediaPipe Face Mesh landmarks, 468 per face crop",
+    "face_mesh": "pipeline: face_detector, then face_landmark on each face",
+    "person_segmentation": "MediaPipe Selfie Segmentation, a person mask",
+    "pose_detector": "BlazePose person detector",
+    "pose_landmark": "BlazePose full-body landmarks, 33 per person crop",
+    "person_pose": "pipeline: pose_detector, then pose_landmark on each person",
+}
+
+
 def model_repository() -> Path:
     return resources_dir() / "model_repository"
+
+
+def bundled_models() -> list[str]:
+    """The models of the bundled repository (its folders holding a config.pbtxt), sorted."""
+    root = model_repository()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "config.pbtxt").is_file())
 
 
 def sample_image() -> Path:

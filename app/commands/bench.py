@@ -31,7 +31,9 @@ from app.commands.common import (
     serving,
     session_spec,
 )
+from app.commands.inputs import require_inputs
 from app.commands.outputs import check_file_output, write_output
+from app.commands.progress import RequestsLine
 from app.commands.trace_output import TraceRun, add_trace_arguments
 from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
@@ -170,6 +172,8 @@ def parse_batches(text: str) -> list[int]:
 
 
 def load_images(paths: Sequence[str]) -> tuple[list[np.ndarray], list[str]]:
+    """--image's pictures (bench, tune); a missing path refused as every command does."""
+    require_inputs(paths, "--image")
     try:
         return load_sweep_images(paths)
     except ValueError as e:
@@ -177,10 +181,12 @@ def load_images(paths: Sequence[str]) -> tuple[list[np.ndarray], list[str]]:
 
 
 def progress_printer() -> Any:
+    line = RequestsLine()  # never backwards; a grown total said as such
+
     def show(p: SweepProgress) -> None:
         eta = "" if p.eta_s is None else f", {p.eta_s:.0f} s left"
-        percent = 100.0 * p.done_requests / max(p.total_requests, 1)
-        eprint(f"[{percent:3.0f}%] {p.step}: {p.done_requests}/{p.total_requests} requests{eta}")
+        percent = line.percent(p.done_requests, p.total_requests)
+        eprint(f"[{percent:3.0f}%] {p.step}: {line.requests(p.done_requests, p.total_requests)}{eta}")
 
     return show
 

@@ -140,7 +140,7 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool
             help="server address: HOST:PORT or grpc://HOST:PORT (gRPC), http://HOST:PORT or "
             "https://HOST:PORT (HTTP/REST); Triton or any KServe v2 server (repeatable: requests "
             "go to the least-loaded server). Default: start the embedded server with the bundled "
-            "face detector",
+            "models",
         )
     else:
         p.add_argument(
@@ -149,7 +149,7 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool
             metavar="URL",
             help="server address: HOST:PORT or grpc://HOST:PORT (gRPC), http://HOST:PORT or "
             "https://HOST:PORT (HTTP/REST). Default: start the embedded server with the bundled "
-            "face detector",
+            "models",
         )
     p.add_argument(
         "--timeout", type=timeout_argument, default=10.0, metavar="SECONDS", help="per-request timeout"

@@ -33,6 +33,7 @@ from app.commands.common import (
     write_summary,
 )
 from app.commands.infer import _display_names, record_line
+from app.commands.inputs import require_inputs
 from app.commands.outputs import LineSink, close_records, discard_records, open_records, records_failure
 from app.commands.progress import Progress
 from app.commands.trace_output import TraceRun, add_trace_arguments
@@ -207,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
     ran = False  # records were written (else an --output file is dropped: the old one stays)
     try:
         _models(args)  # usage errors first, before any server starts
+        require_inputs(args.paths)
         spec = session_spec(args)
         endpoints_b = endpoints_of(args, "url_b")
         out, close_out = open_records(args.output)

@@ -14,6 +14,7 @@ import dataclasses
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from app.commands.common import (
@@ -32,6 +33,7 @@ from app.commands.common import (
     session_spec,
     tell_session,
 )
+from app.commands.inputs import require_inputs
 from app.commands.outputs import (
     check_file_output,
     check_folder_output,
@@ -43,7 +45,7 @@ from app.commands.outputs import (
 from app.commands.progress import Progress
 from app.commands.trace_output import TraceRun, add_trace_arguments
 from app.evaluation.classes import ClassMapError, read_class_map
-from app.evaluation.datasets import FORMATS, Dataset, DatasetError, load_dataset
+from app.evaluation.datasets import FORMATS, Dataset, DatasetError, detect_format, load_dataset
 from app.evaluation.evaluate import Evaluation, evaluate_results, iou_type_problem
 from app.evaluation.iou_type import IOU_TYPES, IouType
 from app.evaluation.plots import write_plots
@@ -224,6 +226,12 @@ def run(args: argparse.Namespace) -> int:
         models = list(args.model) or [None]
         if len(models) > 2:
             raise UsageError(f"--model is given {len(models)} times: evaluate one model, or compare two")
+        # The dataset before anything else: a missing path or a folder without labels costs
+        # no server start.
+        require_inputs([args.dataset])
+        require_inputs([args.images], "--images")
+        if args.format is None:
+            detect_format(Path(args.dataset))
         class_map = read_class_map(args.class_map) if args.class_map else None
         # Every file asked for is checked before any inference: a run is not lost to a typo.
         check_file_output("--output", args.output)

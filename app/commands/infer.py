@@ -39,6 +39,7 @@ from app.commands.common import (
 )
 from app.commands.infer_analytics import InferAnalytics
 from app.commands.infer_analytics import add_arguments as add_analytics_arguments
+from app.commands.inputs import require_inputs
 from app.commands.outputs import LineSink, close_records, discard_records, open_records, records_failure
 from app.commands.progress import Progress
 from app.commands.trace_output import TraceRun, add_trace_arguments
@@ -209,7 +210,7 @@ class RecordWriter:
         if echo:
             message = naming_input(record.get("source"), str(record.get("error")), record.get("frame"))
             self.progress.note(f"{status.value}: {message}")
-        self.progress.done(ok or status is Status.SKIPPED)
+        self.progress.done(ok, skipped=status is Status.SKIPPED)
 
 
 def _display_names(paths: Sequence[str]) -> dict[str, str]:
@@ -223,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
     status = EXIT_USAGE
     ran = False  # records were written (else an --output file is dropped: the old one stays)
     try:
+        require_inputs(args.paths)  # before the server starts (app.commands.inputs)
         spec = session_spec(args, delivery=delivery_of(args))
         fmt = ExportFormat(getattr(args, "format", ExportFormat.JSONL))
         names = _display_names(args.paths)

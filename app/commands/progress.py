@@ -1,4 +1,7 @@
-"""Progress on stderr: `\\r` updates on a terminal, otherwise one line every few seconds."""
+"""Progress on stderr: `\\r` updates on a terminal, otherwise one line every few seconds.
+
+`Progress`: items done of a total (infer, compare, evaluate); `RequestsLine`: the
+percentage and requests of a load sweep (bench, tune), whose total may grow while it runs."""
 
 from __future__ import annotations
 
@@ -49,14 +52,18 @@ class Progress:
         self.interval = 0.1 if self.tty else line_interval_s
         self.count = 0
         self.failed = 0
+        self.skipped = 0  # inputs that are neither images nor videos (infer): done, not failed
         self.started = time.monotonic()
         self._last_print = self.started
         self._lock = threading.Lock()
 
-    def done(self, ok: bool) -> None:
+    def done(self, ok: bool, *, skipped: bool = False) -> None:
+        """One item ended: `ok`, failed, or (`skipped`) not something to send."""
         with self._lock:
             self.count += 1
-            if not ok:
+            if skipped:
+                self.skipped += 1
+            elif not ok:
                 self.failed += 1
             now = time.monotonic()
             if now - self._last_print < self.interval:
@@ -82,9 +89,10 @@ class Progress:
     def _line(self, now: float) -> str:
         elapsed = max(now - self.started, 1e-9)
         of = f"/{self.total}" if self.total is not None else ""
+        skipped = f", {self.skipped} skipped" if self.skipped else ""
         line = (
             f"{self.count}{of} {self.what}, {self.count / elapsed:.1f}/s, "
-            f"{self.failed} failed, {elapsed:.1f} s"
+            f"{self.failed} failed{skipped}, {elapsed:.1f} s"
         )
         left = time_left(self.count, self.total, elapsed)
         if left is not None:
@@ -100,3 +108,28 @@ class Progress:
             self.stream.flush()
         except (OSError, ValueError):  # stderr closed: progress is optional
             pass
+
+
+class RequestsLine:
+    """`[ 57%] 336/536 requests (total +100: a noisy level measured again)` for bench and tune.
+
+    A sweep measures a noisy level again, so its total grows while it runs: the percentage
+    shown never goes backwards (it holds until the count catches up with the grown total),
+    and the growth is said beside the total rather than passed off as the plan."""
+
+    def __init__(self) -> None:
+        self._planned: int | None = None  # the first total seen: the plan's
+        self._percent = 0.0
+
+    def percent(self, done: int, total: int) -> float:
+        if self._planned is None:
+            self._planned = total
+        self._percent = max(self._percent, min(100.0, 100.0 * done / max(total, 1)))
+        return self._percent
+
+    def requests(self, done: int, total: int) -> str:
+        if self._planned is None:
+            self._planned = total
+        grown = total - self._planned
+        more = f" (total +{grown}: a noisy level measured again)" if grown > 0 else ""
+        return f"{done}/{total} requests{more}"

@@ -10,10 +10,16 @@ from app.commands.common import int_range, path_argument
 from app.commands.interrupts import termination_as_interrupt
 from app.pipeline.connection.local_server import LocalServer
 from app.pipeline.connection.supervisor import ServerSupervisor
-from app.resources import model_repository
+from app.resources import bundled_models, model_repository
 from app.server.errors import ServerError
 
 port_argument = int_range("port", 1, 65535)
+
+
+def _bundled() -> str:
+    """e.g. "7 models: face_detector, face_landmark, ..." (as the folder holds them)."""
+    names = bundled_models()
+    return f"{len(names)} models: {', '.join(names)}" if names else "no models found"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--model-repository",
         type=path_argument,
         default=str(model_repository()),
-        help="a standard Triton model repository (default: the bundled face detector)",
+        help=f"a standard Triton model repository (default: the bundled one, {_bundled()})",
     )
     p.add_argument("--grpc-port", type=port_argument, default=None, help="default: a free port")
     p.add_argument("--http-port", type=port_argument, default=None, help="default: a free port")
@@ -56,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
             assert server is not None
             names = ", ".join(m.name for m in server.models) or "(none)"
             _say(f"models ready: {names}")
-            print(f"grpc={server.grpc_url} http={server.http_url}", flush=True)
+            print(
+                f"grpc={server.grpc_url} http={server.http_url} metrics={server.metrics_address}", flush=True
+            )
             supervisor = ServerSupervisor(local, _say).start()
             supervisor.wait()  # until it gives up (Ctrl-C, SIGTERM, SIGHUP interrupt the wait)
             _say("error: tritonserver keeps exiting; serve stops")

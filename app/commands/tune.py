@@ -34,7 +34,7 @@ from app.commands.common import (
     session_spec,
 )
 from app.commands.outputs import check_file_output, check_folder_output, write_output
-from app.commands.progress import format_seconds
+from app.commands.progress import RequestsLine, format_seconds
 from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
 from app.inference.introspection.metrics_history import MetricsHistory, MetricsPoller
@@ -188,16 +188,17 @@ class ProgressPrinter:
         self.interval = 0.2 if self.tty else 3.0
         self._last = 0.0
         self._phase: TunePhase | None = None
+        self._requests = RequestsLine()  # never backwards; a grown total said as such
 
     def __call__(self, p: TuneProgress) -> None:
         now = time.monotonic()
         if p.phase == self._phase and now - self._last < self.interval:
             return
         self._last, self._phase = now, p.phase
-        percent = 100.0 * p.done_requests / max(p.total_requests, 1)
+        percent = self._requests.percent(p.done_requests, p.total_requests)
         left = "" if p.eta_s is None else f", {format_seconds(p.eta_s)} left"
         what = (
-            f"{p.step}: {p.done_requests}/{p.total_requests} requests"
+            f"{p.step}: {self._requests.requests(p.done_requests, p.total_requests)}"
             if p.phase is TunePhase.MEASURING
             else f"{p.phase} the config"
         )

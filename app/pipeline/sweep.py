@@ -283,6 +283,11 @@ class Sweep:
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
+    @property
+    def added_requests(self) -> int:
+        """Requests added to the plan's so far: the runs that measured a noisy level again."""
+        return self._added_requests
+
     def run(self) -> list[LevelResult]:
         self._t0 = time.monotonic()
         for transport, batch in itertools.product(self.plan.transports, self.plan.client_batches):

@@ -215,6 +215,7 @@ class Tuner:
         self._lock = threading.Lock()  # _sweep and _changed between run() and cancel()/restore()
         self._changed = False  # the model is on a trial config now
         self._done_before = 0  # requests of the finished trials
+        self._added_before = 0  # runs the finished trials' sweeps added (noisy levels measured again)
         self._t0 = 0.0
         self._current: tuple[int, TrialSettings] | None = None  # the trial under way
         self.restore_error: str | None = None  # why the original config could not be restored
@@ -270,7 +271,10 @@ class Tuner:
         return self.trials
 
     def total_requests(self) -> int:
-        return len(self.trials) * self.plan.sweep.total_requests()
+        """The plan's requests, plus those the sweeps added so far (the total only grows)."""
+        sweep = self._sweep
+        added = self._added_before + (sweep.added_requests if sweep is not None else 0)
+        return len(self.trials) * self.plan.sweep.total_requests() + added
 
     def run(self) -> TuneResult:
         """Every trial, then the analysis; the original config restored before returning (or
@@ -362,9 +366,11 @@ class Tuner:
             trial.error = f"the sweep could not run: {e}"
             self._note(f"{settings.describe()}: {trial.error}")
         finally:
+            # The trial's share, its added runs included: the count never goes back.
             with self._lock:
+                self._added_before += sweep.added_requests
                 self._sweep = None
-            self._done_before += self.plan.sweep.total_requests()
+            self._done_before += self.plan.sweep.total_requests() + sweep.added_requests
         if self.metrics is not None:
             trial.server_metrics = summary_of(self.metrics.between(started, time.time()))
         for note in sweep.notes + stage_notes(trial.levels):

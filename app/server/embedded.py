@@ -92,6 +92,16 @@ class EmbeddedServer:
         return f"{LOOPBACK}:{self.http_port}"
 
     @property
+    def metrics_address(self) -> str:
+        """HOST:PORT of its Prometheus metrics (bound on the loopback, like the others)."""
+        return f"{LOOPBACK}:{self.metrics_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        """The URL of its Prometheus metrics page (what the Server view and `tune` read)."""
+        return f"http://{self.metrics_address}/metrics"
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 

@@ -1,8 +1,10 @@
 """Help menu: the keyboard shortcuts (read from the window's own actions, so the list is
-always true) and About (versions of the viewer, Qt, PySide6, tritonclient, the server)."""
+always true) and About (versions of the viewer, Qt, PySide6, tritonclient, the server; the
+bundled models)."""
 
 from __future__ import annotations
 
+import html
 import importlib.metadata
 import platform
 
@@ -23,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import __version__
+from app.resources import BUNDLED_MODELS, bundled_models
 from app.ui.base.window_fit import secondary_window
 
 
@@ -99,13 +102,25 @@ def shortcuts_dialog(window: QMainWindow) -> QDialog:
     return dialog
 
 
+def bundled_models_html() -> str:
+    """The bundled repository's models, each with what it is (app.resources.BUNDLED_MODELS)."""
+    rows = "".join(
+        f"<li><b>{html.escape(name)}</b>: {html.escape(BUNDLED_MODELS.get(name, 'a model'))}</li>"
+        for name in bundled_models()
+    )
+    return f"<ul>{rows}</ul>"
+
+
 def about_dialog(window: QMainWindow, server: str | None) -> QDialog:
     lines = "".join(f"<tr><td>{name}</td><td><b>{value}</b></td></tr>" for name, value in versions(server))
+    models = bundled_models_html()
     label = QLabel(
         "<h3>Triton Inference Viewer</h3>"
         "<p>Detections and request statistics from NVIDIA Triton Inference Server.</p>"
         f"<table cellspacing='6'>{lines}</table>"
-        "<p>Apache-2.0. The bundled face detector is Google MediaPipe's BlazeFace (Apache-2.0).</p>"
+        "<p>Apache-2.0.</p>"
+        "<p>The bundled models are Google MediaPipe's networks (Apache-2.0) or pipelines of them:</p>"
+        f"{models}"
     )
     label.setWordWrap(True)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

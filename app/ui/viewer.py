@@ -61,6 +61,7 @@ from app.ui.server.connection import ConnectionController
 from app.ui.server.protocol_offer import offer_protocol
 from app.ui.server.server_dialog import ask_for_server
 from app.ui.server.server_panel import LOCAL_SERVER, parse_urls
+from app.ui.server_tools.metrics_source import EmbeddedMetrics
 from app.ui.server_tools.server_tools_ui import ServerToolsUi
 from app.ui.state.viewer_state import RETIRED, Mode, Scope, ViewerState
 from app.ui.widgets.banner import Context, split_detail
@@ -153,6 +154,7 @@ class Viewer(QObject):
             self.bridge,
             metrics_option=options.metrics_url,
             local_server=self._local_server,
+            settings=self.settings,
             image_paths=self._ok_paths,
             profile_for=lambda model: self.profiles.profile_for(model),  # made below
             tabify_with=w.time_dock,
@@ -582,10 +584,12 @@ class Viewer(QObject):
         """The current batch's images that ran (what the load test and the tune send)."""
         return [key for key in self.gallery.results if self.gallery.results[key].ok]
 
-    def _local_server(self) -> tuple[str, int] | None:
-        """The embedded server's gRPC address and metrics port, while it runs."""
+    def _local_server(self) -> EmbeddedMetrics | None:
+        """The embedded server's gRPC address and metrics URL, while it runs."""
         server = self.connection.server
-        return (server.grpc_url, server.metrics_port) if server is not None and server.running else None
+        if server is None or not server.running:
+            return None
+        return EmbeddedMetrics(server.grpc_url, server.metrics_url)
 
     def _on_model_reloaded(self, name: str) -> None:
         """Loaded again (Model > Repository, Tune's Apply): the model shown is read again."""

@@ -115,3 +115,14 @@ def test_a_noisy_level_is_measured_again_and_the_recommendation_says_so(
     worst = max(e["spread"] for e in report["levels"])
     assert "noisy" in sentence and f"±{worst * 100:.0f}%" in sentence, sentence
     assert re.search(r"^\s+1\s+grpc\s+1\s+[\d.]+\s+\d+ .*noisy \(3 runs\)", done.stdout, re.M), done.stdout
+    # The progress never goes backwards, though each noisy level grew the total: said as such.
+    lines = re.findall(r"^\[\s*(\d+)%\] .*?: (\d+)/(\d+) requests(.*)$", done.stderr, re.M)
+    assert len(lines) >= 3, done.stderr
+    percents, counts, totals = ([int(line[i]) for line in lines] for i in range(3))
+    assert percents == sorted(percents) and counts == sorted(counts), lines
+    assert totals == sorted(totals) and totals[-1] > totals[0], "the total grew, and only grew"
+    planned = int(re.findall(r"sweep: \d+ level\(s\), (\d+) requests in all", done.stderr)[0])
+    assert totals[0] == planned
+    for _p, _d, total, rest in lines:
+        grown = int(total) - planned
+        assert (f"(total +{grown}: a noisy level measured again)" in rest) == (grown > 0), rest

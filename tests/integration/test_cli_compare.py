@@ -130,12 +130,14 @@ def test_a_bad_input_fails_on_both_sides_and_the_others_still_compare(
     cv2.imwrite(str(good), bgr(skimage.data.astronaut()))
     broken = tmp_path / "broken.jpg"
     broken.write_bytes(b"\xff\xd8\xff" + b"\x00" * 100)
-    proc = run_cli("compare", "--url", triton.grpc_url, str(good), str(broken), str(tmp_path / "missing.png"))
+    empty = tmp_path / "empty.png"  # there, but nothing to read
+    empty.write_bytes(b"")
+    proc = run_cli("compare", "--url", triton.grpc_url, str(good), str(broken), str(empty))
     assert proc.returncode == 1, proc.stderr[-2000:]
     records, summary = parse(proc.stdout)
     by_name = records_by_source(records)
     assert by_name["good.png"]["a"]["ok"] and by_name["good.png"]["b"]["ok"]
-    for name in ("broken.jpg", "missing.png"):
+    for name in ("broken.jpg", "empty.png"):
         record = by_name[name]
         assert not record["a"]["ok"] and not record["b"]["ok"] and name in record["a"]["error"]
         assert record["matched"] == record["only_a"] == record["only_b"] == []

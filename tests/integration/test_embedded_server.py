@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,12 @@ def test_serve_command_prints_the_addresses_and_stops_on_a_signal(sig: signal.Si
         try:
             line = proc.stdout.readline() if proc.stdout else ""
             assert line.startswith("grpc=127.0.0.1:") and " http=127.0.0.1:" in line, line
+            # The metrics address it picked, beside the others: its page answers there.
+            addresses = dict(part.split("=", 1) for part in line.split())
+            assert list(addresses) == ["grpc", "http", "metrics"], line
+            assert addresses["metrics"].startswith("127.0.0.1:")
+            with urllib.request.urlopen(f"http://{addresses['metrics']}/metrics", timeout=10) as page:
+                assert "nv_inference_count" in page.read().decode()
             owned = owned_by(proc.pid)
             assert owned.live_members() and owned.regions() and owned.workdirs()
             grpc_url = line.split()[0].removeprefix("grpc=")

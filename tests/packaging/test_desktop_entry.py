@@ -92,4 +92,5 @@ def test_file_arguments_open_like_open(tmp_path: Path) -> None:
 def test_a_missing_file_argument_is_named() -> None:
     done = run([sys.executable, "-m", "app", "infr"])
     assert done.returncode == 2
-    assert "infr: no such file or folder (and not a command: serve, models, infer, bench)" in done.stderr
+    commands = "serve, models, infer, bench, compare, repository, tune, evaluate, zones"
+    assert f"infr: no such file or folder (and not a command: {commands})" in done.stderr

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QMessageBox, QTableWidget
 
 from app.inference.introspection.model_config import parse_config
@@ -27,7 +29,7 @@ from app.pipeline.tune_settings import TrialSettings, settings_of
 from app.server.embedded import EmbeddedServer
 from app.ui.base.tasks import TaskSet
 from app.ui.server_tools.metrics_panel import ServerMetricsPanel
-from app.ui.server_tools.metrics_source import choose_metrics_url
+from app.ui.server_tools.metrics_source import EmbeddedMetrics, choose_metrics_url
 from app.ui.server_tools.tune_window import TuneWindow
 from app.ui.viewer import Viewer
 from tests.ui.viewer_fixtures import Harness, image_folder, until
@@ -291,6 +293,9 @@ def test_cancel_and_closing_the_window_or_the_viewer_restore_the_original_config
 # -- the Server view and the batcher ------------------------------------------------------------
 def test_the_server_view_shows_the_embedded_servers_metrics(harness: Harness) -> None:
     viewer = harness.viewer(None)
+    harness.run(until(lambda: viewer.connection.state == "starting", what="the start"))
+    said = viewer.window.statusBar().currentMessage()
+    assert said == "Starting: the local Triton server…" and said.count("tart") == 1, said
     harness.connected(viewer)
     tools = viewer.server_tools
     panel = tools.metrics_panel
@@ -299,7 +304,11 @@ def test_the_server_view_shows_the_embedded_servers_metrics(harness: Harness) ->
     tools.metrics_dock.toggleViewAction().trigger()
     assert tools.metrics_dock.isVisible()
     server = viewer.connection.server
-    assert server is not None and panel.url == f"http://127.0.0.1:{server.metrics_port}/metrics"
+    assert (
+        server is not None
+        and panel.url == server.metrics_url == f"http://127.0.0.1:{server.metrics_port}/metrics"
+    )
+    assert panel.address.text() == server.metrics_url, "the field shows the page read"
 
     def figures() -> bool:
         latest = panel.history.latest()
@@ -334,8 +343,46 @@ def test_the_server_view_says_when_the_metrics_are_not_reachable(
     assert "Not reachable" in panel.state.text() and panel.cpu.text() == "-"
 
 
+def test_the_metrics_address_is_editable_and_remembered_per_server(
+    harness: Harness, triton: EmbeddedServer
+) -> None:
+    """A server given by URL is guessed on port 8002 (nothing there); the address typed in the
+    field is read at once, remembered for that server, used again by the next viewer, and
+    clearing the field goes back to the guess and forgets it."""
+    guess = "http://127.0.0.1:8002/metrics"
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    tools = viewer.server_tools
+    tools.metrics_dock.toggleViewAction().trigger()
+    panel = tools.metrics_panel
+    field = panel.address
+    assert panel.url == guess and field.text() == guess and field.isEnabled()
+    field.setFocus()
+    field.selectAll()
+    QTest.keyClicks(field, triton.metrics_address)  # as typed: HOST:PORT
+    QTest.keyClick(field, Qt.Key.Key_Return)
+    assert panel.url == triton.metrics_url and field.text() == triton.metrics_url
+    assert viewer.settings.metrics_address(triton.grpc_url) == triton.metrics_address
+
+    def reachable() -> bool:
+        latest = panel.history.latest()
+        return latest is not None and latest.reachable
+
+    harness.run(until(reachable, timeout=30, what="a read of the typed address"))
+    harness.close(viewer)
+
+    again = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(again)
+    panel = again.server_tools.metrics_panel
+    assert panel.url == triton.metrics_url, "remembered for this server"
+    panel.address.clear()
+    panel.address.editingFinished.emit()
+    assert panel.url == guess and panel.address.text() == guess
+    assert again.settings.metrics_address(triton.grpc_url) is None
+
+
 def test_the_metrics_source() -> None:
-    local = ("127.0.0.1:40001", 40003)
+    local = EmbeddedMetrics("127.0.0.1:40001", "http://127.0.0.1:40003/metrics")
     assert (
         choose_metrics_url(parse_endpoints(["127.0.0.1:40001"]), local, None)
         == "http://127.0.0.1:40003/metrics"
@@ -349,6 +396,11 @@ def test_the_metrics_source() -> None:
         choose_metrics_url(parse_endpoints(["grpc://[::1]:8001"]), None, None) == "http://[::1]:8002/metrics"
     )
     assert choose_metrics_url([], local, None) is None
+    gpu_box = parse_endpoints(["gpu-box:8001"])
+    assert choose_metrics_url(gpu_box, None, None, "gpu-box:9200") == "http://gpu-box:9200/metrics"
+    assert choose_metrics_url(gpu_box, None, "gpu-box:9102", "gpu-box:9200") == "http://gpu-box:9102/metrics"
+    typed = choose_metrics_url(parse_endpoints(["127.0.0.1:40001"]), local, None, None, "h:1")
+    assert typed == "http://h:1/metrics", "typed in this run: what the user asked for"
 
 
 def test_where_the_time_goes_shows_the_servers_batch(

@@ -52,6 +52,10 @@ def test_triton_s_http_port_asked_over_grpc_is_offered_over_http(
     assert isinstance(offer, QMessageBox) and offer.isVisible()
     assert offer.text() == "That is Triton's HTTP port: connect over HTTP?"
     assert f"http://{triton.http_url}" in offer.informativeText()
+    # The question is asked once: not again in the title or the text under it.
+    said = " ".join((offer.windowTitle(), offer.text(), offer.informativeText()))
+    assert said.count("?") == 1 and said.lower().count("connect over") == 1, said
+    assert "connect over HTTP?" in offer.detailedText(), "the error itself, in the details"
     accept = next(b for b in offer.buttons() if b.text() == "Connect over HTTP")
     accept.click()
     harness.connected(viewer)

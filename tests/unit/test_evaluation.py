@@ -8,8 +8,10 @@ import contextlib
 import copy
 import io
 import json
+import re
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 from pycocotools.coco import COCO
@@ -19,7 +21,7 @@ from app.evaluation.classes import ClassMapError, match_classes, read_class_map
 from app.evaluation.datasets import DatasetError, load_dataset
 from app.evaluation.datasets.data_yaml import read_data_yaml
 from app.evaluation.datasets.model import Dataset, GroundTruthImage, GroundTruthObject
-from app.evaluation.datasets.yolo import parse_line
+from app.evaluation.datasets.yolo import in_label_syntax, parse_line
 from app.evaluation.evaluate import evaluate_results
 from app.evaluation.report import dumps, model_report
 from app.inference.result import Detection, InferenceResult, Status
@@ -259,3 +261,34 @@ def test_the_benchmark_runs_in_smoke_mode(capsys: pytest.CaptureFixture[str]) ->
     assert main(["--smoke"]) == 0
     out = capsys.readouterr().out
     assert "evaluate_results" in out and "total" in out and "mAP" in out
+
+
+def test_only_text_in_yolo_label_syntax_counts_as_a_label_file(tmp_path: Path) -> None:
+    cases = {
+        "label.txt": ("0 0.5 0.5 0.2 0.2\n1 0.1 0.1 0.05 0.05\n", True),
+        "float_class.txt": ("2.0 0.5 0.5 0.2 0.2\n", True),
+        "polygon.txt": ("0 " + " ".join(["0.25 0.5"] * 3000) + "\n", True),  # a line beyond the sniff
+        "notes.txt": ("took these on the beach\n", False),
+        "numbers.txt": ("1 2 3\n", False),
+        "negative.txt": ("-1 0.5 0.5 0.2 0.2\n", False),
+        "empty.txt": ("", False),
+    }
+    for name, (text, expected) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert in_label_syntax(tmp_path / name) is expected, name
+    folder = tmp_path / "holiday"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "a.png"), np.zeros((8, 8, 3), np.uint8))
+    (folder / "notes.txt").write_text("took these on the beach\n")
+    with pytest.raises(DatasetError, match=rf"^{re.escape(str(folder))}: no labels found \("):
+        load_dataset(folder)
+    with pytest.raises(DatasetError, match=rf"^{re.escape(str(folder))}: no labels found \(no YOLO"):
+        load_dataset(folder, "yolo", model_labels=["face"])
+    (folder / "b.txt").write_text("0 0.5 0.5 0.2 0.2\n")  # names no image
+    with pytest.raises(DatasetError, match=r"no labels found .*1 label file\(s\) name no image there"):
+        load_dataset(folder, "yolo", model_labels=["face"])
+    (folder / "a.txt").write_text("0 0.5 0.5 0.2 0.2\n")
+    dataset = load_dataset(folder, model_labels=["face"])
+    assert dataset.format == "yolo" and dataset.annotations == 1
+    assert not any("notes.txt" in p.file for p in dataset.problems), "notes.txt is no label file"
+    assert any(p.file.endswith("b.txt") for p in dataset.problems), "b.txt is, and names no image"

@@ -3,6 +3,7 @@ Pascal VOC, labelme. `load_dataset` tells the format from the path (or takes `fm
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from app.evaluation.datasets.model import (
     Problem,
 )
 from app.evaluation.datasets.voc import read_voc
-from app.evaluation.datasets.yolo import CLASSES_FILES, DATA_YAML, read_yolo
+from app.evaluation.datasets.yolo import CLASSES_FILES, DATA_YAML, in_label_syntax, read_yolo
 
 FORMATS = tuple(f.value for f in DatasetFormat)  # as `evaluate --format` spells them
 JSON_SNIFFED = 20  # JSON files looked into to tell COCO from labelme
@@ -60,6 +61,12 @@ def _coco_file(folder: Path) -> Path | None:
     return found[0] if found else None
 
 
+def _label_files(folder: Path) -> bool:
+    """Some .txt of the folder is in YOLO label syntax (a few looked into; notes.txt is not)."""
+    texts = (p for p in sorted(folder.glob("*.txt")) if p.name not in CLASSES_FILES)
+    return any(in_label_syntax(p) for p in itertools.islice(texts, JSON_SNIFFED))
+
+
 def detect_format(path: Path) -> tuple[DatasetFormat, Path]:
     """(format, the path to read: a COCO folder resolves to its JSON file)."""
     if not path.exists():
@@ -84,7 +91,7 @@ def detect_format(path: Path) -> tuple[DatasetFormat, Path]:
     if coco is not None:
         found.append(DatasetFormat.COCO)
     names = CLASSES_FILES + DATA_YAML
-    if (path / "labels").is_dir() or any((path / n).is_file() for n in names) or any(path.glob("*.txt")):
+    if (path / "labels").is_dir() or any((path / n).is_file() for n in names) or _label_files(path):
         found.append(DatasetFormat.YOLO)
     if not found and walk_files(path, {".xml"}):
         found.append(DatasetFormat.VOC)

@@ -32,6 +32,31 @@ from app.evaluation.datasets.model import (
 
 CLASSES_FILES = ("classes.txt",)
 DATA_YAML = ("data.yaml", "dataset.yaml")
+SNIFF_BYTES = 4096  # read of a .txt to tell a label file from notes.txt
+SNIFF_LINES = 5
+
+
+def in_label_syntax(path: str | os.PathLike[str]) -> bool:
+    """A .txt whose first lines are YOLO label lines (a class id, then at least 4 numbers):
+    `notes.txt` or a README is not a label file. An empty file is no evidence either way (False)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read(SNIFF_BYTES)
+    except (OSError, UnicodeDecodeError):
+        return False
+    lines = text.splitlines()
+    if len(text) == SNIFF_BYTES and lines:  # the last line may be cut (a long polygon): its end dropped
+        lines[-1] = lines[-1].rsplit(maxsplit=1)[0] if len(lines[-1].split()) > 1 else ""
+    shown = [line for line in lines if line.strip()][:SNIFF_LINES]
+    return bool(shown) and all(_label_line_syntax(line) for line in shown)
+
+
+def _label_line_syntax(line: str) -> bool:
+    tokens = line.split()
+    if len(tokens) < 5 or not all(_is_float(t) for t in tokens):
+        return False
+    cls = float(tokens[0])  # "0" or "0.0": a class id either way (parse_line's rule)
+    return cls >= 0 and cls.is_integer()
 
 
 def _names_file(folders: Sequence[Path], candidates: Sequence[str]) -> Path | None:
@@ -120,9 +145,12 @@ def read_yolo(
             if not _read_label(label, image, names, kpt_shape, model_keypoints, problems):
                 continue
         images.append(image)
+    orphans = 0
     for label in label_files:
-        if os.path.basename(label) in CLASSES_FILES or label in used:
+        # Not named like an image and not in label syntax (notes.txt): not a label file at all.
+        if os.path.basename(label) in CLASSES_FILES or label in used or not in_label_syntax(label):
             continue
+        orphans += 1
         lines = _count_lines(label)
         if lines is None:
             continue
@@ -135,6 +163,12 @@ def read_yolo(
                 lines,
                 True,
             )
+        )
+    if not used:
+        unmatched = f": {orphans} label file(s) name no image there" if orphans else ""
+        raise DatasetError(
+            f"{label_root}: no labels found (no YOLO .txt label file named like an image in "
+            f"{image_root}{unmatched}; give the images' folder with --images DIR)"
         )
     return Dataset(str(root), DatasetFormat.YOLO, images, names, problems)
 

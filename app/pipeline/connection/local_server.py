@@ -75,7 +75,7 @@ class LocalServer:
     def metrics_address(self) -> str | None:
         """The running server's Prometheus metrics address (HOST:PORT), else None."""
         server = self._server
-        return f"127.0.0.1:{server.metrics_port}" if server is not None and server.running else None
+        return server.metrics_address if server is not None and server.running else None
 
     @property
     def died(self) -> bool:

@@ -217,7 +217,7 @@ class ConnectionManager:
         """The embedded server's address in `spec` (started now if it is not running); None
         (and the state says why) when it cannot run."""
         if not self.local.running and not self._set_state(
-            token, ConnectionState.STARTING, "Starting local Triton server…"
+            token, ConnectionState.STARTING, "the local Triton server…"
         ):
             return None
         try:

@@ -17,6 +17,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 from PySide6.QtCore import QByteArray, QSettings
 
@@ -210,6 +211,24 @@ class ViewerSettings:
         self.qsettings.setValue("window/geometry", geometry)
         self.qsettings.setValue("window/state", state)
 
+    def metrics_address(self, server: str) -> str | None:
+        """The metrics address typed for `server` (its URL) in the Server view, if any."""
+        key = _metrics_key(server)
+        value = self.qsettings.value(key)
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str) or any(c.isspace() for c in value.strip()):
+            self.warn_ignored(key, value, "is not an address (HOST:PORT or a URL)")
+            return None
+        return value.strip()
+
+    def set_metrics_address(self, server: str, address: str | None) -> None:
+        """Remember (None or "": forget) the metrics address of `server`."""
+        if address:
+            self.qsettings.setValue(_metrics_key(server), address)
+        else:
+            self.qsettings.remove(_metrics_key(server))
+
     def last_dir(self, kind: str) -> str:
         """The folder a file dialog of this kind ("open", "export") last used ("" if none)."""
         value = self.qsettings.value(f"dirs/{kind}", "")
@@ -220,6 +239,11 @@ class ViewerSettings:
 
     def sync(self) -> None:
         self.qsettings.sync()
+
+
+def _metrics_key(server: str) -> str:
+    # A server's URL holds "/" (QSettings' group separator) and ":": quoted into one key.
+    return f"metrics/{quote(server, safe='')}"
 
 
 def _unit_interval(raw: object) -> float | None:

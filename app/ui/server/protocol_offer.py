@@ -8,7 +8,6 @@ from collections.abc import Callable
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from app.inference.protocol import ServerProtocol, protocol_of
-from app.ui.widgets.banner import split_detail
 
 
 def offer_protocol(parent: QWidget, url: str, message: str, on_accept: Callable[[], None]) -> QMessageBox:
@@ -19,9 +18,12 @@ def offer_protocol(parent: QWidget, url: str, message: str, on_accept: Callable[
     box = QMessageBox(parent)
     box.setObjectName("protocol_offer")
     box.setIcon(QMessageBox.Icon.Question)
-    box.setWindowTitle(f"Connect over {over.label}?")
+    # The question once (the text); the title and the rest say what and where, the error in
+    # the details (its own words ask the command line's question again).
+    box.setWindowTitle(f"Triton's {port} port")
     box.setText(f"That is Triton's {port} port: connect over {over.label}?")
-    box.setInformativeText(f"{url}\n\n{split_detail(message)[0]}")
+    box.setInformativeText(f"The viewer would connect to {url}.")
+    box.setDetailedText(message)
     accept = box.addButton(f"Connect over {over.label}", QMessageBox.ButtonRole.AcceptRole)
     box.addButton(QMessageBox.StandardButton.Cancel)
     box.setDefaultButton(accept)

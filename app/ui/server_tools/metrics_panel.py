@@ -1,7 +1,9 @@
 """The Server view (a dock): Triton's Prometheus metrics, live. Pending requests, CPU
 utilisation and memory, GPU utilisation, memory and power only when the server reports a
 GPU, and a short history plot; "not reachable" with the reason when the metrics page does
-not answer.
+not answer. Its "Metrics address" field shows the page read and takes another one (a server
+started with `serve` prints its own: `metrics=HOST:PORT`); ServerToolsUi remembers it per
+server.
 
 The page is read once a second by a MetricsPoller on a thread of its own, only while the
 view is shown; the GUI thread reads the history (under its lock, no network) on a timer.
@@ -13,8 +15,8 @@ import asyncio
 import html
 from concurrent.futures import Executor
 
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtWidgets import QFormLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from app.inference.introspection.metrics_history import MetricsHistory, MetricsPoller
 from app.inference.introspection.server_metrics import MetricsReader, MetricsSnapshot
@@ -24,6 +26,11 @@ from app.ui.server_tools.metrics_plot import CPU_COLOR, GPU_COLOR, PENDING_COLOR
 REFRESH_MS = 1000
 POLL_INTERVAL_S = 1.0
 NO_SERVER = "Not connected: the metrics appear once the viewer is connected."
+ADDRESS_TIP = (
+    "Where Triton's Prometheus metrics are read: HOST:PORT or a URL (Triton's default port is "
+    "8002; `serve` prints its own as metrics=HOST:PORT). Remembered for this server; clear it "
+    "to go back to the default."
+)
 GIB = 1024**3
 TOP_MODELS = 3  # models named beside the pending total
 
@@ -44,6 +51,8 @@ def pending_text(snapshot: MetricsSnapshot) -> str:
 
 
 class ServerMetricsPanel(QWidget):
+    address_edited = Signal(str)  # an address typed in the field ("": back to the default)
+
     def __init__(self, executor: Executor, tasks: TaskSet, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._executor, self._tasks = executor, tasks
@@ -54,6 +63,15 @@ class ServerMetricsPanel(QWidget):
 
         self.source = QLabel(NO_SERVER)
         self.source.setWordWrap(True)
+        self.address = QLineEdit()
+        self.address.setObjectName("metrics_address")
+        self.address.setPlaceholderText("HOST:PORT or http://HOST:PORT/metrics")
+        self.address.setToolTip(ADDRESS_TIP)
+        self.address.setClearButtonEnabled(True)
+        self.address.setEnabled(False)  # until connected
+        self.address.editingFinished.connect(self._on_address_edited)
+        where = QFormLayout()
+        where.addRow("Metrics address", self.address)
         self.state = QLabel()
         self.state.setWordWrap(True)
         self.pending = QLabel("-")
@@ -73,6 +91,7 @@ class ServerMetricsPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.source)
+        layout.addLayout(where)
         layout.addWidget(self.state)
         layout.addLayout(self._form)
         layout.addWidget(self.plot, 1)
@@ -83,15 +102,23 @@ class ServerMetricsPanel(QWidget):
 
     # -- what to read, and when ------------------------------------------------------------------
     def set_url(self, url: str | None) -> None:
-        """The metrics page of the viewer's server (None: not connected)."""
+        """The metrics page of the viewer's server (None: not connected); shown in the field."""
+        self.address.setText(url or "")
+        self.address.setEnabled(url is not None)
         if url == self.url:
             return
         self.url = url
         self._stop_poller()
         self.history = MetricsHistory()
-        self.source.setText(NO_SERVER if url is None else f"Triton's metrics at {html.escape(url)}")
+        self.source.setText(NO_SERVER)
+        self.source.setVisible(url is None)
         self._start_poller()
         self.refresh()
+
+    def _on_address_edited(self) -> None:
+        text = self.address.text().strip()
+        if self.url is not None and text != self.url:  # focus left without a change: nothing
+            self.address_edited.emit(text)
 
     def set_active(self, on: bool) -> None:
         """Read only while the view is shown."""

@@ -17,9 +17,10 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import ProfileSource
 from app.model_states import ModelEntry
 from app.ui.base.bridge import GuiBridge
+from app.ui.base.settings import ViewerSettings
 from app.ui.base.tasks import TaskSet
 from app.ui.server_tools.metrics_panel import ServerMetricsPanel
-from app.ui.server_tools.metrics_source import choose_metrics_url
+from app.ui.server_tools.metrics_source import EmbeddedMetrics, choose_metrics_url
 from app.ui.server_tools.repository_window import RepositoryWindow
 from app.ui.server_tools.tune_window import TuneWindow
 
@@ -41,7 +42,8 @@ class ServerToolsUi(QObject):
         bridge: GuiBridge,
         *,
         metrics_option: str | None,  # the viewer's --metrics-url
-        local_server: Callable[[], tuple[str, int] | None],  # the embedded server's (gRPC url, metrics port)
+        local_server: Callable[[], EmbeddedMetrics | None],  # the embedded server's addresses, while it runs
+        settings: ViewerSettings | None = None,  # remembers the metrics address typed per server
         image_paths: Callable[[], list[str]],  # the current batch's images (for the tune)
         profile_for: Callable[[str | None], ProfileSource],  # the viewer's profile of a model
         tabify_with: QDockWidget | None = None,
@@ -52,6 +54,8 @@ class ServerToolsUi(QObject):
         self._executor, self._tasks, self._bridge = executor, tasks, bridge
         self._metrics_option = metrics_option
         self._local_server = local_server
+        self._settings = settings
+        self._typed: dict[str, str] = {}  # server URL -> metrics address typed this run
         self._image_paths = image_paths
         self._profile_for = profile_for
         self.session: TritonSession | None = None
@@ -79,6 +83,7 @@ class ServerToolsUi(QObject):
         self.metrics_dock.hide()  # View > Server shows it
         # Read only while shown: a tab behind another dock is not (visibilityChanged says so).
         self.metrics_dock.visibilityChanged.connect(self.metrics_panel.set_active)
+        self.metrics_panel.address_edited.connect(self._on_metrics_address)
         toggle = self.metrics_dock.toggleViewAction()
         toggle.triggered.connect(lambda on: self.metrics_dock.raise_() if on else None)
         view_menu.insertAction(view_before, toggle)  # type: ignore[arg-type]
@@ -110,7 +115,27 @@ class ServerToolsUi(QObject):
         if session is None:
             return None
         option = self._metrics_option or session.spec.metrics_url
-        return choose_metrics_url(session.spec.endpoints, self._local_server(), option)
+        server = session.spec.endpoints[0].url
+        remembered = self._settings.metrics_address(server) if self._settings is not None else None
+        return choose_metrics_url(
+            session.spec.endpoints, self._local_server(), option, remembered, self._typed.get(server)
+        )
+
+    def _on_metrics_address(self, text: str) -> None:
+        """An address typed in the Server view: read from now on, and remembered for this server
+        (not for the embedded one: its port is new at every start). "": back to the default."""
+        session = self.session
+        if session is None:
+            return
+        server = session.spec.endpoints[0].url
+        if text:
+            self._typed[server] = text
+        else:
+            self._typed.pop(server, None)
+        local = self._local_server()
+        if self._settings is not None and (local is None or local.grpc_url != server):
+            self._settings.set_metrics_address(server, text or None)
+        self.metrics_panel.set_url(self.metrics_url())
 
     def _ready_models(self) -> list[str]:
         session = self.session
