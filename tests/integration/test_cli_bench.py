@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import cv2
@@ -13,19 +12,14 @@ import numpy as np
 import skimage.data
 
 from app.server.embedded import EmbeddedServer
+from tests.cli_runner import run_cli_in_process
 from tests.strict_json import strict_loads
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app", "bench", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli_in_process("bench", *args)
 
 
 def test_sweep_on_own_images_with_transports_batches_knee_json_and_csv(
@@ -79,9 +73,9 @@ def test_compare_plain_adds_the_ratio(triton: EmbeddedServer, tmp_path: Path) ->
 
 
 def test_bad_levels_are_a_usage_error() -> None:
-    done = bench("--url", "127.0.0.1:1", "--concurrency", "1,x", timeout=60)
+    done = bench("--url", "127.0.0.1:1", "--concurrency", "1,x")
     assert done.returncode == 2 and "--concurrency" in done.stderr
-    done = bench("--url", "127.0.0.1:1", "--transport", "carrier-pigeon", timeout=60)
+    done = bench("--url", "127.0.0.1:1", "--transport", "carrier-pigeon")
     assert done.returncode == 2 and "--transport" in done.stderr
 
 

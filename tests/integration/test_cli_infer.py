@@ -16,6 +16,7 @@ import skimage.data
 
 from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports
+from tests.cli_runner import run_cli_in_process
 from tests.integration.face_check import iou
 from tests.media import face_box, face_scale_for, make_face_video
 from tests.strict_json import strict_loads
@@ -26,13 +27,10 @@ FACE_REGION = (180, 82, 274, 176)
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """A command's status and output, run in this process (tests/cli_runner.py); `timeout` is
+    pytest-timeout's there."""
+    del timeout
+    return run_cli_in_process(*args)
 
 
 def parse(stdout: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

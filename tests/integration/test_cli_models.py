@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from app.server.embedded import EmbeddedServer
 from app.server.ports import free_ports
+from tests.cli_runner import run_cli_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
+    return run_cli_in_process(*args)
 
 
 def section(text: str, model: str) -> str:

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import cv2
+import numpy as np
 import pytest
 import skimage.data
 import tritonclient.grpc as grpcclient
@@ -148,6 +149,10 @@ def test_an_unwritable_folder_is_refused_before_anything_is_sent(
         "bench": [],
         "tune": ["--model", "face_detector"],
     }[command]
+    if command == "evaluate":  # a dataset that is there and labelled: only the output is wrong
+        (tmp_path / "dataset").mkdir()
+        cv2.imwrite(str(tmp_path / "dataset" / "a.png"), np.zeros((32, 32, 3), np.uint8))
+        (tmp_path / "dataset" / "a.txt").write_text("0 0.5 0.5 0.25 0.25\n")
     with unwritable_folder(tmp_path) as folder:
         path = folder / target
         args = [command, "--url", url, *option, str(path), *extra]
