@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
 
-.PHONY: run test lint check bench package clean reference mlserver docs
+.PHONY: run test lint check bench package clean reference mlserver ultralytics docs
 
 $(STAMP): pyproject.toml packaging/system-deps.sh
 	bash packaging/system-deps.sh
@@ -44,7 +44,14 @@ $(MLS_STAMP): tests/mlserver/requirements.txt tests/mlserver/setup_mlserver.sh
 
 mlserver: $(MLS_STAMP)
 
-test: lint reference mlserver docs
+# Ultralytics (with torch, ~6 GB) in a venv of its own, the reference for its exports'
+# decoding (tests/integration/test_ultralytics_reference.py). Built once per machine OUTSIDE
+# the clone, in ~/.cache/triton-viewer/venvs/ultralytics-<hash of its requirements>, and shared
+# by every clone; the script does nothing when that venv is complete.
+ultralytics:
+	PYTHON=$(PYTHON) bash tests/ultralytics/setup_ultralytics.sh
+
+test: lint reference mlserver ultralytics docs
 	MEDIAPIPE_PYTHON=$${MEDIAPIPE_PYTHON:-$(CURDIR)/$(REF_VENV)/bin/python} \
 	MLSERVER_PYTHON=$${MLSERVER_PYTHON:-$(CURDIR)/$(MLS_VENV)/bin/python} $(BIN)/python -m pytest
 

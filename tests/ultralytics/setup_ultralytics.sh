@@ -20,8 +20,8 @@ if [ ! -f "$VENV/.installed" ]; then
     # torch first, alone: the release on disk, before anything can ask for another one.
     "$VENV/bin/python" -m pip install --quiet "$(grep '^torch==' "$REQ")" "$(grep '^torchvision==' "$REQ")"
     "$VENV/bin/python" -m pip install --quiet -r "$REQ"
-    # Ultralytics writes its settings under the user's config dir; keep them in the venv.
-    "$VENV/bin/python" -c "import ultralytics, torch; print('ultralytics venv:', ultralytics.__version__, 'torch', torch.__version__)" >&2
+    # Ultralytics writes a settings file where it runs: the cache's, never the user's config.
+    YOLO_CONFIG_DIR="$CACHE/ultralytics-config" "$VENV/bin/python" -c "import ultralytics, torch; print('ultralytics venv:', ultralytics.__version__, 'torch', torch.__version__)" >&2
     touch "$VENV/.installed"
 fi
 echo "$VENV/bin/python"
