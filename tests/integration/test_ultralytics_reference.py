@@ -29,6 +29,8 @@ import numpy as np
 import pytest
 import skimage.data
 
+from app.inference.profile_kinds import Task
+from app.inference.profiles.export_metadata import onnx_file_metadata, parse_metadata_text
 from app.server.embedded import EmbeddedServer
 from tests.integration.test_cli_infer import bgr, parse, run_cli
 from tests.ultralytics import venv as reference
@@ -143,6 +145,21 @@ def test_ultralytics_fed_the_export_its_own_size(ultralytics: dict[str, Any], ex
     counts = [len(r["detections"]) for r in ultralytics["results"]]
     assert 0 in counts and max(counts) >= 50, counts
     assert len({d["class_id"] for r in ultralytics["results"] for d in r["detections"]}) >= 10
+
+
+def test_the_onnx_file_carries_the_same_metadata(export: Path) -> None:
+    """The file's own metadata_props (what `--model FILE.onnx` will read) say what the config
+    parameter says."""
+    from_file = onnx_file_metadata(export / "model.onnx")
+    from_text = parse_metadata_text((export / "metadata.txt").read_text(encoding="utf-8"), "metadata.txt")
+    assert from_file is not None and from_file.source.endswith("metadata_props")
+    assert (from_file.names, from_file.imgsz, from_file.stride, from_file.task) == (
+        from_text.names,
+        (320, 320),
+        32,
+        Task.DETECT,
+    )
+    assert from_text.names[:3] == ("person", "face", "hand") and len(from_text.names) == 18
 
 
 def test_models_shows_the_size_and_names_from_the_metadata(server: EmbeddedServer) -> None:

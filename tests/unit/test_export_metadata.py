@@ -9,7 +9,12 @@ import json
 import pytest
 
 from app.inference.profile_kinds import Preprocess, Task
-from app.inference.profiles.export_metadata import config_metadata, metadata_from_mapping, parse_metadata_text
+from app.inference.profiles.export_metadata import (
+    config_metadata,
+    metadata_from_mapping,
+    onnx_file_metadata,
+    parse_metadata_text,
+)
 from app.inference.profiles.profile import ProfileError, apply_overrides, detect_profile
 from app.inference.profiles.profile_types import (
     SIZE_DEFAULT,
@@ -128,3 +133,11 @@ def test_the_metadata_task_and_kpt_shape_decide_a_pose_export() -> None:
     out = [("output0", "FP32", [4 + 1 + 15, -1])]
     p = detect_profile(*model(DYNAMIC_IN, out, 4, {"metadata": str(pose)}))
     assert p.task is Task.POSE and p.kpt_shape == (5, 3) and p.labels == ("face",)
+
+
+def test_a_file_that_is_not_an_onnx_model_is_named(tmp_path) -> None:
+    bad = tmp_path / "truncated.onnx"
+    bad.write_bytes(b"\x08\x07\x12\x04abc")
+    with pytest.raises(ProfileError) as err:
+        onnx_file_metadata(bad)
+    assert f"model file {bad}: cannot read it as an ONNX model" in str(err.value)
