@@ -13,8 +13,9 @@ tells the app the size or the names: fed 640 (the default for dynamic dims) or n
 Ultralytics reads that metadata (ast.literal_eval), letterboxes each photo to 320x320 and runs
 its own NMS (conf 0.25, IoU 0.7, max 300). The app's `infer` records must equal it: the same
 detections in the same order, boxes within 0.5 px, scores within 1e-3, the same classes and
-names. Photos: skimage's astronaut, coffee, chelsea and rocket, plus odd-sized crops (the
-letterbox's odd pixel) and one that gives no detection at all.
+names. Photos: skimage's astronaut, coffee, chelsea and rocket (two give no detection at all),
+odd-sized crops (the letterbox's odd pixel) and big JPEG copies (decoded in full, as
+Ultralytics does).
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def export(photos: list[Path]) -> Path:
 
 @pytest.fixture(scope="module")
 def inputs(photos: list[Path], tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """The photos and crops of odd sizes (an odd padding pixel on either axis)."""
+    """The photos, crops of odd sizes (an odd padding pixel on either axis) and the photos
+    2.2x bigger as JPEG (the app decodes a JPEG at 1/2 or 1/4 when the model needs no more;
+    not for an Ultralytics export, whose predictor decodes in full: the pixels would differ)."""
     folder = tmp_path_factory.mktemp("ultralytics_inputs")
     out = []
     for path in photos:
@@ -89,6 +92,10 @@ def inputs(photos: list[Path], tmp_path_factory: pytest.TempPathFactory) -> list
         crop = folder / f"{path.stem}-crop.png"
         cv2.imwrite(str(crop), image[h // 7 : h - h // 5, w // 9 : w - w // 11])
         out.append(crop)
+        big = folder / f"{path.stem}-big.jpg"
+        enlarged = cv2.resize(image, None, fx=2.2, fy=2.2, interpolation=cv2.INTER_CUBIC)
+        cv2.imwrite(str(big), enlarged, [cv2.IMWRITE_JPEG_QUALITY, 95])
+        out.append(big)
     return out
 
 

@@ -15,7 +15,7 @@ from app.inference.profiles.export_metadata import (
     onnx_file_metadata,
     parse_metadata_text,
 )
-from app.inference.profiles.profile import ProfileError, apply_overrides, detect_profile
+from app.inference.profiles.profile import ProfileError, apply_overrides, detect_profile, input_side_needed
 from app.inference.profiles.profile_types import (
     SIZE_DEFAULT,
     SIZE_FROM_METADATA,
@@ -100,14 +100,16 @@ def test_an_ultralytics_export_is_fed_its_imgsz_and_named_by_its_metadata() -> N
     assert p.input_size == (320, 320) and p.input_size_source == SIZE_FROM_METADATA
     assert p.preprocess is Preprocess.LETTERBOX and p.pad_value == 114
     assert p.labels[:3] == ("cat", "dog", "face") and p.num_classes == 18
-    # Ultralytics' own prediction defaults.
+    # Ultralytics' own prediction defaults, and its pixels: images decoded in full.
     assert (p.score_threshold, p.iou_threshold, p.max_detections) == (0.25, 0.7, 300)
+    assert p.full_decode and input_side_needed(p) is None
 
 
 def test_without_metadata_a_dynamic_input_says_it_uses_a_default() -> None:
     p = detect_profile(*model(DYNAMIC_IN, RAW_OUT, 4))
     assert p.input_size == (640, 640) and p.input_size_source == SIZE_DEFAULT
     assert p.labels == () and (p.score_threshold, p.iou_threshold) == (0.25, 0.45)
+    assert not p.full_decode and input_side_needed(p) == 640  # JPEGs decoded no bigger than that
 
 
 def test_the_declared_shape_and_a_profile_win_over_imgsz() -> None:

@@ -237,7 +237,8 @@ def _input_size(
 
 def _export_hints(export: ExportMetadata | None) -> dict[str, Any]:
     """What an exporter's metadata says about decoding: its task and keypoint shape, and, for
-    an Ultralytics export, Ultralytics' own prediction defaults (conf 0.25, IoU 0.7)."""
+    an Ultralytics export, Ultralytics' own prediction defaults (conf 0.25, IoU 0.7) and its
+    full-size image decoding (the same pixels as its own predictor)."""
     if export is None:
         return {}
     hints: dict[str, Any] = {}
@@ -246,7 +247,7 @@ def _export_hints(export: ExportMetadata | None) -> dict[str, Any]:
     if export.kpt_shape is not None:
         hints["kpt_shape"] = export.kpt_shape
     if export.is_ultralytics:
-        hints.update(score_threshold=ULTRALYTICS_CONF, iou_threshold=ULTRALYTICS_IOU)
+        hints.update(score_threshold=ULTRALYTICS_CONF, iou_threshold=ULTRALYTICS_IOU, full_decode=True)
     return hints
 
 
@@ -292,6 +293,7 @@ def detect_profile(
     fields.update(_threshold_parameters(cfg))
     if fields["preprocess"] is Preprocess.RAW:
         fields["max_input_side"] = _int_parameter(cfg, "max_input_side", 16, 16384)
+    # The task, kpt_shape and full_decode of an export (its thresholds went in above).
     fields.update({k: v for k, v in export_hints.items() if not k.endswith("_threshold")})
     fields.update(task_parameters(cfg))
     fields.update(found.fields)

@@ -176,6 +176,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "mask_threshold": _number,
     "map_layout": _upper_or_none,
     "input_size_source": _str,
+    "full_decode": _bool,
 }
 assert set(_CONVERT) == {f.name for f in dataclasses.fields(ModelProfile)}
 

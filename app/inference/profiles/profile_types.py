@@ -125,6 +125,9 @@ class ModelProfile:
     # Where `input_size` came from, for `models` and the viewer ("the model's input shape",
     # "Ultralytics metadata imgsz", "profile", or a default the user is told about).
     input_size_source: str = ""
+    # Decode every image in full, never at a reduced JPEG size: an exporter's own predictor
+    # (Ultralytics') decodes in full and resizes, and its detections are the reference.
+    full_decode: bool = False
     # semantic: axes of the map (after the batch dim); None: told from the shape.
     map_layout: str | None = None
 
