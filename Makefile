@@ -24,36 +24,43 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
-# MediaPipe in a venv of its own: the reference the pipeline tests compare face_mesh and
-# person_pose with (tests/integration/test_pipelines_vs_mediapipe.py).
-REF_VENV  := .venv-mediapipe
-REF_STAMP := $(REF_VENV)/.installed
-$(REF_STAMP): tests/reference/requirements.txt tests/reference/setup_mediapipe.sh
-	PYTHON=$(PYTHON) bash tests/reference/setup_mediapipe.sh $(REF_VENV)
-	touch $(REF_STAMP)
+# The reference venvs, each of its own and cached per machine outside the clone (keyed by their
+# pinned requirements; tests/venv_cache.sh): MediaPipe, the reference the pipeline tests compare
+# face_mesh and person_pose with (tests/integration/test_pipelines_vs_mediapipe.py); MLServer,
+# the KServe v2 server that is not Triton, which the protocol tests start on loopback
+# (tests/integration/test_mlserver.py); Ultralytics (with torch, ~6 GB), the reference for its
+# exports' decoding (tests/integration/test_ultralytics_reference.py). The first run on a
+# machine builds them (minutes; Ultralytics ~10).
+REFERENCE_PYTHON = $$(bash tests/venv_cache.sh mediapipe tests/reference/setup_mediapipe.sh tests/reference/requirements.txt)
+MLSERVER_PYTHON_OF_CACHE = $$(bash tests/venv_cache.sh mlserver tests/mlserver/setup_mlserver.sh tests/mlserver/requirements.txt)
+ULTRALYTICS_PYTHON_OF_CACHE = $$(bash tests/venv_cache.sh ultralytics tests/ultralytics/setup_ultralytics.sh tests/ultralytics/requirements.txt)
 
-reference: $(REF_STAMP)
+reference:
+	@bash tests/venv_cache.sh mediapipe tests/reference/setup_mediapipe.sh tests/reference/requirements.txt
 
-# MLServer in a venv of its own: the KServe v2 server that is not Triton, which the protocol
-# tests start on loopback (tests/integration/test_mlserver.py, tests/mlserver/).
-MLS_VENV  := .venv-mlserver
-MLS_STAMP := $(MLS_VENV)/.installed
-$(MLS_STAMP): tests/mlserver/requirements.txt tests/mlserver/setup_mlserver.sh
-	PYTHON=$(PYTHON) bash tests/mlserver/setup_mlserver.sh $(MLS_VENV)
-	touch $(MLS_STAMP)
+mlserver:
+	@bash tests/venv_cache.sh mlserver tests/mlserver/setup_mlserver.sh tests/mlserver/requirements.txt
 
-mlserver: $(MLS_STAMP)
-
-# Ultralytics (with torch, ~6 GB) in a venv of its own, the reference for its exports'
-# decoding (tests/integration/test_ultralytics_reference.py). Built once per machine OUTSIDE
-# the clone, in ~/.cache/triton-viewer/venvs/ultralytics-<hash of its requirements>, and shared
-# by every clone; the script does nothing when that venv is complete.
 ultralytics:
-	PYTHON=$(PYTHON) bash tests/ultralytics/setup_ultralytics.sh
+	@bash tests/venv_cache.sh ultralytics tests/ultralytics/setup_ultralytics.sh tests/ultralytics/requirements.txt
 
+# pytest-xdist: the tests wait on servers and subprocesses more than they compute, so three
+# workers on 2 cores; a file's tests stay on one worker (--dist loadfile: module fixtures,
+# servers of a file, start once), the longest files first (tests/scheduling.py).
+WORKERS ?= 3
+PYTEST_PARALLEL = -n $(WORKERS) --dist loadfile
+
+# The full suite, what CI runs.
 test: lint reference mlserver ultralytics docs
-	MEDIAPIPE_PYTHON=$${MEDIAPIPE_PYTHON:-$(CURDIR)/$(REF_VENV)/bin/python} \
-	MLSERVER_PYTHON=$${MLSERVER_PYTHON:-$(CURDIR)/$(MLS_VENV)/bin/python} $(BIN)/python -m pytest
+	MEDIAPIPE_PYTHON=$${MEDIAPIPE_PYTHON:-$(REFERENCE_PYTHON)} \
+	MLSERVER_PYTHON=$${MLSERVER_PYTHON:-$(MLSERVER_PYTHON_OF_CACHE)} \
+	ULTRALYTICS_PYTHON=$${ULTRALYTICS_PYTHON:-$(ULTRALYTICS_PYTHON_OF_CACHE)} \
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(ARGS)
+
+# The day-to-day loop: lint, the unit tests and the quick integration tests (those not marked
+# slow), no reference venvs, no package build.
+check: lint
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow" tests/unit tests/integration $(ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into site/: --strict fails on a broken link or
 # anchor and on a page missing from the nav. `python -m`: this checkout's app/ comes first on

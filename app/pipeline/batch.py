@@ -5,7 +5,8 @@ Threads, and why:
   makes for the viewer): walking folders, reading files and waiting for a window slot
   all block, so never on a GUI thread.
 - Images are decoded on that thread (small machines: fewer threads competing with the
-  server for 2 cores) or by `readers` threads a few images ahead.
+  server for 2 cores) or by `readers` threads a few images ahead; on the main thread by one
+  reader thread, so that Ctrl-C never lands inside a file's opening.
 - Results arrive on the session's worker threads; `on_result` must only hand off.
 Every input ends once: a request's result, or a local one (unreadable, not media,
 skipped) built by `InferenceResult.local_failure`, the same for the viewer and the CLI.
@@ -386,6 +387,11 @@ class BatchJob:
 
     def _reader_pool(self) -> contextlib.AbstractContextManager[Any]:
         if self.readers <= 0:
+            if threading.current_thread() is threading.main_thread():
+                # Ctrl-C raises KeyboardInterrupt at any bytecode of the main thread, e.g.
+                # inside open() before a `with` holds the file, which is then left to the
+                # garbage collector: read on a thread no signal interrupts, one at a time.
+                return concurrent.futures.ThreadPoolExecutor(1, "image-reader")
             return contextlib.nullcontext(_InlineReader())
         return concurrent.futures.ThreadPoolExecutor(self.readers, "image-reader")
 

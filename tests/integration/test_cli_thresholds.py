@@ -14,7 +14,10 @@ import pytest
 import skimage.data
 
 from app.server.embedded import EmbeddedServer
+from tests.evaluation_data import write_dataset
+from tests.integration.test_cli_evaluate import CLASSES, FIXED, evaluate
 from tests.integration.test_cli_infer import bgr, parse, run_cli
+from tests.strict_json import strict_loads
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +51,22 @@ def test_compare_applies_them_to_both_models(triton: EmbeddedServer, photo: Path
     assert [d["score"] for d in record["a"]["detections"]] == [0.875]
     assert [d["score"] for d in record["b"]["detections"]] == [0.875]
     assert summary["iou_threshold"] == 0.5  # the matching IoU (--match-iou) is another option
+
+
+def test_evaluate_scores_what_the_threshold_leaves(triton: EmbeddedServer, tmp_path: Path) -> None:
+    """fixed_versions finds a face at 0.9 and a car at 0.8 on every image: above --score 0.85
+    only the face is left to be evaluated."""
+    dataset, extra = write_dataset("coco", tmp_path / "data", FIXED, CLASSES)
+    for score, kept in ((None, {0.9, 0.8}), ("0.85", {0.9})):
+        options = ["--score", score] if score else []
+        records = tmp_path / f"records-{score}.jsonl"
+        evaluate(
+            triton, dataset, "--model", "fixed_versions", "--records", str(records), *options, *extra,
+            out=tmp_path / f"report-{score}.json",
+        )  # fmt: skip
+        lines = [strict_loads(line) for line in records.read_text(encoding="utf-8").splitlines()]
+        found = {round(d["score"], 4) for r in lines if "detections" in r for d in r["detections"]}
+        assert found == kept, score
 
 
 @pytest.mark.parametrize("command", ["infer", "compare", "evaluate", "bench"])

@@ -24,7 +24,6 @@ from app.server.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = Path(__file__).with_name("models")
-DEFAULT_VENV = ROOT / ".venv-mlserver"
 MODEL_NAMES = ("boxes_nms", "boxes_yolo")
 # Expected boxes of both models, in their 128x128 model input (x1, y1, x2, y2), class, score.
 EXPECTED = {
@@ -50,15 +49,17 @@ class MLServer:
 
 
 def mlserver_python() -> Path:
-    """The MLServer venv's interpreter: $MLSERVER_PYTHON, else .venv-mlserver (`make mlserver`)."""
+    """The MLServer venv's interpreter: $MLSERVER_PYTHON, which `make test` sets to the venv it keeps in
+    the machine's cache (tests/venv_cache.sh; `make -s mlserver` builds it and prints its path)."""
     named = os.environ.get("MLSERVER_PYTHON")
-    # Absolute: the server runs with its own folder as working directory.
-    python = (Path(named) if named else DEFAULT_VENV / "bin" / "python").absolute()
-    if not python.is_file():
+    if not named:
         raise RuntimeError(
-            f"no MLServer venv at {python}: run `make mlserver` "
-            "(bash tests/mlserver/setup_mlserver.sh) or set MLSERVER_PYTHON"
+            "MLSERVER_PYTHON is not set: run `make test`, or MLSERVER_PYTHON=$(make -s mlserver) pytest"
         )
+    # Absolute: the server runs with its own folder as working directory.
+    python = Path(named).absolute()
+    if not python.is_file():
+        raise RuntimeError(f"no MLServer venv at {python} ($MLSERVER_PYTHON): `make -s mlserver` builds one")
     return python
 
 

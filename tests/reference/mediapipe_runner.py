@@ -11,19 +11,20 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("mediapipe_reference.py")
-DEFAULT_VENV = ROOT / ".venv-mediapipe"
 
 
 def reference_python() -> Path:
-    """The MediaPipe venv's interpreter: $MEDIAPIPE_PYTHON, else .venv-mediapipe (`make reference`)."""
+    """The MediaPipe venv's interpreter: $MEDIAPIPE_PYTHON, which `make test` sets to the venv it
+    keeps in the machine's cache (tests/venv_cache.sh; `make -s reference` builds it and prints its path)."""
     named = os.environ.get("MEDIAPIPE_PYTHON")
-    # Absolute: the server runs with its own folder as working directory.
-    python = (Path(named) if named else DEFAULT_VENV / "bin" / "python").absolute()
-    if not python.is_file():
+    if not named:
         raise RuntimeError(
-            f"no MediaPipe reference venv at {python}: run `make reference` "
-            "(bash tests/reference/setup_mediapipe.sh) or set MEDIAPIPE_PYTHON"
+            "MEDIAPIPE_PYTHON is not set: run `make test`, or MEDIAPIPE_PYTHON=$(make -s reference) pytest"
         )
+    # Absolute: the server runs with its own folder as working directory.
+    python = Path(named).absolute()
+    if not python.is_file():
+        raise RuntimeError(f"no MediaPipe venv at {python}: `make -s reference` makes one")
     return python
 
 

@@ -2,9 +2,9 @@
 in that venv (from the product's venv: the tests never import Ultralytics themselves).
 
 Both are kept per machine outside the clone, under ${TRITON_VIEWER_CACHE:-~/.cache/triton-viewer}:
-- venvs/ultralytics-<sha256(requirements.txt)[:16]>: built by setup_ultralytics.sh
-  (`make ultralytics`); $ULTRALYTICS_PYTHON names another python instead;
-- exports/yolov8n-<sha256(requirements, export_model.py, the photos)[:16]>: model.onnx and
+- venvs/ultralytics-HASH: built by setup_ultralytics.sh through tests/venv_cache.sh
+  (`make ultralytics` prints its python; `make test` passes it as $ULTRALYTICS_PYTHON);
+- exports/yolov8n-<hash of requirements.txt, export_model.py and the photos>: model.onnx and
   metadata.txt, exported once (a few seconds) by export_model.py.
 """
 
@@ -26,7 +26,11 @@ PREDICT_SCRIPT = HERE / "predict.py"
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("TRITON_VIEWER_CACHE") or Path.home() / ".cache" / "triton-viewer")
+    """The machine's cache, as tests/venv_cache.sh finds it."""
+    named = os.environ.get("TRITON_VIEWER_CACHE")
+    if named:
+        return Path(named)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "triton-viewer"
 
 
 def _sha(*parts: bytes) -> str:
@@ -37,23 +41,26 @@ def _sha(*parts: bytes) -> str:
 
 
 def venv_python() -> Path:
-    """The reference venv's python; RuntimeError saying how to build it when it is missing."""
+    """The reference venv's python, $ULTRALYTICS_PYTHON; RuntimeError saying how to get it."""
     named = os.environ.get("ULTRALYTICS_PYTHON")
-    if named:
-        return Path(named)
-    sha = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:16]
-    venv = cache_root() / "venvs" / f"ultralytics-{sha}"
-    if not (venv / ".installed").is_file():
-        raise RuntimeError(f"the Ultralytics reference venv {venv} is not built: run `make ultralytics`")
-    return venv / "bin" / "python"
+    if not named:
+        raise RuntimeError(
+            "ULTRALYTICS_PYTHON is not set: run `make test`, "
+            "or ULTRALYTICS_PYTHON=$(make -s ultralytics) pytest"
+        )
+    python = Path(named).absolute()
+    if not python.is_file():
+        raise RuntimeError(f"no Ultralytics venv at {python}: `make -s ultralytics` makes one")
+    return python
 
 
 def _env(workdir: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    # Its settings file in the cache, never the user's; no pip installs behind the test's back.
-    env.update(YOLO_CONFIG_DIR=str(cache_root() / "ultralytics-config"), YOLO_AUTOINSTALL="false")
+    # Its own interpreter and packages only: nothing of the product's venv leaks in.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    # Its settings file in the scratch folder, never the user's; no pip installs behind the
+    # test's back.
+    env.update(YOLO_CONFIG_DIR=str(workdir / "config"), YOLO_AUTOINSTALL="false")
     env.update(YOLO_OFFLINE="true", PYTHONDONTWRITEBYTECODE="1")
-    env.pop("PYTHONPATH", None)
     return env
 
 
