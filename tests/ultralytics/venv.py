@@ -10,6 +10,7 @@ Both are kept per machine outside the clone, under ${TRITON_VIEWER_CACHE:-~/.cac
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -87,16 +88,19 @@ def exported_model(photos: list[Path]) -> Path:
     """The folder holding model.onnx and metadata.txt, exported now unless cached."""
     key = _sha(REQUIREMENTS.read_bytes(), EXPORT_SCRIPT.read_bytes(), *(p.read_bytes() for p in photos))
     folder = cache_root() / "exports" / f"yolov8n-{key}"
-    if (folder / "model.onnx").is_file() and (folder / "metadata.txt").is_file():
-        return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
-    try:
-        run_script(EXPORT_SCRIPT, [str(staging), *(str(p) for p in photos)])
-        shutil.rmtree(folder, ignore_errors=True)
-        staging.rename(folder)  # whole or not at all: a killed export leaves no half folder
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    # A lock: two test runs on the machine (two clones) export once.
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / "model.onnx").is_file() and (folder / "metadata.txt").is_file():
+            return folder
+        staging = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+        try:
+            run_script(EXPORT_SCRIPT, [str(staging), *(str(p) for p in photos)])
+            shutil.rmtree(folder, ignore_errors=True)
+            staging.rename(folder)  # whole or not at all: a killed export leaves no half folder
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return folder
 
 
