@@ -26,6 +26,9 @@ from ultralytics import YOLO
 
 def main() -> int:
     request = json.load(sys.stdin)
+    # Ultralytics prints (its settings file, warnings) on stdout: the answer alone goes there.
+    answer = sys.stdout
+    sys.stdout = sys.stderr
     model = YOLO(request["url"], task="detect")
     results = []
     imgsz = None
@@ -60,7 +63,7 @@ def main() -> int:
             "names": {str(k): v for k, v in model.names.items()},
             "results": results,
         },
-        sys.stdout,
+        answer,
     )
     return 0
 

@@ -55,12 +55,13 @@ def venv_python() -> Path:
     return python
 
 
-def _env(workdir: Path) -> dict[str, str]:
+def _env() -> dict[str, str]:
     # Its own interpreter and packages only: nothing of the product's venv leaks in.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    # Its settings file in the scratch folder, never the user's; no pip installs behind the
-    # test's back.
-    env.update(YOLO_CONFIG_DIR=str(workdir / "config"), YOLO_AUTOINSTALL="false")
+    # Its settings file in the venv (setup_ultralytics.sh made it), never the user's; no pip
+    # installs behind the test's back.
+    env.update(YOLO_CONFIG_DIR=str(venv_python().parent.parent / "ultralytics-config"))
+    env.update(YOLO_AUTOINSTALL="false")
     env.update(YOLO_OFFLINE="true", PYTHONDONTWRITEBYTECODE="1")
     return env
 
@@ -76,7 +77,7 @@ def run_script(script: Path, args: list[str], stdin: str = "", timeout: float = 
             text=True,
             timeout=timeout,
             cwd=scratch,
-            env=_env(Path(scratch)),
+            env=_env(),
             check=False,
         )
     if done.returncode != 0:
