@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
 
-.PHONY: run test lint check bench package clean reference mlserver docs
+.PHONY: run test lint check bench package clean reference mlserver ultralytics docs
 
 $(STAMP): pyproject.toml packaging/system-deps.sh
 	bash packaging/system-deps.sh
@@ -28,15 +28,21 @@ lint: $(STAMP)
 # pinned requirements; tests/venv_cache.sh): MediaPipe, the reference the pipeline tests compare
 # face_mesh and person_pose with (tests/integration/test_pipelines_vs_mediapipe.py); MLServer,
 # the KServe v2 server that is not Triton, which the protocol tests start on loopback
-# (tests/integration/test_mlserver.py). The first run on a machine builds them (minutes).
+# (tests/integration/test_mlserver.py); Ultralytics (with torch, ~6 GB), the reference for its
+# exports' decoding (tests/integration/test_ultralytics_reference.py). The first run on a
+# machine builds them (minutes; Ultralytics ~10).
 REFERENCE_PYTHON = $$(bash tests/venv_cache.sh mediapipe tests/reference/setup_mediapipe.sh tests/reference/requirements.txt)
 MLSERVER_PYTHON_OF_CACHE = $$(bash tests/venv_cache.sh mlserver tests/mlserver/setup_mlserver.sh tests/mlserver/requirements.txt)
+ULTRALYTICS_PYTHON_OF_CACHE = $$(bash tests/venv_cache.sh ultralytics tests/ultralytics/setup_ultralytics.sh tests/ultralytics/requirements.txt)
 
 reference:
 	@bash tests/venv_cache.sh mediapipe tests/reference/setup_mediapipe.sh tests/reference/requirements.txt
 
 mlserver:
 	@bash tests/venv_cache.sh mlserver tests/mlserver/setup_mlserver.sh tests/mlserver/requirements.txt
+
+ultralytics:
+	@bash tests/venv_cache.sh ultralytics tests/ultralytics/setup_ultralytics.sh tests/ultralytics/requirements.txt
 
 # pytest-xdist: the tests wait on servers and subprocesses more than they compute, so three
 # workers on 2 cores; a file's tests stay on one worker (--dist loadfile: module fixtures,
@@ -45,9 +51,10 @@ WORKERS ?= 3
 PYTEST_PARALLEL = -n $(WORKERS) --dist loadfile
 
 # The full suite, what CI runs.
-test: lint reference mlserver docs
+test: lint reference mlserver ultralytics docs
 	MEDIAPIPE_PYTHON=$${MEDIAPIPE_PYTHON:-$(REFERENCE_PYTHON)} \
 	MLSERVER_PYTHON=$${MLSERVER_PYTHON:-$(MLSERVER_PYTHON_OF_CACHE)} \
+	ULTRALYTICS_PYTHON=$${ULTRALYTICS_PYTHON:-$(ULTRALYTICS_PYTHON_OF_CACHE)} \
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(ARGS)
 
 # The day-to-day loop: lint, the unit tests and the quick integration tests (those not marked

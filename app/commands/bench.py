@@ -26,6 +26,7 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     add_model_arguments,
+    add_threshold_arguments,
     eprint,
     path_argument,
     serving,
@@ -78,6 +79,7 @@ CSV_COLUMNS = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p, repeatable_url=False)
     add_model_arguments(p)
+    add_threshold_arguments(p)
     add_trace_arguments(p, path_argument)
     p.add_argument(
         "--concurrency",

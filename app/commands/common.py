@@ -259,6 +259,26 @@ def add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--labels", type=path_argument, metavar="FILE", help="class names, one per line")
 
 
+def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
+    """--score S and --iou I (Ultralytics' conf and iou): the profile's thresholds overridden."""
+    p.add_argument(
+        "--score",
+        type=float_range("--score", 0.0, 1.0),
+        default=None,
+        metavar="S",
+        help="score threshold: detections scoring below S are dropped (0..1; default: the profile's, "
+        "0.25 for most models)",
+    )
+    p.add_argument(
+        "--iou",
+        type=float_range("--iou", 0.0, 1.0),
+        default=None,
+        metavar="I",
+        help="non-maximum suppression: a box overlapping a better one of its class by IoU above I "
+        "is dropped (0..1; default: the profile's, 0.7 for Ultralytics exports, else 0.45)",
+    )
+
+
 def endpoints_of(args: argparse.Namespace, dest: str = "url") -> tuple[Endpoint, ...]:
     """--url (or the option stored in `dest`, e.g. compare's --url-b) parsed, once, here
     (UsageError for one that cannot be a server's address, or for servers of both protocols
@@ -292,7 +312,8 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
 
 
 def profile_overrides(args: argparse.Namespace) -> dict[str, Any] | None:
-    """--profile FILE and --labels FILE as ModelProfile overrides (labels file wins)."""
+    """--profile FILE, --labels FILE, --score and --iou as ModelProfile overrides (the labels
+    file and the thresholds given on the command line win over the file's)."""
     overrides: dict[str, Any] = {}
     try:
         if getattr(args, "profile", None):
@@ -301,6 +322,10 @@ def profile_overrides(args: argparse.Namespace) -> dict[str, Any] | None:
             overrides["labels"] = read_labels_file(args.labels)
     except (ProfileError, ValueError) as e:
         raise UsageError(str(e)) from None
+    for option, field in (("score", "score_threshold"), ("iou", "iou_threshold")):
+        value = getattr(args, option, None)
+        if isinstance(value, float):  # compare's matching IoU is --match-iou, never this
+            overrides[field] = value
     return overrides or None
 
 

@@ -23,6 +23,7 @@ from app.commands.common import (
     EXIT_USAGE,
     UsageError,
     add_connection_arguments,
+    add_threshold_arguments,
     concurrency_argument,
     endpoints_of,
     eprint,
@@ -71,12 +72,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--version-a", default="", metavar="N", help="A's model version (default: the server's)")
     p.add_argument("--version-b", default="", metavar="N", help="B's model version (default: the server's)")
     p.add_argument(
-        "--iou",
-        type=float_range("--iou", 0.01, 1.0),
+        "--match-iou",
+        type=float_range("--match-iou", 0.01, 1.0),
         default=DEFAULT_IOU,
         metavar="T",
         help=f"two detections of a class match when their IoU is at least T (default {DEFAULT_IOU})",
     )
+    add_threshold_arguments(p)
     p.add_argument(
         "--concurrency",
         type=concurrency_argument,
@@ -249,7 +251,7 @@ def _process(sessions: dict[Side, TritonSession], args: argparse.Namespace, out:
         sessions[Side.B],
         args.paths,
         writer.write,
-        iou_threshold=args.iou,
+        iou_threshold=args.match_iou,
         window=args.concurrency,
         videos=VideoPolicy.FRAMES,
         on_started=started,
@@ -269,7 +271,7 @@ def _process(sessions: dict[Side, TritonSession], args: argparse.Namespace, out:
     progress.finish()
     summary = tally.summary()
     summary["seconds"] = round(seconds, 3)
-    summary["iou_threshold"] = args.iou
+    summary["iou_threshold"] = args.match_iou
     summary["a"] = a | summary["a"]
     summary["b"] = b | summary["b"]
     summary["most_disagreement"] = [row.to_record() for row in tally.most_disagreement(WORST_LISTED)]

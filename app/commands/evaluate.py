@@ -25,6 +25,7 @@ from app.commands.common import (
     UsageError,
     add_connection_arguments,
     add_speed_arguments,
+    add_threshold_arguments,
     concurrency_argument,
     delivery_of,
     eprint,
@@ -94,6 +95,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="class names, one per line (each model)",
     )
+    add_threshold_arguments(p)
     add_speed_arguments(p)
     p.add_argument(
         "--format",

@@ -27,6 +27,7 @@ from app.commands.common import (
     add_connection_arguments,
     add_model_arguments,
     add_speed_arguments,
+    add_threshold_arguments,
     concurrency_argument,
     delivery_of,
     eprint,
@@ -68,6 +69,7 @@ MAX_FAILURE_LINES = 20  # failures echoed on stderr (all of them are in the reco
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p)
     add_model_arguments(p)
+    add_threshold_arguments(p)
     add_speed_arguments(p)
     p.add_argument(
         "--concurrency",

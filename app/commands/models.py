@@ -215,6 +215,8 @@ _BOXES_IN = {
 
 def describe_profile(profile: ModelProfile) -> list[str]:
     size = "any (image as it is)" if profile.input_size is None else "x".join(map(str, profile.input_size))
+    if profile.input_size is not None and profile.input_size_source:
+        size += f" (from {profile.input_size_source})"
     norm = ""
     if profile.input_dtype != "UINT8":
         norm = f", scale {profile.scale:g}"

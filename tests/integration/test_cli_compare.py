@@ -104,7 +104,7 @@ def test_the_planted_differences_of_two_versions_are_counted_exactly(
 
     relaxed = run_cli(
         "compare", "--url", triton.grpc_url, "--model", "fixed_versions", "--version-a", "1",
-        "--version-b", "2", "--iou", "0.3", str(photos / "astronaut.png"),
+        "--version-b", "2", "--match-iou", "0.3", str(photos / "astronaut.png"),
     )  # fmt: skip
     assert relaxed.returncode == 0, relaxed.stderr[-2000:]
     (record,), summary = parse(relaxed.stdout)
@@ -154,7 +154,8 @@ def test_a_bad_input_fails_on_both_sides_and_the_others_still_compare(
         ),
         (["--model", "fixed_versions", "--version-a", "3"], "model A: model 'fixed_versions' version 3"),
         (["--model", "a", "--model", "b", "--model", "c"], "--model is given 3 times"),
-        (["--iou", "0"], "--iou"),
+        (["--match-iou", "0"], "--match-iou"),
+        (["--score", "2"], "--score"),
     ],
 )
 def test_usage_and_connection_errors_exit_2(

@@ -28,10 +28,13 @@ def test_letterbox_round_trip_of_a_drawn_box(h: int, w: int) -> None:
     # Where the box landed in the model input, measured on the pixels, maps back within ~1 px.
     back = t.to_original(_bbox_of_white(out)[None])[0]
     assert np.allclose(back, box, atol=1.0 + 1.0 / t.scale)
-    # The arithmetic (no pixel sampling) maps exactly: forward by hand, then back.
+    # The arithmetic (no pixel sampling) maps exactly: forward by hand, then back. Each axis
+    # was resized to round(side * r): its own gain, as Ultralytics' scale_boxes uses.
+    new_w, new_h = round(w * t.scale), round(h * t.scale)
+    assert (t.gain_x, t.gain_y) == (new_w / w, new_h / h)
     fwd = np.array(box, np.float32)
-    fwd[0::2] = fwd[0::2] * t.scale + t.pad_left
-    fwd[1::2] = fwd[1::2] * t.scale + t.pad_top
+    fwd[0::2] = fwd[0::2] * new_w / w + t.pad_left
+    fwd[1::2] = fwd[1::2] * new_h / h + t.pad_top
     assert np.allclose(t.to_original(fwd[None])[0], box, atol=1e-3)
 
 

@@ -56,6 +56,7 @@ from app.inference.introspection.discovery import ModelInfo
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.introspection.server_stats import ServerCounters
 from app.inference.profiles.profile import ModelProfile
+from app.inference.profiles.profile_types import SIZE_DEFAULT
 from app.inference.protocol import ServerProtocol
 from app.inference.result import InferenceResult
 from app.inference.tracing.otlp import OtlpReceiver
@@ -238,6 +239,10 @@ class TritonSession:
             and self.info is not None
         ):
             notes.append(MISSING[Extension.BINARY_DATA])
+        if self.info is not None and self.info.profile.input_size_source == SIZE_DEFAULT:
+            # Never a silent default: boxes of a model fed the wrong size are wrong.
+            h, w = self.info.profile.input_size or (0, 0)
+            notes.append(f"model {self.info.name}: input size {h}x{w} is {SIZE_DEFAULT}")
         return notes
 
     def _batch_size(self) -> int:

@@ -56,7 +56,12 @@ def clip_boxes(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LetterboxTransform:
-    """Original -> input: x_in = x * scale + pad_left, y_in = y * scale + pad_top."""
+    """Original -> input: x_in = x * gain_x + pad_left, y_in = y * gain_y + pad_top.
+
+    `scale` is the letterbox's ratio r; each side is resized to round(side * r), so the scale
+    each axis really got is new_w / w and new_h / h (`gain_x`, `gain_y`), which can differ
+    from r by up to half a pixel over the side. Boxes go back through those, as Ultralytics'
+    scale_boxes does (8.4): through r they would be up to ~0.5 px off at the far edge."""
 
     scale: float
     pad_left: int
@@ -66,14 +71,22 @@ class LetterboxTransform:
     dst_w: int
     dst_h: int
 
+    @property
+    def gain_x(self) -> float:
+        return max(1, round(self.src_w * self.scale)) / self.src_w
+
+    @property
+    def gain_y(self) -> float:
+        return max(1, round(self.src_h * self.scale)) / self.src_h
+
     def to_original(self, boxes: np.ndarray) -> np.ndarray:
         b = np.array(boxes, dtype=np.float32).reshape(-1, 4)
-        b[:, 0::2] = (b[:, 0::2] - self.pad_left) / self.scale
-        b[:, 1::2] = (b[:, 1::2] - self.pad_top) / self.scale
+        b[:, 0::2] = (b[:, 0::2] - self.pad_left) / self.gain_x
+        b[:, 1::2] = (b[:, 1::2] - self.pad_top) / self.gain_y
         return clip_boxes(b, self.src_w, self.src_h)
 
     def affine(self) -> tuple[float, float, float, float]:
-        return self.scale, self.scale, float(self.pad_left), float(self.pad_top)
+        return self.gain_x, self.gain_y, float(self.pad_left), float(self.pad_top)
 
 
 @dataclass(frozen=True)

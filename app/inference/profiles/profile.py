@@ -39,7 +39,10 @@ def input_side_needed(profile: ModelProfile) -> int | None:
     """The longest side an image needs to be for this model (None: as it is). A letterbox
     shrinks the longest side to at most the input's: decoding smaller than that loses
     nothing. A raw-image model says so itself (`max_input_side`). A stretch-resize needs
-    both sides, which a longest-side hint cannot promise: None."""
+    both sides, which a longest-side hint cannot promise: None. Nor for a profile that wants
+    the exporter's own pixels (`full_decode`): a JPEG decoded at 1/2 is not the same image."""
+    if profile.full_decode:
+        return None
     if profile.preprocess is Preprocess.RAW:
         return profile.max_input_side or None
     if profile.preprocess is Preprocess.LETTERBOX:

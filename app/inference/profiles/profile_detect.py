@@ -13,6 +13,7 @@ from typing import Any
 
 from app.inference.decoding.labels import config_labels, resolve_labels
 from app.inference.profile_kinds import BoxesIn, OutputFormat, Preprocess, Task
+from app.inference.profiles.export_metadata import ExportMetadata, config_metadata
 from app.inference.profiles.profile_file import normalise_overrides
 from app.inference.profiles.profile_tasks import (
     Found,
@@ -24,9 +25,20 @@ from app.inference.profiles.profile_tasks import (
     semantic_output,
     task_parameters,
 )
-from app.inference.profiles.profile_types import DEFAULT_SIZE, OUTPUT_ROLES, ModelProfile, ProfileError
+from app.inference.profiles.profile_types import (
+    DEFAULT_SIZE,
+    OUTPUT_ROLES,
+    SIZE_DEFAULT,
+    SIZE_FROM_METADATA,
+    SIZE_FROM_PROFILE,
+    SIZE_FROM_SHAPE,
+    ModelProfile,
+    ProfileError,
+)
 
 _DTYPES = {"FP32": "FP32", "FP16": "FP16", "UINT8": "UINT8"}
+# Ultralytics' prediction defaults (`conf`, `iou`), used for its exports (metadata present).
+ULTRALYTICS_CONF, ULTRALYTICS_IOU = 0.25, 0.7
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,20 +221,55 @@ def _defaults(dtype: str, size: tuple[int, int] | None, fmt: OutputFormat) -> di
     }
 
 
+def _input_size(
+    declared: tuple[int, int] | None, export: ExportMetadata | None, overrides: Mapping[str, Any]
+) -> tuple[tuple[int, int] | None, str]:
+    """The input size to feed and where it came from: a profile, the model's own fixed shape,
+    the exporter's imgsz (dynamic dims), else none (a default is said so, see SIZE_DEFAULT)."""
+    if "input_size" in overrides:
+        return overrides["input_size"], SIZE_FROM_PROFILE
+    if declared is not None:
+        return declared, SIZE_FROM_SHAPE
+    if export is not None and export.imgsz is not None:
+        return export.imgsz, SIZE_FROM_METADATA
+    return None, ""
+
+
+def _export_hints(export: ExportMetadata | None) -> dict[str, Any]:
+    """What an exporter's metadata says about decoding: its task and keypoint shape, and, for
+    an Ultralytics export, Ultralytics' own prediction defaults (conf 0.25, IoU 0.7) and its
+    full-size image decoding (the same pixels as its own predictor)."""
+    if export is None:
+        return {}
+    hints: dict[str, Any] = {}
+    if export.task is not None:
+        hints["task"] = export.task
+    if export.kpt_shape is not None:
+        hints["kpt_shape"] = export.kpt_shape
+    if export.is_ultralytics:
+        hints.update(score_threshold=ULTRALYTICS_CONF, iou_threshold=ULTRALYTICS_IOU, full_decode=True)
+    return hints
+
+
 def detect_profile(
     metadata: Mapping[str, Any], config: Mapping[str, Any], overrides: Mapping[str, Any] | None = None
 ) -> ModelProfile:
     """The profile of a model from its metadata and config.
 
     `overrides` (see `apply_overrides`) win over what is detected; when they give both
-    `output_format` and `output_names`, an unrecognised output layout is not an error."""
+    `output_format` and `output_names`, an unrecognised output layout is not an error.
+    An exporter's metadata (config parameter `metadata`, export_metadata.py) gives the class
+    names, the input size of dynamic dims, the task and Ultralytics' thresholds; the config's
+    own parameters win over it."""
     cfg = config.get("config", config)
     overrides = normalise_overrides(overrides or {}, "overrides")
     inp = _detect_input(_tensors(metadata, cfg, "input"), cfg)
-    labels_cfg = config_labels(cfg)
+    export = config_metadata(cfg)
+    labels_cfg = config_labels(cfg) or (export.names if export is not None else ())
     n_labels = len(overrides.get("labels") or labels_cfg)
-    size = overrides.get("input_size", inp["input_size"])
-    hints = {**task_parameters(cfg), **overrides}
+    size, size_source = _input_size(inp["input_size"], export, overrides)
+    export_hints = _export_hints(export)
+    hints = {**export_hints, **task_parameters(cfg), **overrides}
     batched = int(cfg.get("max_batch_size", 0) or 0) > 0
     try:
         found = _detect_output(_tensors(metadata, cfg, "output"), batched, size, n_labels, hints)
@@ -238,16 +285,23 @@ def detect_profile(
         "num_classes": found.num_classes,
     }
     fields.update(_defaults(inp["input_dtype"], size, fmt))
+    if fields["preprocess"] is not Preprocess.RAW:
+        fields["input_size_source"] = size_source or SIZE_DEFAULT
     raw_classes = found.num_classes if fmt in (OutputFormat.YOLOV5, OutputFormat.YOLOV8) else None
     fields["labels"] = resolve_labels(None, labels_cfg, raw_classes)
+    fields.update({k: v for k, v in export_hints.items() if k.endswith("_threshold")})
     fields.update(_threshold_parameters(cfg))
     if fields["preprocess"] is Preprocess.RAW:
         fields["max_input_side"] = _int_parameter(cfg, "max_input_side", 16, 16384)
+    # The task, kpt_shape and full_decode of an export (its thresholds went in above).
+    fields.update({k: v for k, v in export_hints.items() if not k.endswith("_threshold")})
     fields.update(task_parameters(cfg))
     fields.update(found.fields)
     fields.update(keypoint_defaults({**fields, **overrides}))
     if fields.get("kpt_shape") == (17, 3) and found.num_classes == 1 and not fields["labels"]:
         fields["labels"] = ("person",)  # Ultralytics' pose models: one class, COCO's person
+    if "input_size" in overrides:
+        overrides = {"input_size_source": SIZE_FROM_PROFILE, **overrides}
     # Overrides applied in one go: a detected value may only be valid alongside an override.
     try:
         return ModelProfile(**{**fields, **overrides})

@@ -57,7 +57,7 @@ from typing import Any
 from app.inference.decoding.keypoints import parse_kpt_shape, parse_skeleton
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profile_kinds import BoxesIn, KeypointStyle, OutputFormat, Preprocess, Task
-from app.inference.profiles.profile_types import ModelProfile, ProfileError, parse_kind
+from app.inference.profiles.profile_types import SIZE_FROM_PROFILE, ModelProfile, ProfileError, parse_kind
 
 
 def _str(v: Any) -> str:
@@ -175,6 +175,8 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "top_k": _int,
     "mask_threshold": _number,
     "map_layout": _upper_or_none,
+    "input_size_source": _str,
+    "full_decode": _bool,
 }
 assert set(_CONVERT) == {f.name for f in dataclasses.fields(ModelProfile)}
 
@@ -260,6 +262,8 @@ def apply_overrides(
 ) -> ModelProfile:
     """A copy of `profile` with `overrides` ({field: value}, e.g. from `load_profile_file`)."""
     changes = normalise_overrides(overrides, source)
+    if "input_size" in changes and "input_size_source" not in changes:
+        changes["input_size_source"] = SIZE_FROM_PROFILE
     try:
         return dataclasses.replace(profile, **changes)
     except ProfileError as exc:

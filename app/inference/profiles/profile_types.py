@@ -42,8 +42,16 @@ def output_roles(output_format: OutputFormat, task: Task) -> tuple[str, ...]:
     return roles
 
 
-# Size used for letterbox/resize when the model's spatial dims are dynamic (-1).
+# Size used for letterbox/resize when the model's spatial dims are dynamic (-1) and nothing
+# (an exporter's metadata, a profile) names one; the profile says so (`input_size_source`).
 DEFAULT_SIZE = (640, 640)
+SIZE_FROM_SHAPE = "the model's input shape"
+SIZE_FROM_METADATA = "Ultralytics metadata imgsz"
+SIZE_FROM_PROFILE = "profile"
+SIZE_DEFAULT = (
+    "a default: the input's height and width are dynamic (-1) and "
+    "nothing names a size; give [input] size in a profile file"
+)
 
 
 class ProfileError(ValueError):
@@ -114,6 +122,12 @@ class ModelProfile:
     top_k: int = 5
     # segment / semantic (one-class probability maps): the probability a pixel needs.
     mask_threshold: float = 0.5
+    # Where `input_size` came from, for `models` and the viewer ("the model's input shape",
+    # "Ultralytics metadata imgsz", "profile", or a default the user is told about).
+    input_size_source: str = ""
+    # Decode every image in full, never at a reduced JPEG size: an exporter's own predictor
+    # (Ultralytics') decodes in full and resizes, and its detections are the reference.
+    full_decode: bool = False
     # semantic: axes of the map (after the batch dim); None: told from the shape.
     map_layout: str | None = None
 

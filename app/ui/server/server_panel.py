@@ -61,6 +61,8 @@ def describe_model(info: ModelInfo) -> str:
     else:
         lines.append("no model configuration from this server: profile from the metadata alone")
     size = "any size" if p.input_size is None else f"{p.input_size[1]}x{p.input_size[0]}"
+    if p.input_size is not None and p.input_size_source:
+        size += f" (from {p.input_size_source})"
     lines.append(
         f"profile: {p.output_format}, {p.preprocess} {size}, {p.input_dtype} {p.input_layout} "
         f"{p.channel_order}, boxes in {p.boxes_in} pixels"

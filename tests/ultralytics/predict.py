@@ -1,0 +1,72 @@
+"""Ultralytics' own prediction of a model served by Triton: runs INSIDE the Ultralytics venv
+(tests/ultralytics/setup_ultralytics.sh), never imported by the product or its venv.
+
+Reads JSON on stdin: {"url": "grpc://127.0.0.1:PORT/MODEL", "images": [path, ...],
+                      "conf": 0.25, "iou": 0.7, "imgsz": 320, "rect": false}
+Writes JSON on stdout: {"ultralytics": version, "imgsz": [H, W] (what its predictor fed),
+  "names": {id: name}, "results": [{"width", "height",
+  "detections": [{"box": [x1, y1, x2, y2], "score", "class_id"}]}]}
+
+`YOLO(url)` is Ultralytics' Triton client (TritonRemoteModel): it reads the config parameter
+`metadata` with ast.literal_eval for the names, imgsz and stride, letterboxes each image and
+runs its own NMS (ultralytics.utils.nms) on the raw output. For an export with dynamic axes
+(the metadata's args say dynamic) Ultralytics 8.4 does not take imgsz from the metadata but
+from its `imgsz` argument (default 640), and pads only to a multiple of the stride (`rect`):
+`imgsz` and `rect` are passed as the request says.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import ultralytics
+from ultralytics import YOLO
+
+
+def main() -> int:
+    request = json.load(sys.stdin)
+    # Ultralytics prints (its settings file, warnings) on stdout: the answer alone goes there.
+    answer = sys.stdout
+    sys.stdout = sys.stderr
+    model = YOLO(request["url"], task="detect")
+    results = []
+    imgsz = None
+    for path in request["images"]:
+        (result,) = model.predict(
+            path,
+            conf=request["conf"],
+            iou=request["iou"],
+            imgsz=request.get("imgsz", 640),
+            rect=request.get("rect", True),
+            verbose=False,
+        )
+        imgsz = list(model.predictor.imgsz)
+        h, w = result.orig_shape
+        boxes = result.boxes
+        results.append(
+            {
+                "width": int(w),
+                "height": int(h),
+                "detections": [
+                    {"box": [float(v) for v in box], "score": float(score), "class_id": int(cls)}
+                    for box, score, cls in zip(
+                        boxes.xyxy.tolist(), boxes.conf.tolist(), boxes.cls.tolist(), strict=True
+                    )
+                ],
+            }
+        )
+    json.dump(
+        {
+            "ultralytics": ultralytics.__version__,
+            "imgsz": imgsz,
+            "names": {str(k): v for k, v in model.names.items()},
+            "results": results,
+        },
+        answer,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

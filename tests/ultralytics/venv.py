@@ -1,0 +1,115 @@
+"""Where the Ultralytics reference venv and its cached export live, and how to run a script
+in that venv (from the product's venv: the tests never import Ultralytics themselves).
+
+Both are kept per machine outside the clone, under ${TRITON_VIEWER_CACHE:-~/.cache/triton-viewer}:
+- venvs/ultralytics-HASH: built by setup_ultralytics.sh through tests/venv_cache.sh
+  (`make ultralytics` prints its python; `make test` passes it as $ULTRALYTICS_PYTHON);
+- exports/yolov8n-<hash of requirements.txt, export_model.py and the photos>: model.onnx and
+  metadata.txt, exported once (a few seconds) by export_model.py.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REQUIREMENTS = HERE / "requirements.txt"
+EXPORT_SCRIPT = HERE / "export_model.py"
+PREDICT_SCRIPT = HERE / "predict.py"
+
+
+def cache_root() -> Path:
+    """The machine's cache, as tests/venv_cache.sh finds it."""
+    named = os.environ.get("TRITON_VIEWER_CACHE")
+    if named:
+        return Path(named)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "triton-viewer"
+
+
+def _sha(*parts: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()[:16]
+
+
+def venv_python() -> Path:
+    """The reference venv's python, $ULTRALYTICS_PYTHON; RuntimeError saying how to get it."""
+    named = os.environ.get("ULTRALYTICS_PYTHON")
+    if not named:
+        raise RuntimeError(
+            "ULTRALYTICS_PYTHON is not set: run `make test`, "
+            "or ULTRALYTICS_PYTHON=$(make -s ultralytics) pytest"
+        )
+    python = Path(named).absolute()
+    if not python.is_file():
+        raise RuntimeError(f"no Ultralytics venv at {python}: `make -s ultralytics` makes one")
+    return python
+
+
+def _env() -> dict[str, str]:
+    # Its own interpreter and packages only: nothing of the product's venv leaks in.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    # Its settings file in the venv (setup_ultralytics.sh made it), never the user's; no pip
+    # installs behind the test's back.
+    env.update(YOLO_CONFIG_DIR=str(venv_python().parent.parent / "ultralytics-config"))
+    env.update(YOLO_AUTOINSTALL="false")
+    env.update(YOLO_OFFLINE="true", PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def run_script(script: Path, args: list[str], stdin: str = "", timeout: float = 600) -> str:
+    """Run `script` in the reference venv (in a scratch folder: Ultralytics writes files
+    where it runs); its stdout, or RuntimeError with its stderr's end."""
+    with tempfile.TemporaryDirectory(prefix="ultralytics-") as scratch:
+        done = subprocess.run(
+            [str(venv_python()), str(script), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=scratch,
+            env=_env(),
+            check=False,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"{script.name} failed ({done.returncode}): {done.stderr[-3000:]}")
+    return done.stdout
+
+
+def exported_model(photos: list[Path]) -> Path:
+    """The folder holding model.onnx and metadata.txt, exported now unless cached."""
+    key = _sha(REQUIREMENTS.read_bytes(), EXPORT_SCRIPT.read_bytes(), *(p.read_bytes() for p in photos))
+    folder = cache_root() / "exports" / f"yolov8n-{key}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # A lock: two test runs on the machine (two clones) export once.
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / "model.onnx").is_file() and (folder / "metadata.txt").is_file():
+            return folder
+        staging = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+        try:
+            run_script(EXPORT_SCRIPT, [str(staging), *(str(p) for p in photos)])
+            shutil.rmtree(folder, ignore_errors=True)
+            staging.rename(folder)  # whole or not at all: a killed export leaves no half folder
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def ultralytics_predictions(
+    url: str, images: list[Path], *, conf: float, iou: float, imgsz: int, rect: bool
+) -> dict[str, Any]:
+    """Ultralytics' own predictions through Triton (predict.py's answer)."""
+    request = {"url": url, "images": [str(p) for p in images], "conf": conf, "iou": iou}
+    request.update(imgsz=imgsz, rect=rect)
+    answer: dict[str, Any] = json.loads(run_script(PREDICT_SCRIPT, [], json.dumps(request)))
+    return answer
