@@ -46,7 +46,7 @@ ultralytics:
 
 # pytest-xdist: the tests wait on servers and subprocesses more than they compute, so three
 # workers on 2 cores; a file's tests stay on one worker (--dist loadfile: module fixtures,
-# servers of a file, start once), the longest files first (tests/scheduling.py).
+# servers of a file, start once), the longest files first (START_FIRST in tests/conftest.py).
 WORKERS ?= 3
 PYTEST_PARALLEL = -n $(WORKERS) --dist loadfile
 

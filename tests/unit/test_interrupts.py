@@ -90,3 +90,30 @@ def test_a_ctrl_c_let_through_ends_the_command_with_130_and_no_traceback() -> No
         return 0
 
     assert run_headless(run, argparse.Namespace()) == 130
+
+
+class _InterruptedFinaliser:
+    """An object whose finaliser gets the signal, as gRPC's `_Rendezvous.__del__` did when the
+    garbage collector ran it at the moment of a Ctrl-C: Python prints and drops it."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        self.interrupt = interrupt
+
+    def __del__(self) -> None:
+        raise self.interrupt
+
+
+@pytest.mark.parametrize(
+    ("interrupt", "raised"),
+    [(KeyboardInterrupt(), KeyboardInterrupt), (Terminated(signal.SIGTERM), Terminated)],
+)
+def test_an_interrupt_dropped_inside_a_finaliser_is_raised_again(
+    interrupt: KeyboardInterrupt, raised: type[KeyboardInterrupt]
+) -> None:
+    with pytest.raises(raised) as caught, termination_as_interrupt():
+        _InterruptedFinaliser(interrupt)  # finalised at once: its exception is dropped
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the command going on as if nothing happened
+            time.sleep(0.01)
+    if isinstance(caught.value, Terminated):
+        assert caught.value.signum == signal.SIGTERM
