@@ -19,11 +19,9 @@ from pathlib import Path
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QColor,
-    QFontMetricsF,
     QPainter,
     QPainterPath,
     QPaintEvent,
-    QPalette,
     QPen,
 )
 from PySide6.QtWidgets import (
@@ -36,7 +34,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
-    QSizePolicy,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -61,18 +58,12 @@ from app.ui.base.bridge import GuiBridge
 from app.ui.base.qimage import write_png
 from app.ui.base.window_fit import secondary_window
 from app.ui.widgets.live_plot import axis_max, format_tick
+from app.ui.widgets.plot_base import PlotBase
 
 THROUGHPUT_COLOR = QColor(30, 120, 200)
 P50_COLOR = QColor(230, 120, 20)
 P95_COLOR = QColor(200, 40, 40)
 KNEE_COLOR = QColor(40, 160, 60)
-
-
-def spread_text(result: LevelResult) -> str:
-    """e.g. "4", "31 noisy", "-" (too few requests to tell)."""
-    if result.spread is None:
-        return "-"
-    return f"{result.spread * 100:.0f}" + (" noisy" if result.noisy else "")
 
 
 COLUMNS = (
@@ -104,18 +95,13 @@ def parse_int_list(text: str, low: int, high: int, what: str) -> list[int]:
     return values
 
 
-class SweepPlot(QWidget):
+class SweepPlot(PlotBase):
     """Throughput (left axis) and latency p50/p95 (right axis) against the requests in flight
     (log2 spacing); one set of lines per transport/batch series; the knee marked."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(QSize(320, 200), QSize(560, 300), parent)
         self.results: list[LevelResult] = []
-        self.setMinimumSize(320, 200)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-
-    def sizeHint(self) -> QSize:
-        return QSize(560, 300)
 
     def set_results(self, results: Sequence[LevelResult]) -> None:
         self.results = list(results)
@@ -125,12 +111,7 @@ class SweepPlot(QWidget):
         return [k for k in (find_knee(s) for s in series(self.results).values()) if k is not None]
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        pal = self.palette()
-        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
-        text = pal.color(QPalette.ColorRole.Text)
-        metrics = QFontMetricsF(self.font())
+        painter, text, metrics = self.begin_paint()
         if not self.results:
             painter.setPen(text)
             painter.drawText(

@@ -119,11 +119,6 @@ class ThumbnailStrip(QListWidget):
     def item_for(self, key: str) -> QListWidgetItem | None:
         return self._items.get(key)
 
-    def rename_all(self) -> None:
-        """Apply `namer` again (e.g. a folder was opened that holds earlier files)."""
-        for key, item in self._items.items():
-            item.setText(self.namer(key))
-
     def clear(self) -> None:
         super().clear()
         self._items.clear()

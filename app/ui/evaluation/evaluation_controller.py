@@ -431,13 +431,6 @@ class EvaluationController(QObject):
         )
         self.state.set_order([str(dataset.images[i].path) for i in order])
 
-    def errors_of(self, key: str) -> int | None:
-        """False positives plus misses of a batch image at the operating point."""
-        index = self._index.get(key)
-        if index is None or self.point is None:
-            return None
-        return int(self.point.errors()[index])
-
     # -- the picture -------------------------------------------------------------------------------------
     def _draw_marks(self, key: str | None) -> None:
         evaluation, point = self.evaluation, self.point
