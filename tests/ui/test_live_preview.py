@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QTimer
 
+from app.pipeline.live import frame_of
 from app.server.embedded import EmbeddedServer
 from app.sources.frame import Frame
 from app.ui.analysis.request_log import COL_FRAME
@@ -301,7 +302,7 @@ def test_frame_tag_pairs_image_and_result(harness: Harness, triton: EmbeddedServ
     make_index_video(video, frames=20, fps=30)
     viewer = harness.viewer(triton.grpc_url, "face_detector", camera=str(video))
     seen: list[tuple[int, Frame]] = []
-    viewer.live.result.connect(lambda r: seen.append((r.frame, r.tag)))
+    viewer.live.result.connect(lambda r: seen.append((r.frame, frame_of(r))))
     harness.run(until(lambda: ended(viewer), what="the video to end"))
     from tests.media import decode_index
 

@@ -31,7 +31,15 @@ from app.inference.decoding.filtering import refilter
 from app.inference.result import Detection, InferenceResult
 from app.pipeline.display import DisplayMeter, DisplayStats
 from app.pipeline.frame_order import FrameOrder
-from app.pipeline.live import LiveEvent, LiveOptions, LiveRun, LiveState, LiveStats, StreamStats
+from app.pipeline.live import (
+    LiveEvent,
+    LiveOptions,
+    LiveRun,
+    LiveState,
+    LiveStats,
+    StreamStats,
+    frame_of,
+)
 from app.pipeline.live_decode import DecodePlan
 from app.pipeline.recording import LiveRecording
 from app.sources.cameras import parse_source
@@ -252,7 +260,7 @@ class LiveController(QObject):
         self.result.emit(result)  # logged whatever its run
         if run != self._run:
             return  # a stopped run's (cancelled) request: logged, not drawn
-        frame: Frame = result.tag
+        frame = frame_of(result)
         self.meter.result()
         if self.armed is not None:  # the stream's first result: an armed recording begins
             path, self.armed = self.armed, None
@@ -277,7 +285,7 @@ class LiveController(QObject):
         result, self._pending = self._pending, None
         if result is None:
             return
-        frame: Frame = result.tag
+        frame = frame_of(result)
         if not self._owns_view:
             self._owns_view = True
             if self._on_take_view is not None:
