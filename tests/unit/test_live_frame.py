@@ -16,5 +16,5 @@ def test_a_live_result_gives_back_its_frame() -> None:
 
 def test_a_result_without_a_frame_is_refused_with_its_name() -> None:
     result = InferenceResult("r2", Status.OK, source="a.jpg", tag="not a frame")
-    with pytest.raises(TypeError, match="r2 of a.jpg carries no live frame"):
+    with pytest.raises(TypeError, match=r"r2 of a\.jpg carries no live frame"):
         frame_of(result)

@@ -91,6 +91,7 @@ class LiveController(QObject):
     result = Signal(object)  # every result of the live stream (GUI thread), for the log
     painted = Signal(object)  # the result just drawn (its frame in .tag), e.g. for track trails
     released = Signal()  # every capture thread has ended: `idle` may be True now
+    view_taken = Signal()  # a stream's first frame is about to be drawn: the view is the stream's
 
     def __init__(
         self,
@@ -101,7 +102,6 @@ class LiveController(QObject):
         tasks: TaskSet,
         bridge: GuiBridge,
         report: Callable[[str, bool], None],
-        on_take_view: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
         self.view, self.thresholds, self.stats_panel = view, thresholds, stats_panel
@@ -109,7 +109,6 @@ class LiveController(QObject):
         self._tasks = tasks
         self._bridge = bridge
         self._report = report
-        self._on_take_view = on_take_view
         self.options = LiveOptions()
         self.source: int | str | None = None
         self.state = LiveState.IDLE
@@ -288,8 +287,7 @@ class LiveController(QObject):
         frame = frame_of(result)
         if not self._owns_view:
             self._owns_view = True
-            if self._on_take_view is not None:
-                self._on_take_view()
+            self.view_taken.emit()
         # The display buffer is drawn as it is (no copy); the scene stays in source pixels.
         picture = frame.display if frame.display is not None else frame.image
         size = frame.original_size

@@ -149,7 +149,11 @@ class LiveUi:
         live: LiveController,
         executor: Executor,
         tasks: TaskSet,
+        opened_dir: Callable[[], str],
+        remember_record_dir: Callable[[str], None],
     ) -> None:
+        """`opened_dir()`: the folder last opened from (where the dialogs start otherwise);
+        `remember_record_dir(folder)`: keeps a new recording folder remembered at once."""
         self.window, self.live = window, live
         self._executor, self._tasks = executor, tasks
         self.toolbar = bar = LiveToolbar(window)
@@ -170,10 +174,7 @@ class LiveUi:
         menu.addAction(bar.record_action)
         self.picker: CameraPicker | None = None
         self.record_dir = ""  # the folder last recorded to (the viewer keeps it remembered)
-        # Set by the viewer: the folder last opened from (where the dialogs start otherwise)
-        # and where a new recording folder is remembered at once.
-        self.opened_dir: Callable[[], str] = lambda: ""
-        self.remember_record_dir: Callable[[str], None] = lambda _folder: None
+        self.opened_dir, self.remember_record_dir = opened_dir, remember_record_dir
 
         bar.open_action.triggered.connect(self.open_camera)
         self.open_camera_action.triggered.connect(self.open_camera)
