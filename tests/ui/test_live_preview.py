@@ -273,10 +273,10 @@ def test_recording_writes_the_annotated_video_and_jsonl(
     harness.run(until(lambda: viewer.live.meter.shown >= 3, what="first frames"))
     out = tmp_path / "rec" / "live.mp4"
     out.parent.mkdir()
-    viewer.live.start_recording(out)
+    viewer.live.recorder.start(out)
     assert viewer.live_ui.toolbar.record_action.isChecked()
     harness.run(until(lambda: viewer.live.meter.shown >= 30, what="30 more frames"))
-    harness.run(viewer.live.stop_recording())
+    harness.run(viewer.live.recorder.stop())
     assert not viewer.live_ui.toolbar.record_action.isChecked()
     frames = recorded_frames(out)
     records = [json.loads(line) for line in (tmp_path / "rec" / "live.jsonl").read_text().splitlines()]

@@ -24,7 +24,8 @@ from PySide6.QtWidgets import (
 
 from app.pipeline.live import LiveState
 from app.ui.base.tasks import TaskSet
-from app.ui.live.live_controller import LiveController, RecordingState
+from app.ui.live.live_controller import LiveController
+from app.ui.live.recording import RecordingState
 from app.ui.widgets.banner import split_detail
 from app.ui.widgets.camera_picker import CameraPicker, ask_stream_url, ask_video_file
 from app.ui.widgets.elided_label import ElidedLabel
@@ -189,7 +190,7 @@ class LiveUi:
         bar.loop.toggled.connect(live.set_loop)  # applies to the file playing, at once
         bar.resolution.currentIndexChanged.connect(self.apply_options)
         live.state_changed.connect(self._state_changed)
-        live.recording_state.connect(self._recording_changed)
+        live.recorder.state_changed.connect(self._recording_changed)
         self.rec_mark = RecordingMark(view)
 
     def _state_changed(self, state: LiveState, detail: str) -> None:
@@ -265,7 +266,7 @@ class LiveUi:
 
     def _record_toggled(self, checked: bool) -> None:
         if not checked:
-            self._tasks.spawn(self.live.stop_recording(), name="stop recording")
+            self._tasks.spawn(self.live.recorder.stop(), name="stop recording")
             return
         self.toolbar.record_action.setChecked(False)  # until the recording (or arming) is on
         # Qt's own dialog asks before replacing an existing file.
@@ -292,7 +293,7 @@ class LiveUi:
             path += ".mp4"
         self.record_dir = str(Path(path).parent)
         self.remember_record_dir(self.record_dir)  # at once: not only at a clean exit
-        self.live.start_recording(path)
+        self.live.recorder.start(path)
 
     def _recording_changed(self, state: RecordingState) -> None:
         action = self.toolbar.record_action
@@ -307,7 +308,7 @@ class LiveUi:
             }[state]
         )
         if state is RecordingState.RECORDING:
-            self.rec_mark.recording(self.live.recording_since)
+            self.rec_mark.recording(self.live.recorder.since)
         elif state is RecordingState.ARMED:
             self.rec_mark.armed()
         else:
