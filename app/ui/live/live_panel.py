@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QToolBar,
     QWidget,
 )
+from superqt.utils import signals_blocked
 
 from app.pipeline.live import LiveState
 from app.ui.base.tasks import TaskSet
@@ -297,9 +298,8 @@ class LiveUi:
 
     def _recording_changed(self, state: RecordingState) -> None:
         action = self.toolbar.record_action
-        action.blockSignals(True)
-        action.setChecked(state is not RecordingState.OFF)
-        action.blockSignals(False)
+        with signals_blocked(action):
+            action.setChecked(state is not RecordingState.OFF)
         action.setText(
             {
                 RecordingState.OFF: "● Record…",
