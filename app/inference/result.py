@@ -137,8 +137,9 @@ class InferenceResult:
     # Detections (or classes) the model gave with NaN/infinite numbers, an inverted box or a
     # negative class id: dropped, counted here (in the record when not 0).
     dropped_invalid: int = 0
-    # Opaque value given at submit time (e.g. the frame to display); never serialised.
-    tag: Any = None
+    # Opaque value given at submit time, never serialised. `object`, not Any: a reader narrows
+    # it (the live frame: app.pipeline.live.frame_of), so a wrong guess fails where it is made.
+    tag: object = None
 
     @classmethod
     def local_failure(
