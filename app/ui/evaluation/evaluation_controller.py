@@ -264,8 +264,11 @@ class EvaluationController(QObject):
         assert model is not None and choice is not None
         self.panel.status.setText("evaluating…")
         try:
-            evaluation, report = await asyncio.get_running_loop().run_in_executor(
-                self._executor, self._evaluation_of, run, model, choice, cancelled
+            # wrap_future, not get_running_loop(): this task is spawned by a bridged callback and
+            # its first step may be run by Qt events processed while the loop is not "running"
+            # (seen in a test under load: "no running event loop", the evaluation lost).
+            evaluation, report = await asyncio.wrap_future(
+                self._executor.submit(self._evaluation_of, run, model, choice, cancelled)
             )
         except DatasetError as e:
             if run_id == self._run_id:
