@@ -27,6 +27,7 @@ from app.inference.core.spec import (
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profiles.profile import ProfileError, load_profile_file
 from app.inference.protocol import Endpoint, MixedProtocolsError, UrlError, parse_endpoints, parse_url
+from app.inference.redaction import redact
 from app.inference.result import strict_json
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
@@ -59,8 +60,9 @@ class LineSink(Protocol):
 
 def eprint(*parts: object) -> None:
     # A closed terminal (SIGHUP) makes stderr fail with EIO: a message is not worth dying for.
+    # Everything on stderr may carry a server's or an exception's text: no secret in it.
     with contextlib.suppress(OSError, ValueError):
-        print(*parts, file=sys.stderr, flush=True)
+        print(redact(" ".join(str(p) for p in parts)), file=sys.stderr, flush=True)
 
 
 _SAID: set[str] = set()  # notes already said by this process (each plain sentence once)
