@@ -40,6 +40,12 @@ def remember_secrets(values: Iterable[str | bytes]) -> None:
             _known.update(forms)
 
 
+def forget_secrets() -> None:
+    """Forget every registered secret (tests: each starts without the last one's headers)."""
+    with _lock:
+        _known.clear()
+
+
 def secret_forms(value: str | bytes) -> set[str]:
     """The texts under which `value` may come back in a message: as given, its base64 (for
     bytes: also the bytes decoded, or escaped as Python and gRPC print them), the
