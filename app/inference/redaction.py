@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import logging
 import re
 import threading
 from collections.abc import Iterable
@@ -115,3 +116,23 @@ def _base64_text(part: str) -> str | None:
     except (binascii.Error, ValueError):
         return None
     return text if text.isprintable() and len(text) >= MIN_SECRET_CHARS else None
+
+
+class RedactingFilter(logging.Filter):
+    """Masks secrets in a log record's message and traceback before any handler formats it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = redact(record.getMessage()), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+def redact_logs() -> None:
+    """Every record logged through Python's last-resort handler (the app configures no other:
+    what a logger says goes to stderr) has its secrets masked. Idempotent."""
+    handler = logging.lastResort
+    if handler is not None and not any(isinstance(f, RedactingFilter) for f in handler.filters):
+        handler.addFilter(RedactingFilter())

@@ -6,9 +6,19 @@ in a child's environment."""
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
+import logging
+import sys
 
 from app.commands.headers import HEADERS_ENV
-from app.inference.redaction import redact, remember_secrets, url_without_password
+from app.inference.redaction import (
+    RedactingFilter,
+    redact,
+    redact_logs,
+    remember_secrets,
+    url_without_password,
+)
 from app.inference.result import InferenceResult
 from app.server.stub_python import clean_environment, is_secret_variable
 
@@ -66,3 +76,30 @@ def test_a_childs_environment_has_no_secret() -> None:
     env = clean_environment(base)
     assert env == {"PATH": "/usr/bin", "HOME": "/home/u"}
     assert is_secret_variable(HEADERS_ENV) and not is_secret_variable("LD_LIBRARY_PATH")
+
+
+def test_a_logged_error_and_its_traceback_carry_no_secret() -> None:
+    remember_secrets(["LoggedT0ken"])
+    redact_logs()
+    redact_logs()  # idempotent
+    handler = logging.lastResort
+    assert handler is not None and sum(isinstance(f, RedactingFilter) for f in handler.filters) == 1
+    try:
+        raise RuntimeError("server said LOGGEDT0KEN is bad")
+    except RuntimeError:
+        record = logging.getLogger("app.test").makeRecord(
+            "app.test",
+            logging.ERROR,
+            __file__,
+            1,
+            "connect to %s failed",
+            ("http://u:pw99@h",),
+            sys.exc_info(),
+        )
+    stream = io.StringIO()
+    # What Python does with a record when the app has configured no handler (pytest has).
+    with contextlib.redirect_stderr(stream):
+        handler.handle(record)
+    text = stream.getvalue()
+    assert "connect to http://u:***@h failed" in text and "RuntimeError: server said *** is bad" in text
+    assert "pw99" not in text and "loggedt0ken" not in text.lower()
