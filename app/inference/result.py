@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from app.inference.masks import BinaryMask
+from app.inference.redaction import redact
 
 Keypoint = tuple[float, float, float]  # x, y in original pixels; score (visibility) 0..1
 
@@ -183,7 +184,7 @@ class InferenceResult:
             "request_id": self.request_id,
             "ok": self.ok,
             "status": self.status.value,
-            "error": self.error,
+            "error": None if self.error is None else redact(self.error),
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 3),
             "width": self.width,
             "height": self.height,
