@@ -29,8 +29,9 @@ def read_server_counters(
     if features.lacks(Extension.STATISTICS):
         raise ExtensionMissingError(MISSING[Extension.STATISTICS])
     total: ServerCounters | None = None
-    for endpoint in pool.endpoints:
-        channel = pool.first_channel(endpoint)
+    # Server by server, also behind a balanced target (each server of a fleet counts its own).
+    channels = pool.server_channels()
+    for channel in channels:
         try:
             raw = channel.inference_statistics(
                 info.name, headers=headers, timeout_s=timeout_s, version=version
@@ -44,6 +45,5 @@ def read_server_counters(
         total = counters if total is None else add_counters(total, counters)
     assert total is not None  # a pool has at least one server
     # A pipeline's stages right after: their figures cover (nearly) the same interval.
-    channels = [pool.first_channel(endpoint) for endpoint in pool.endpoints]
     stages = stage_counters(channels, pipeline_stages(info.config), headers=headers, timeout_s=timeout_s)
     return dataclasses.replace(total, stages=stages)

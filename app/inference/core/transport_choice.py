@@ -75,8 +75,9 @@ def choose_transport(
     if kind is TransportKind.GRPC:
         return grpc, ""
     if remote:
+        where = "balances over several servers" if remote[0].balanced else "is not"
         note = (
-            f"shared memory needs the server on this machine ({remote[0].url} is not); "
+            f"shared memory needs one server on this machine ({remote[0].url} {where}); "
             f"using {wire.description}"
             if kind is TransportKind.SHM
             else ""

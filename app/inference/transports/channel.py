@@ -66,9 +66,14 @@ class ConnectionOptions:
     max_reconnect_backoff_ms: int = 1_000
     max_output_bytes: int = MAX_OUTPUT_BYTES  # per reply (see MAX_OUTPUT_BYTES)
 
-    def channel_args(self) -> list[tuple[str, Any]]:
+    def channel_args(self, balanced: bool = False) -> list[tuple[str, Any]]:
+        """`balanced`: the target names several servers (`Endpoint.balanced`): gRPC's
+        round_robin policy spreads the calls over every address that is up (its default,
+        pick_first, would send them all to the first one)."""
         receive = min(MAX_MESSAGE_BYTES, self.max_output_bytes + REPLY_OVERHEAD_BYTES)
+        policy = [("grpc.lb_policy_name", "round_robin")] if balanced else []
         return [
+            *policy,
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", receive),
             ("grpc.keepalive_time_ms", self.keepalive_ms),
@@ -165,7 +170,7 @@ class GrpcChannel:
             root_certificates=options.root_certificates,
             private_key=options.private_key,
             certificate_chain=options.certificate_chain,
-            channel_args=options.channel_args(),
+            channel_args=options.channel_args(balanced=endpoint.balanced),
         )
         self.in_flight = 0
         # tritonclient keeps the call in an instance attribute before attaching the
