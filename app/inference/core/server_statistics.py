@@ -6,7 +6,13 @@ from __future__ import annotations
 import dataclasses
 
 from app.inference.core.pool import ConnectionPool
-from app.inference.errors import ExtensionMissingError, extension_missing
+from app.inference.errors import (
+    ExtensionMissingError,
+    SessionError,
+    extension_missing,
+    restricted_header,
+    restricted_message,
+)
 from app.inference.introspection.discovery import ModelInfo
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.introspection.pipeline import pipeline_stages
@@ -37,6 +43,9 @@ def read_server_counters(
                 info.name, headers=headers, timeout_s=timeout_s, version=version
             )
         except Exception as e:
+            key = restricted_header(e)
+            if key is not None:  # a server with restricted protocols: the user can fix that
+                raise SessionError(restricted_message(channel.endpoint, key)) from None
             if extension_missing(e):
                 features.mark_missing(Extension.STATISTICS)
                 raise ExtensionMissingError(MISSING[Extension.STATISTICS]) from None
