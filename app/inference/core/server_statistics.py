@@ -8,7 +8,6 @@ import dataclasses
 from app.inference.core.pool import ConnectionPool
 from app.inference.errors import (
     ExtensionMissingError,
-    SessionError,
     extension_missing,
     restricted_header,
     restricted_message,
@@ -33,7 +32,7 @@ def read_server_counters(
     pipeline's stages. ExtensionMissingError ("server statistics not available from this
     server") when the server has no statistics extension (recorded in `features`)."""
     if features.lacks(Extension.STATISTICS):
-        raise ExtensionMissingError(MISSING[Extension.STATISTICS])
+        raise ExtensionMissingError(features.note_for(Extension.STATISTICS))
     total: ServerCounters | None = None
     # Server by server, also behind a balanced target (each server of a fleet counts its own).
     channels = pool.server_channels()
@@ -44,8 +43,10 @@ def read_server_counters(
             )
         except Exception as e:
             key = restricted_header(e)
-            if key is not None:  # a server with restricted protocols: the user can fix that
-                raise SessionError(restricted_message(channel.endpoint, key)) from None
+            if key is not None:  # a server with restricted protocols: said once, with the fix
+                reason = f"no server statistics: {restricted_message(channel.endpoint, key)}"
+                features.mark_missing(Extension.STATISTICS, reason)
+                raise ExtensionMissingError(reason) from None
             if extension_missing(e):
                 features.mark_missing(Extension.STATISTICS)
                 raise ExtensionMissingError(MISSING[Extension.STATISTICS]) from None
