@@ -83,13 +83,12 @@ def choose_transport(
     if kind is TransportKind.GRPC:
         return grpc, ""
     if remote:
-        where = "balances over several servers" if remote[0].balanced else "is not"
-        note = (
-            f"shared memory needs one server on this machine ({remote[0].url} {where}); "
-            f"using {wire.description}"
-            if kind is TransportKind.SHM
-            else ""
+        where = (
+            f"one server on this machine ({remote[0].url} balances over several)"
+            if remote[0].balanced
+            else f"the server on this machine ({remote[0].url} is not)"
         )
+        note = f"shared memory needs {where}; using {wire.description}" if kind is TransportKind.SHM else ""
         return grpc, note
     if features is not None and features.lacks(Extension.SHARED_MEMORY):
         return grpc, MISSING[Extension.SHARED_MEMORY]
