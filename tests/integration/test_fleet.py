@@ -8,6 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from app.inference.core.open_session import open_session
+from app.inference.core.spec import SessionSpec
+from app.inference.protocol import parse_endpoints
 from tests.cli_runner import run_cli_in_process
 from tests.fleet import FLEET_MODEL, Killer, fleet, inference_count, target, write_images
 from tests.integration.test_cli_infer import parse
@@ -36,3 +39,19 @@ def test_a_fleet_target_balances_and_loses_no_input_when_a_server_dies(tmp_path:
     # ... and what the dead one had in flight was sent again, to the other.
     assert survivor_served >= IMAGES - killer.served_before_kill
     assert re.search(r"^\d+ request\(s\) sent again after a transient failure", run.stderr, re.M)
+
+
+def test_statistics_behind_a_fleet_target_are_each_servers_own_summed(tmp_path: Path) -> None:
+    """A balanced channel would ask whichever server its next pick is: the figures of two reads
+    would be of different servers. They are read server by server and summed."""
+    images = write_images(tmp_path / "images", 40)
+    with fleet(tmp_path) as servers:
+        url = target(servers)
+        run = run_cli_in_process("infer", "--url", url, "--model", FLEET_MODEL, str(images))
+        assert run.returncode == 0, run.stderr[-2000:]
+        served = [inference_count(server) for server in servers]
+        spec = SessionSpec(endpoints=parse_endpoints(url), model=FLEET_MODEL)
+        with open_session(spec) as session:
+            counters = session.read_server_counters()
+    assert all(n > 0 for n in served) and sum(served) == 40  # both served (round_robin)
+    assert counters.inferences == 40 and "server_queue_ms" in parse(run.stdout)[1]["timing"]
