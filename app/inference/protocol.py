@@ -81,7 +81,7 @@ class Endpoint:
 
 # The name-resolver prefixes of a gRPC target (https://grpc.github.io/grpc/core/md_doc_naming.html).
 _GRPC_RESOLVERS = ("ipv4:", "ipv6:", "dns:", "unix:", "unix-abstract:", "vsock:")
-# Those whose addresses are HOST:PORT (`ipv4:`, `ipv6:` lists and `dns:` names).
+# Those that list their servers' addresses (HOST:PORT,HOST:PORT) instead of a name to resolve.
 _ADDRESS_LISTS = ("ipv4:", "ipv6:")
 
 
@@ -137,11 +137,12 @@ def _checked_target(url: str, target: str) -> str:
             raise UrlError(f"{url}: no host name (a DNS target is dns:///NAME:PORT)")
         return target
     if lowered in _ADDRESS_LISTS:
-        for address in rest.split(","):
-            head, sep, port = address.strip().rpartition(":")
-            if not address.strip() or not sep or not head or not port.isdigit():
+        addresses = [address.strip() for address in rest.split(",")]
+        for address in addresses:
+            head, sep, port = address.rpartition(":")
+            if not sep or not head or not port.isdigit():
                 raise UrlError(f"{url}: '{address}' is not HOST:PORT (a list of servers is {lowered}H:P,H:P)")
-        return target
+        return f"{scheme}:{','.join(addresses)}"  # without spaces, which gRPC's parser refuses
     if not rest:
         raise UrlError(f"{url}: nothing after '{scheme}:'")
     return target
