@@ -122,7 +122,7 @@ def choose_transport(
         # Triton 2.69+ refuses client shared memory unless told to (UNIMPLEMENTED / 501, like
         # a missing extension, so looked at first), or guards it by a restricted protocol.
         if client_shm_disabled(e):
-            return grpc, CLIENT_SHM_NOTE
+            return grpc, f"{', '.join(endpoint.url for endpoint in channels)}: {CLIENT_SHM_NOTE}"
         key = restricted_header(e)
         if key is not None:
             refusal = restricted_message(next(iter(channels)), key)
