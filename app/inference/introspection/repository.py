@@ -199,7 +199,8 @@ class RepositoryControl:
             return RepositoryError(
                 f"cannot {action}: {restricted_message(self.endpoint, key)}", RepositoryErrorKind.RESTRICTED
             )
-        text = first_paragraph(redact(error_text(e), self._headers.values())).rstrip(";").strip()
+        secrets = self._options.secret_values()
+        text = first_paragraph(redact(error_text(e), secrets)).rstrip(";").strip()
         # HTTP answers 404 both for a route the server lacks and for a model it does not know.
         if extension_missing(e) and (name is None or self._model_known(name)):
             return RepositoryError(
@@ -211,7 +212,7 @@ class RepositoryControl:
                 return RepositoryError(
                     control_disabled_message(self.url), RepositoryErrorKind.CONTROL_DISABLED
                 )
-            failure = classify_failure(e, self.endpoint, self._headers.values())
+            failure = classify_failure(e, self.endpoint, secrets)
             return RepositoryError(f"cannot {action}: {failure.message}", RepositoryErrorKind.UNREACHABLE)
         if code == "NOT_FOUND":
             return RepositoryError(f"cannot {action} on {self.url}: {text}", RepositoryErrorKind.NOT_FOUND)

@@ -70,6 +70,10 @@ class ConnectionOptions:
     max_reconnect_backoff_ms: int = 1_000
     max_output_bytes: int = MAX_OUTPUT_BYTES  # per reply (see MAX_OUTPUT_BYTES)
 
+    def secret_values(self) -> list[str | bytes]:
+        """Every header value, restricted ones too: what messages never show."""
+        return [*self.headers.values(), *self.restricted_headers.values()]
+
     def admin_headers(self, headers: Headers) -> dict[str, str | bytes]:
         """`headers` plus the restricted ones: what an admin call carries."""
         return {**headers, **self.restricted_headers}
