@@ -53,5 +53,10 @@ def test_statistics_behind_a_fleet_target_are_each_servers_own_summed(tmp_path: 
         spec = SessionSpec(endpoints=parse_endpoints(url), model=FLEET_MODEL)
         with open_session(spec) as session:
             counters = session.read_server_counters()
+        # A DNS name (as a Kubernetes headless service is given): `localhost` resolves here.
+        by_name = run_cli_in_process(
+            "infer", "--url", f"dns:///localhost:{servers[0].grpc_port}", "--model", FLEET_MODEL, str(images)
+        )
     assert all(n > 0 for n in served) and sum(served) == 40  # both served (round_robin)
     assert counters.inferences == 40 and "server_queue_ms" in parse(run.stdout)[1]["timing"]
+    assert by_name.returncode == 0 and parse(by_name.stdout)[1]["ok"] == 40, by_name.stderr[-2000:]
