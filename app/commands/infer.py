@@ -340,7 +340,7 @@ def _process(
     progress.finish()
     retried = session.stats.snapshot().retried
     if retried:  # e.g. a server of a fleet that died: what it had in flight went to the others
-        eprint(f"{retried} request(s) sent again after a transient failure (a server unreachable)")
+        eprint(f"{retried} request(s) sent again after a transient failure (server unreachable, restarting)")
     if export is not None and writer.broken is None:
         try:
             exported = export.finish()
