@@ -2,8 +2,10 @@
 the servers themselves will not do on demand: answer 404 to Triton's statistics (a server
 without that extension), cut replies short with a TCP reset (a proxy or load balancer
 failing mid-response), record the headers every call carries, answer inference with an error
-that echoes those headers the way careless servers do (lower-cased, decoded, embedded), and
-serve TLS (a self-signed certificate made by the test). Everything else is forwarded as it is."""
+that echoes those headers the way careless servers do (lower-cased, decoded, embedded), serve
+TLS (a self-signed certificate made by the test), and answer like a current Triton started
+without --allow-client-shm=true or with --http-restricted-api. Everything else is forwarded as it
+is."""
 
 from __future__ import annotations
 
@@ -21,6 +23,29 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+# Triton's own text (server src/common.h), HTTP 501.
+CLIENT_SHM_DISABLED = (
+    "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable."
+)
+
+
+def category_of(path: str) -> str:
+    """The restricted-API category Triton files an HTTP path under (src/http_server.cc)."""
+    if "sharedmemory" in path:
+        return "shared-memory"
+    if path.startswith("/v2/repository"):
+        return "model-repository"
+    for suffix, category in (
+        ("/stats", "statistics"),
+        ("/trace/setting", "trace"),
+        ("/config", "model-config"),
+    ):
+        if path.endswith(suffix):
+            return category
+    if path.endswith("/infer"):
+        return "inference"
+    return "health" if "/health/" in path or path.endswith("/ready") else "metadata"
+
 
 @dataclass
 class ProxyRules:
@@ -34,6 +59,19 @@ class ProxyRules:
     lock: threading.Lock = field(default_factory=threading.Lock)
     headers: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (path, headers)
     resets_done: int = 0
+    # As Triton 2.69+ without --allow-client-shm=true: shared-memory (un)registrations refused.
+    allow_client_shm: bool = True
+    # As --http-restricted-api=<category>:<header>=<value>: category -> (header, value).
+    restricted: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def refusal(self, method: str, path: str, headers: dict[str, str]) -> tuple[int, str] | None:
+        """(status, error text) Triton would answer instead of serving the call, or None."""
+        restriction = self.restricted.get(category_of(path))
+        if restriction is not None and headers.get(restriction[0]) != restriction[1]:
+            return 403, f"This API is restricted, expecting header '{restriction[0]}'"
+        if not self.allow_client_shm and "sharedmemory/region/" in path and method == "POST":
+            return 501, CLIENT_SHM_DISABLED
+        return None
 
     def take_reset(self) -> bool:
         with self.lock:
@@ -72,8 +110,14 @@ def _handler(upstream: tuple[str, int], rules: ProxyRules) -> type[BaseHTTPReque
         def _forward(self, method: str) -> None:
             length = int(self.headers.get("Content-Length", "0") or 0)
             body = self.rfile.read(length) if length else b""
+            lowered = {k.lower(): v for k, v in self.headers.items()}
             with rules.lock:
-                rules.headers.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                rules.headers.append((self.path, lowered))
+            refused = rules.refusal(method, self.path, lowered)
+            if refused is not None:
+                body = json.dumps({"error": refused[1]}).encode()
+                self._answer(refused[0], body, {"Content-Type": "application/json"})
+                return
             if (
                 (rules.statistics_404 and self.path.endswith("/stats"))
                 or (rules.config_404 and self.path.endswith("/config"))

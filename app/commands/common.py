@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from app.commands.arguments import path_argument
-from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
+from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers, collect_restricted_headers
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import (
     MAX_REQUEST_TIMEOUT_S,
@@ -148,8 +148,9 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool
             metavar="URL",
             help="server address: HOST:PORT or grpc://HOST:PORT (gRPC), http://HOST:PORT or "
             "https://HOST:PORT (HTTP/REST); Triton or any KServe v2 server (repeatable: requests "
-            "go to the least-loaded server). Default: start the embedded server with the bundled "
-            "models",
+            "go to the least-loaded server); a fleet as one gRPC target, balanced by gRPC's "
+            "round_robin: ipv4:H:P,H:P or dns:///NAME:PORT. Default: start the embedded server "
+            "with the bundled models",
         )
     else:
         p.add_argument(
@@ -157,7 +158,8 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool
             default=None,
             metavar="URL",
             help="server address: HOST:PORT or grpc://HOST:PORT (gRPC), http://HOST:PORT or "
-            "https://HOST:PORT (HTTP/REST). Default: start the embedded server with the bundled "
+            "https://HOST:PORT (HTTP/REST); a fleet as one gRPC target, balanced by gRPC: "
+            "ipv4:H:P,H:P or dns:///NAME:PORT. Default: start the embedded server with the bundled "
             "models",
         )
     p.add_argument(
@@ -190,7 +192,17 @@ def add_security_arguments(p: argparse.ArgumentParser) -> None:
         type=path_argument,
         default=None,
         metavar="FILE",
-        help="KEY=VALUE lines of gRPC metadata / HTTP headers (tokens kept out of the process list)",
+        help="KEY=VALUE lines of gRPC metadata / HTTP headers (tokens kept out of the process list); "
+        "a line 'restricted KEY=VALUE' is a --restricted-header",
+    )
+    p.add_argument(
+        "--restricted-header",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="header sent on Triton's admin calls only (shared memory, model config, repository, "
+        "statistics, trace), for a server started with --grpc-restricted-protocol or "
+        "--http-restricted-api (as PyTriton does); repeatable, values never printed",
     )
 
 
@@ -306,7 +318,9 @@ def endpoints_of(args: argparse.Namespace, dest: str = "url") -> tuple[Endpoint,
 
 def connection_options(args: argparse.Namespace) -> ConnectionOptions:
     try:
-        headers = collect_headers(getattr(args, "header", None) or [], getattr(args, "header_file", None))
+        header_file = getattr(args, "header_file", None)
+        headers = collect_headers(getattr(args, "header", None) or [], header_file)
+        restricted = collect_restricted_headers(getattr(args, "restricted_header", None) or [], header_file)
     except HeaderError as e:
         raise UsageError(str(e)) from None
     root = getattr(args, "root_certificates", None)
@@ -316,6 +330,7 @@ def connection_options(args: argparse.Namespace) -> ConnectionOptions:
         ssl=bool(getattr(args, "ssl", False)),
         root_certificates=root,
         headers=headers,
+        restricted_headers=restricted,
         channels_per_server=CHANNELS_PER_SERVER,
     )
 

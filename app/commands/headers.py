@@ -5,6 +5,12 @@
 3. `--header KEY=VALUE` (repeatable).
 
 The first two keep tokens out of the process list (`ps` shows the command line).
+
+Restricted headers go on Triton's admin calls only (shared memory, model config, repository,
+statistics, trace), for a server started with restricted protocols
+(`--grpc-restricted-protocol=shared-memory,...:KEY=VALUE`, `--http-restricted-api`): given with
+`--restricted-header KEY=VALUE`, or as a `restricted KEY=VALUE` line in the file or the
+variable (later wins, as above).
 A key ending in `-bin` is gRPC binary metadata: gRPC sends it as bytes, so its value is
 given in base64 (the way gRPC itself writes binary metadata as text) and decoded here.
 Messages name the key and where it came from, never the value (it may be a token).
@@ -47,18 +53,27 @@ def parse_header(item: str, origin: str) -> tuple[str, str | bytes]:
         ) from None
 
 
-def parse_lines(lines: Iterable[str], origin: str) -> dict[str, str | bytes]:
+RESTRICTED_PREFIX = "restricted "  # a header-file line for the admin calls only
+
+
+def parse_lines(lines: Iterable[str], origin: str, *, restricted: bool = False) -> dict[str, str | bytes]:
+    """The KEY=VALUE lines (`restricted`: only the `restricted KEY=VALUE` ones, else only the
+    others)."""
     headers: dict[str, str | bytes] = {}
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        key, value = parse_header(stripped, f"{origin} line {number}")
+        is_restricted = stripped[: len(RESTRICTED_PREFIX)].lower() == RESTRICTED_PREFIX
+        if is_restricted != restricted:
+            continue
+        entry = stripped[len(RESTRICTED_PREFIX) :] if is_restricted else stripped
+        key, value = parse_header(entry.strip(), f"{origin} line {number}")
         headers[key] = value
     return headers
 
 
-def read_header_file(path: str | Path) -> dict[str, str | bytes]:
+def read_header_file(path: str | Path, *, restricted: bool = False) -> dict[str, str | bytes]:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8-sig")
@@ -66,7 +81,7 @@ def read_header_file(path: str | Path) -> dict[str, str | bytes]:
         raise HeaderError(f"--header-file {p}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise HeaderError(f"--header-file {p}: cannot read it ({exc})") from None
-    return parse_lines(text.splitlines(), f"--header-file {p}")
+    return parse_lines(text.splitlines(), f"--header-file {p}", restricted=restricted)
 
 
 def collect_headers(
@@ -79,5 +94,20 @@ def collect_headers(
         headers.update(read_header_file(header_file))
     for item in items:
         key, value = parse_header(item, "--header")
+        headers[key] = value
+    return headers
+
+
+def collect_restricted_headers(
+    items: Iterable[str], header_file: str | None, environ: Mapping[str, str] | None = None
+) -> dict[str, str | bytes]:
+    """The restricted headers (admin calls only): `restricted KEY=VALUE` lines of the
+    environment and the file, then --restricted-header (later wins)."""
+    env = os.environ if environ is None else environ
+    headers = parse_lines(env.get(HEADERS_ENV, "").splitlines(), HEADERS_ENV, restricted=True)
+    if header_file:
+        headers.update(read_header_file(header_file, restricted=True))
+    for item in items:
+        key, value = parse_header(item, "--restricted-header")
         headers[key] = value
     return headers

@@ -338,6 +338,9 @@ def _process(
         traces.finish()  # the held records written with their traces, the files
     seconds = time.monotonic() - t0
     progress.finish()
+    retried = session.stats.snapshot().retried
+    if retried:  # e.g. a server of a fleet that died: what it had in flight went to the others
+        eprint(f"{retried} request(s) sent again after a transient failure (server unreachable, restarting)")
     if export is not None and writer.broken is None:
         try:
             exported = export.finish()

@@ -189,6 +189,14 @@ def _classify(
             f"server's (or a proxy's) message limit; send smaller images ({text})",
             False,
         )
+    restricted = _RESTRICTED.search(text)
+    if restricted:
+        # Before UNAVAILABLE (gRPC's code for it): no retry gets through without the header.
+        return Failure(
+            Status.FAILED, ErrorKind.SERVER, restricted_message(endpoint, restricted.group(1)), False
+        )
+    if CLIENT_SHM_DISABLED in lowered:
+        return Failure(Status.FAILED, ErrorKind.SERVER, f"{url}: {CLIENT_SHM_NOTE}", False)
     certificate = _certificate_refused(endpoint, text, lowered)
     if certificate is not None:
         return Failure(Status.FAILED, ErrorKind.TLS, certificate, False)
@@ -232,6 +240,43 @@ _REGION_TOO_SMALL = re.compile(
     r"shared memory size specified with the request for output '([^']+)' \((\d+) bytes\) "
     r"should be at least (\d+) bytes"
 )
+
+
+# Triton's refusal of a call its restricted protocols guard (gRPC: UNAVAILABLE "This protocol
+# is restricted, expecting header 'KEY'"; HTTP: 403 "This API is restricted, expecting header
+# 'KEY'"; server src/grpc/grpc_server.cc, src/http_server.cc).
+_RESTRICTED = re.compile(r"(?:protocol|API) is restricted, expecting header '([^']*)'", re.IGNORECASE)
+# Since Triton 2.69 (server PR #8739) client shared memory is off unless the server runs with
+# --allow-client-shm=true: gRPC UNIMPLEMENTED / HTTP 501 "Client shared memory is disabled.
+# Start the server with '--allow-client-shm=true' to enable." (server src/common.h).
+CLIENT_SHM_DISABLED = "client shared memory is disabled"
+CLIENT_SHM_NOTE = (
+    "the server refuses client shared memory (Triton 2.69 and later do unless started with "
+    "--allow-client-shm=true): tensors go inside the messages"
+)
+
+
+def restricted_header(error: BaseException) -> str | None:
+    """The header a server with restricted protocols expects for this call, None when the
+    error is not such a refusal."""
+    found = _RESTRICTED.search(error_text(error))
+    return found.group(1) if found else None
+
+
+def client_shm_disabled(error: BaseException) -> bool:
+    """The server refuses client shared memory (started without --allow-client-shm=true)."""
+    return CLIENT_SHM_DISABLED in error_text(error).lower()
+
+
+def restricted_message(endpoint: Endpoint, key: str) -> str:
+    flag = (
+        "--http-restricted-api" if endpoint.protocol is ServerProtocol.HTTP else "--grpc-restricted-protocol"
+    )
+    return (
+        f"{endpoint.url} restricts this call (the server runs with {flag}): give the header it "
+        f"expects with --restricted-header {key}=VALUE (or a line 'restricted {key}=VALUE' in "
+        "--header-file)"
+    )
 
 
 def _certificate_refused(endpoint: Endpoint, text: str, lowered: str) -> str | None:

@@ -65,16 +65,24 @@ class Endpoint:
             return ""
         return tail
 
-    def _hostport(self) -> str | None:
-        if self.protocol is ServerProtocol.GRPC and (
+    @property
+    def balanced(self) -> bool:
+        """A gRPC target for gRPC's own resolver (`ipv4:H:P,H:P`, `dns:///NAME:PORT`...): the
+        channel balances its calls over every address the target names (round_robin)."""
+        return self.protocol is ServerProtocol.GRPC and (
             "," in self.address or self.address.lower().startswith(_GRPC_RESOLVERS)
-        ):
+        )
+
+    def _hostport(self) -> str | None:
+        if self.balanced:
             return None
         return self.address.split("/", 1)[0]
 
 
 # The name-resolver prefixes of a gRPC target (https://grpc.github.io/grpc/core/md_doc_naming.html).
 _GRPC_RESOLVERS = ("ipv4:", "ipv6:", "dns:", "unix:", "unix-abstract:", "vsock:")
+# Those that list their servers' addresses (HOST:PORT,HOST:PORT) instead of a name to resolve.
+_ADDRESS_LISTS = ("ipv4:", "ipv6:")
 
 
 class UrlError(ValueError):
@@ -88,6 +96,9 @@ class MixedProtocolsError(UrlError):
 def parse_url(url: str) -> Endpoint:
     """`url` as written by the user (UrlError when it cannot be a server's address)."""
     text = url.strip()
+    resolver = text.removeprefix("grpc://")
+    if resolver.lower().startswith(_GRPC_RESOLVERS):
+        return Endpoint(text, ServerProtocol.GRPC, _checked_target(url, resolver))
     scheme, sep, rest = text.partition("://")
     if not sep:
         protocol, tls, rest = ServerProtocol.GRPC, False, text
@@ -101,9 +112,49 @@ def parse_url(url: str) -> Endpoint:
     rest = rest.rstrip("/")
     if protocol is ServerProtocol.GRPC and "/" in rest:
         raise UrlError(f"{url}: a gRPC address is HOST:PORT, without a path")
+    if protocol is ServerProtocol.GRPC and "," in rest:
+        raise UrlError(
+            f"{url}: several servers in one address: write ipv4:H:P,H:P (one target, balanced by "
+            "gRPC) or give --url once per server"
+        )
     if not rest or rest.startswith((":", "/")):
         raise UrlError(f"{url}: no host")
     return Endpoint(text, protocol, rest, tls)
+
+
+def _checked_target(url: str, target: str) -> str:
+    """A gRPC resolver target as given, once its addresses are known to be usable (UrlError
+    naming the part that is not)."""
+    scheme, _, rest = target.partition(":")
+    lowered = scheme.lower() + ":"
+    if lowered == "dns:":
+        # dns:NAME:PORT, dns:///NAME:PORT or dns://AUTHORITY/NAME:PORT (a DNS server to ask).
+        name = rest
+        if rest.startswith("//"):
+            _authority, slash, name = rest[2:].partition("/")
+            name = name if slash else ""
+        if not name or name.startswith(":"):
+            raise UrlError(f"{url}: no host name (a DNS target is dns:///NAME:PORT)")
+        return target
+    if lowered in _ADDRESS_LISTS:
+        addresses = [address.strip() for address in rest.split(",")]
+        for address in addresses:
+            head, sep, port = address.rpartition(":")
+            if not sep or not head or not port.isdigit():
+                raise UrlError(f"{url}: '{address}' is not HOST:PORT (a list of servers is {lowered}H:P,H:P)")
+        return f"{scheme}:{','.join(addresses)}"  # without spaces, which gRPC's parser refuses
+    if not rest:
+        raise UrlError(f"{url}: nothing after '{scheme}:'")
+    return target
+
+
+def fleet_addresses(endpoint: Endpoint) -> tuple[str, ...]:
+    """The HOST:PORT addresses an `ipv4:`/`ipv6:` list names, as written (each a server of the
+    fleet); () for any other endpoint (a `dns:` name is resolved where it is needed)."""
+    scheme, _, rest = endpoint.address.partition(":")
+    if not endpoint.balanced or scheme.lower() + ":" not in _ADDRESS_LISTS:
+        return ()
+    return tuple(address.strip() for address in rest.split(","))
 
 
 def parse_endpoints(urls: str | Iterable[str]) -> tuple[Endpoint, ...]:

@@ -29,6 +29,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_live.py": (True, r"^2160p@30 +this +1 +[\d.]+ +[\d.]+ +[\d.]+"),  # the last configuration's row
     # Start servers of their own (and pause or SIGKILL them): that is what they measure.
     "bench_pause.py": (False, r"pause 1 s: \d+ of 60 ok"),
+    "bench_fleet.py": (False, r"^120 of 120 ok, .*exit status 0"),
     "bench_lifeline.py": (False, r"group gone after the owner's SIGKILL \(1 rounds\): median [\d.]+ ms"),
     "bench_infer_vs_plain.py": (True, r"C= 8: app infer +[\d.]+ img/s"),
     "bench_tracking.py": (False, r"20 objects, 10 frames: update median [\d.]+ ms"),

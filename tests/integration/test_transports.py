@@ -247,6 +247,20 @@ def test_a_remote_server_gets_grpc_and_a_reason_when_shm_was_asked() -> None:
         assert "needs the server on this machine (10.1.2.3:8001 is not)" in session.transport_note
 
 
+def test_a_fleet_target_gets_grpc_and_says_why_when_shm_was_asked() -> None:
+    server = FakeServer()
+    fleet = "ipv4:127.0.0.1:8001,127.0.0.1:8002"  # on this machine, but two servers
+    with TritonSession(
+        SessionSpec(
+            endpoints=parse_endpoints(fleet),
+            channel_factory=server.factory,
+            delivery=Delivery(transport=TransportKind.SHM),
+        )
+    ) as session:
+        assert session.transport is not None and session.transport.kind is TransportKind.GRPC
+        assert f"needs one server on this machine ({fleet} balances over several)" in session.transport_note
+
+
 def test_regions_of_a_dead_client_are_removed_at_the_next_start(
     triton: EmbeddedServer, tmp_path: Path
 ) -> None:

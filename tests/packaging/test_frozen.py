@@ -252,8 +252,8 @@ def test_frozen_server_runs_the_pipelines(unpacked: Path, tmp_path: Path) -> Non
     """The two-stage models and their TensorFlow Lite stages run in the bundled runtime."""
     internal = unpacked / "_internal"
     assert (internal / "tflite_runtime" / "interpreter.pyc").is_file()
-    for shared in ("mediapipe_rules.py", "pipeline_stages.py"):
-        assert (internal / "resources" / "model_repository" / shared).is_file()
+    for shared in ("mediapipe_rules.py", "pipeline_stages.py"):  # each model carries its own
+        assert (internal / "resources" / "model_repository" / "face_mesh" / "1" / shared).is_file()
     env = bare_env(tmp_path / "home")
     with (
         open(tmp_path / "serve.err", "w") as err,

@@ -204,3 +204,25 @@ def test_a_record_that_is_not_ok_names_its_error_kind() -> None:
     assert InferenceResult("1", Status.TIMEOUT, "a.jpg", error="t").to_record()["error_kind"] == "timeout"
     ok = InferenceResult("2", Status.OK, "a.jpg").to_record()
     assert "error_kind" not in ok and ok["error"] is None
+
+
+def test_current_triton_refusals_name_what_to_give_and_are_not_retried() -> None:
+    from app.inference.errors import client_shm_disabled, restricted_header
+
+    grpc_url, http_url = parse_url("127.0.0.1:8001"), parse_url("http://127.0.0.1:8000")
+    refused = InferenceServerException(
+        "This protocol is restricted, expecting header 'admin-key'", status="StatusCode.UNAVAILABLE"
+    )
+    failure = classify_failure(refused, grpc_url)
+    assert not failure.transient and failure.kind is ErrorKind.SERVER  # not an outage
+    assert "--grpc-restricted-protocol" in failure.message
+    assert "--restricted-header admin-key=VALUE" in failure.message
+    assert restricted_header(refused) == "admin-key"
+    over_http = InferenceServerException("This API is restricted, expecting header 'k'", status="403")
+    assert "--http-restricted-api" in classify_failure(over_http, http_url).message
+    disabled = InferenceServerException(
+        "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.",
+        status="StatusCode.UNIMPLEMENTED",
+    )
+    assert client_shm_disabled(disabled) and not client_shm_disabled(refused)
+    assert "--allow-client-shm=true" in classify_failure(disabled, grpc_url).message

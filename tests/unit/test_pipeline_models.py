@@ -1,6 +1,7 @@
 """The bundled pipelines' configs as the app reads them (profile, stages), pipeline stages of
 ensembles and BLS models, and MediaPipe's region geometry the pipelines share
-(resources/model_repository/mediapipe_rules.py)."""
+(resources/model_repository/face_detector/1/mediapipe_rules.py, copied into each model
+that uses it)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def bundled_config(name: str) -> dict[str, Any]:
 
 def regions() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
-        "mediapipe_rules", model_repository() / "mediapipe_rules.py"
+        "mediapipe_rules", model_repository() / "face_detector" / "1" / "mediapipe_rules.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

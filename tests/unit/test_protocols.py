@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -21,6 +22,7 @@ from app.inference.protocol import (
     protocol_of,
     same_server_over,
 )
+from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.http_channel import http_headers
 from app.inference.transports.port_probe import what_listens
 from app.model_states import ModelEntry, ModelState
@@ -160,3 +162,35 @@ def test_the_command_line_parses_its_urls_once_and_names_the_option_in_its_error
         endpoints_of(argparse.Namespace(url=["h:8001", "http://h:8000"]))
     with pytest.raises(UsageError, match=r"^--url-b grpc://b/x: a gRPC address is HOST:PORT"):
         endpoints_of(argparse.Namespace(url_b=["grpc://b/x"]), "url_b")
+
+
+def test_fleet_targets_parse_as_one_balanced_endpoint_and_bad_ones_are_named() -> None:
+    from app.inference.core.fleet import fleet_members
+    from app.inference.protocol import fleet_addresses
+
+    for url in ("ipv4:127.0.0.1:1,127.0.0.2:2", "grpc://ipv4:127.0.0.1:1,127.0.0.2:2"):
+        fleet = parse_url(url)
+        assert fleet.balanced and fleet.protocol is ServerProtocol.GRPC
+        assert fleet.address == "ipv4:127.0.0.1:1,127.0.0.2:2"
+        assert fleet_addresses(fleet) == ("127.0.0.1:1", "127.0.0.2:2")
+        assert [m.address for m in fleet_members(fleet)] == ["127.0.0.1:1", "127.0.0.2:2"]
+    names = parse_url("dns:///localhost:8001")  # a name (a Kubernetes headless service)
+    assert names.balanced and names.address == "dns:///localhost:8001" and fleet_addresses(names) == ()
+    assert "127.0.0.1:8001" in {m.address for m in fleet_members(names)}  # resolved here
+    assert parse_url("dns://10.0.0.53/triton.example:8001").balanced  # a DNS server of its own
+    assert not parse_url("127.0.0.1:8001").balanced and not parse_url("http://h:8000").balanced
+    assert fleet_members(parse_url("127.0.0.1:8001")) == (parse_url("127.0.0.1:8001"),)
+    for bad, why in (
+        ("ipv4:127.0.0.1:1,127.0.0.2", "'127.0.0.2' is not HOST:PORT"),
+        ("ipv4:", "'' is not HOST:PORT"),
+        ("dns:///", "no host name"),
+        ("h1:8001,h2:8001", "write ipv4:H:P,H:P"),
+    ):
+        with pytest.raises(UrlError, match=re.escape(why)):
+            parse_url(bad)
+
+
+def test_a_balanced_target_asks_grpc_for_round_robin() -> None:
+    options = ConnectionOptions()
+    assert ("grpc.lb_policy_name", "round_robin") in options.channel_args(balanced=True)
+    assert not any(key == "grpc.lb_policy_name" for key, _ in options.channel_args())

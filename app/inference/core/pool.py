@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from app.inference.core.fleet import fleet_members
 from app.inference.protocol import Endpoint
 from app.inference.transports.channel import Channel, ChannelFactory, ConnectionOptions
 from app.inference.transports.open_channel import open_channel
@@ -53,6 +54,9 @@ class ConnectionPool:
             for _ in range(max(1, options.channels_per_server))
         ]
         self._lock = threading.Lock()
+        self._factory = factory
+        # A balanced target's servers, each with a channel of its own (server_channels).
+        self._members: dict[Endpoint, list[Channel]] = {}
 
     def acquire(self, give_up_after_s: float) -> tuple[Channel | None, str]:
         """The channel to use, or (None, why) when every server has been down for too long.
@@ -92,6 +96,29 @@ class ConnectionPool:
         """A channel to `endpoint`, for one-off calls (health checks, discovery)."""
         return next(ch for ch in self.channels if ch.endpoint == endpoint)
 
+    def server_channels(self) -> list[Channel]:
+        """One channel to each server, for calls whose answer is one server's own (its
+        statistics): a balanced target (`Endpoint.balanced`) is asked server by server through
+        channels of their own, opened on first use (a `dns:` name resolved then) and closed
+        with the pool; any other endpoint through its first channel."""
+        channels: list[Channel] = []
+        for endpoint in self.endpoints:
+            if not endpoint.balanced:
+                channels.append(self.first_channel(endpoint))
+                continue
+            with self._lock:
+                members = self._members.get(endpoint)
+            if members is None:
+                found = fleet_members(endpoint)
+                opened = [self._factory(member, self.options) for member in found]
+                with self._lock:
+                    members = self._members.setdefault(endpoint, opened)
+                if members is not opened:  # another thread opened them first
+                    for channel in opened:
+                        channel.close()
+            channels.extend(members or [self.first_channel(endpoint)])
+        return channels
+
     def mark_ok(self, endpoint: Endpoint) -> None:
         with self._lock:
             self.health[endpoint].mark_ok()
@@ -105,5 +132,8 @@ class ConnectionPool:
             channel.in_flight -= 1
 
     def close(self) -> None:
-        for ch in self.channels:
+        with self._lock:
+            members = [ch for chs in self._members.values() for ch in chs]
+            self._members.clear()
+        for ch in [*self.channels, *members]:
             ch.close()

@@ -83,7 +83,7 @@ class RequestPath:
         # The session's tracer's hooks: no-ops for untraced requests (trace_hooks.py).
         self._tracing = tracing or PathTracing()
         self._headers = dict(spec.connection.headers)
-        self._secrets = list(self._headers.values())
+        self._secrets = spec.connection.secret_values()
         # What every reply must carry.
         self._output_check = OutputCheck.of(
             info.profile, info.outputs, info.max_batch_size, spec.connection.max_output_bytes

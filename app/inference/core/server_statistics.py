@@ -6,7 +6,12 @@ from __future__ import annotations
 import dataclasses
 
 from app.inference.core.pool import ConnectionPool
-from app.inference.errors import ExtensionMissingError, extension_missing
+from app.inference.errors import (
+    ExtensionMissingError,
+    extension_missing,
+    restricted_header,
+    restricted_message,
+)
 from app.inference.introspection.discovery import ModelInfo
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.introspection.pipeline import pipeline_stages
@@ -27,15 +32,21 @@ def read_server_counters(
     pipeline's stages. ExtensionMissingError ("server statistics not available from this
     server") when the server has no statistics extension (recorded in `features`)."""
     if features.lacks(Extension.STATISTICS):
-        raise ExtensionMissingError(MISSING[Extension.STATISTICS])
+        raise ExtensionMissingError(features.note_for(Extension.STATISTICS))
     total: ServerCounters | None = None
-    for endpoint in pool.endpoints:
-        channel = pool.first_channel(endpoint)
+    # Server by server, also behind a balanced target (each server of a fleet counts its own).
+    channels = pool.server_channels()
+    for channel in channels:
         try:
             raw = channel.inference_statistics(
                 info.name, headers=headers, timeout_s=timeout_s, version=version
             )
         except Exception as e:
+            key = restricted_header(e)
+            if key is not None:  # a server with restricted protocols: said once, with the fix
+                reason = f"no server statistics: {restricted_message(channel.endpoint, key)}"
+                features.mark_missing(Extension.STATISTICS, reason)
+                raise ExtensionMissingError(reason) from None
             if extension_missing(e):
                 features.mark_missing(Extension.STATISTICS)
                 raise ExtensionMissingError(MISSING[Extension.STATISTICS]) from None
@@ -44,6 +55,5 @@ def read_server_counters(
         total = counters if total is None else add_counters(total, counters)
     assert total is not None  # a pool has at least one server
     # A pipeline's stages right after: their figures cover (nearly) the same interval.
-    channels = [pool.first_channel(endpoint) for endpoint in pool.endpoints]
     stages = stage_counters(channels, pipeline_stages(info.config), headers=headers, timeout_s=timeout_s)
     return dataclasses.replace(total, stages=stages)

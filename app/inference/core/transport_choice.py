@@ -8,7 +8,15 @@ import ipaddress
 import logging
 from collections.abc import Mapping
 
-from app.inference.errors import classify_failure, error_text, extension_missing
+from app.inference.errors import (
+    CLIENT_SHM_NOTE,
+    classify_failure,
+    client_shm_disabled,
+    error_text,
+    extension_missing,
+    restricted_header,
+    restricted_message,
+)
 from app.inference.introspection.discovery import ModelInfo
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.protocol import Endpoint
@@ -75,12 +83,12 @@ def choose_transport(
     if kind is TransportKind.GRPC:
         return grpc, ""
     if remote:
-        note = (
-            f"shared memory needs the server on this machine ({remote[0].url} is not); "
-            f"using {wire.description}"
-            if kind is TransportKind.SHM
-            else ""
+        where = (
+            f"one server on this machine ({remote[0].url} balances over several)"
+            if remote[0].balanced
+            else f"the server on this machine ({remote[0].url} is not)"
         )
+        note = f"shared memory needs {where}; using {wire.description}" if kind is TransportKind.SHM else ""
         return grpc, note
     if features is not None and features.lacks(Extension.SHARED_MEMORY):
         return grpc, MISSING[Extension.SHARED_MEMORY]
@@ -111,6 +119,14 @@ def choose_transport(
         shm.warm()  # a probe: the server must map a region of ours
     except Exception as e:
         shm.close()
+        # Triton 2.69+ refuses client shared memory unless told to (UNIMPLEMENTED / 501, like
+        # a missing extension, so looked at first), or guards it by a restricted protocol.
+        if client_shm_disabled(e):
+            return grpc, f"{', '.join(endpoint.url for endpoint in channels)}: {CLIENT_SHM_NOTE}"
+        key = restricted_header(e)
+        if key is not None:
+            refusal = restricted_message(next(iter(channels)), key)
+            return grpc, f"shared memory not used: {refusal}; tensors go inside the messages"
         if extension_missing(e):  # decided by the status code (UNIMPLEMENTED, HTTP 404...)
             if features is not None:
                 features.mark_missing(Extension.SHARED_MEMORY)

@@ -20,6 +20,8 @@ from app.inference.errors import (
     extension_missing,
     first_paragraph,
     redact,
+    restricted_header,
+    restricted_message,
     unreachable_message,
 )
 from app.inference.introspection.extensions import Extension, ServerFeatures
@@ -143,6 +145,11 @@ def models_if_listed(
     except InferenceServerException as e:
         if extension_missing(e):
             features.mark_missing(Extension.REPOSITORY)
+            return None
+        key = restricted_header(e)
+        if key is not None:  # restricted protocols: the model is checked with ModelReady
+            refusal = restricted_message(channel.endpoint, key)
+            features.mark_missing(Extension.REPOSITORY, f"no model list: {refusal}")
             return None
         failure = classify_failure(e, channel.endpoint, list(headers.values()))
         raise SessionError(failure.message, failure.kind) from None

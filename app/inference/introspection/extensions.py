@@ -69,6 +69,7 @@ class ServerFeatures:
         self.version = version
         self.declared = frozenset(declared) if declared is not None else None
         self._missing: list[Extension] = []
+        self._reasons: dict[Extension, str] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -88,13 +89,22 @@ class ServerFeatures:
         with self._lock:
             return extension in self._missing
 
-    def mark_missing(self, extension: Extension) -> bool:
-        """Record that the server lacks `extension`; True the first time (time to say so)."""
+    def mark_missing(self, extension: Extension, reason: str | None = None) -> bool:
+        """Record that the server lacks `extension` (`reason`: a sentence of its own instead of
+        MISSING's, e.g. the server refused it without a restricted header); True the first time
+        (time to say so)."""
         with self._lock:
             if extension in self._missing:
                 return False
             self._missing.append(extension)
+            if reason is not None:
+                self._reasons[extension] = reason
             return True
+
+    def note_for(self, extension: Extension) -> str:
+        """The sentence that says `extension` is not there."""
+        with self._lock:
+            return self._reasons.get(extension, MISSING[extension])
 
     @property
     def missing(self) -> list[Extension]:
@@ -103,7 +113,7 @@ class ServerFeatures:
 
     def notes(self) -> list[str]:
         """The sentences for what is missing, in the order it was found."""
-        return [MISSING[e] for e in self.missing]
+        return [self.note_for(e) for e in self.missing]
 
     def describe(self) -> str:
         """e.g. "mlserver 1.7.1" ("" when the server did not say)."""

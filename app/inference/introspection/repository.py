@@ -31,6 +31,8 @@ from app.inference.errors import (
     extension_missing,
     first_paragraph,
     redact,
+    restricted_header,
+    restricted_message,
     status_code,
 )
 from app.inference.introspection.model_config import ModelConfigDict, normalise, to_json, to_pbtxt
@@ -53,6 +55,7 @@ class RepositoryErrorKind(enum.StrEnum):
     LOAD_FAILED = "load_failed"  # the server tried and refused: its reason in the message
     NOT_SUPPORTED = "not_supported"  # the server lacks the extension (not Triton)
     UNREACHABLE = "unreachable"
+    RESTRICTED = "restricted"  # restricted protocols: the call needs a header (--restricted-header)
     OTHER = "other"
 
 
@@ -161,7 +164,7 @@ class RepositoryControl:
             error = self._error(e, "ask whether models can be loaded")
             if error.kind is RepositoryErrorKind.CONTROL_DISABLED:
                 return False
-            if error.kind is RepositoryErrorKind.UNREACHABLE:
+            if error.kind in (RepositoryErrorKind.UNREACHABLE, RepositoryErrorKind.RESTRICTED):
                 raise error from None
         return True
 
@@ -204,7 +207,13 @@ class RepositoryControl:
         self, e: InferenceServerException, action: str, name: str | None = None, extension: str = "repository"
     ) -> RepositoryError:
         code = status_code(e)
-        text = first_paragraph(redact(error_text(e), self._headers.values())).rstrip(";").strip()
+        key = restricted_header(e)
+        if key is not None:  # before UNAVAILABLE, gRPC's code for it
+            return RepositoryError(
+                f"cannot {action}: {restricted_message(self.endpoint, key)}", RepositoryErrorKind.RESTRICTED
+            )
+        secrets = self._options.secret_values()
+        text = first_paragraph(redact(error_text(e), secrets)).rstrip(";").strip()
         # HTTP answers 404 both for a route the server lacks and for a model it does not know.
         if extension_missing(e) and (name is None or self._model_known(name)):
             return RepositoryError(
@@ -216,7 +225,7 @@ class RepositoryControl:
                 return RepositoryError(
                     control_disabled_message(self.url), RepositoryErrorKind.CONTROL_DISABLED
                 )
-            failure = classify_failure(e, self.endpoint, self._headers.values())
+            failure = classify_failure(e, self.endpoint, secrets)
             return RepositoryError(f"cannot {action}: {failure.message}", RepositoryErrorKind.UNREACHABLE)
         if code == "NOT_FOUND":
             return RepositoryError(f"cannot {action} on {self.url}: {text}", RepositoryErrorKind.NOT_FOUND)

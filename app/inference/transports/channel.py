@@ -59,6 +59,10 @@ class ConnectionOptions:
     private_key: str | None = None
     certificate_chain: str | None = None
     headers: Headers = field(default_factory=dict)
+    # Sent on Triton's admin calls only (shared memory, model config, repository, statistics,
+    # trace): the header a server started with restricted protocols (--grpc-restricted-protocol,
+    # --http-restricted-api, as PyTriton starts it) wants there, never on inference.
+    restricted_headers: Headers = field(default_factory=dict)
     channels_per_server: int = 2
     keepalive_ms: int = 10_000
     # gRPC backs off reconnecting exponentially, up to 2 minutes by default: a server back
@@ -69,11 +73,24 @@ class ConnectionOptions:
 
     def __post_init__(self) -> None:
         # Every header value in use is masked in whatever the process shows or writes from now on.
-        remember_secrets(self.headers.values())
+        remember_secrets(self.secret_values())
 
-    def channel_args(self) -> list[tuple[str, Any]]:
+    def secret_values(self) -> list[str | bytes]:
+        """Every header value, restricted ones too: what messages never show."""
+        return [*self.headers.values(), *self.restricted_headers.values()]
+
+    def admin_headers(self, headers: Headers) -> dict[str, str | bytes]:
+        """`headers` plus the restricted ones: what an admin call carries."""
+        return {**headers, **self.restricted_headers}
+
+    def channel_args(self, balanced: bool = False) -> list[tuple[str, Any]]:
+        """`balanced`: the target names several servers (`Endpoint.balanced`): gRPC's
+        round_robin policy spreads the calls over every address that is up (its default,
+        pick_first, would send them all to the first one)."""
         receive = min(MAX_MESSAGE_BYTES, self.max_output_bytes + REPLY_OVERHEAD_BYTES)
+        policy = [("grpc.lb_policy_name", "round_robin")] if balanced else []
         return [
+            *policy,
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", receive),
             ("grpc.keepalive_time_ms", self.keepalive_ms),
@@ -170,9 +187,10 @@ class GrpcChannel:
             root_certificates=options.root_certificates,
             private_key=options.private_key,
             certificate_chain=options.certificate_chain,
-            channel_args=options.channel_args(),
+            channel_args=options.channel_args(balanced=endpoint.balanced),
         )
         self.in_flight = 0
+        self._admin = options.admin_headers
         # tritonclient keeps the call in an instance attribute before attaching the
         # callback, so one client must issue async_infer from one thread at a time.
         self._send_lock = threading.Lock()
@@ -192,7 +210,7 @@ class GrpcChannel:
 
     def repository_index(self, *, headers: Headers, timeout_s: float) -> list[dict[str, Any]]:
         index = self.client.get_model_repository_index(
-            headers=dict(headers), as_json=True, client_timeout=timeout_s
+            headers=self._admin(headers), as_json=True, client_timeout=timeout_s
         )
         return list(index.get("models", []))
 
@@ -209,7 +227,7 @@ class GrpcChannel:
         self, name: str, *, headers: Headers, timeout_s: float, version: str = ""
     ) -> dict[str, Any]:
         wrapped = self.client.get_model_config(
-            name, version, headers=dict(headers), as_json=True, client_timeout=timeout_s
+            name, version, headers=self._admin(headers), as_json=True, client_timeout=timeout_s
         )
         return dict(wrapped.get("config", wrapped))
 
@@ -238,15 +256,15 @@ class GrpcChannel:
             )
 
     def register_system_shm(self, name: str, key: str, byte_size: int, *, headers: Headers) -> None:
-        self.client.register_system_shared_memory(name, key, byte_size, headers=dict(headers))
+        self.client.register_system_shared_memory(name, key, byte_size, headers=self._admin(headers))
 
     def unregister_system_shm(self, name: str, *, headers: Headers) -> None:
         # By name, never "all": that would free other clients' regions too.
-        self.client.unregister_system_shared_memory(name, headers=dict(headers))
+        self.client.unregister_system_shared_memory(name, headers=self._admin(headers))
 
     def system_shm_names(self, *, headers: Headers, timeout_s: float) -> list[str]:
         status = self.client.get_system_shared_memory_status(
-            headers=dict(headers), as_json=True, client_timeout=timeout_s
+            headers=self._admin(headers), as_json=True, client_timeout=timeout_s
         )
         return sorted((status or {}).get("regions", {}))
 
@@ -254,20 +272,20 @@ class GrpcChannel:
         self, model: str, *, headers: Headers, timeout_s: float, version: str = ""
     ) -> dict[str, Any]:
         stats = self.client.get_inference_statistics(
-            model, version, headers=dict(headers), as_json=True, client_timeout=timeout_s
+            model, version, headers=self._admin(headers), as_json=True, client_timeout=timeout_s
         )
         return dict(stats)
 
     def load_model(self, name: str, *, headers: Headers, timeout_s: float, config: str | None = None) -> None:
-        self.client.load_model(name, headers=dict(headers), config=config, client_timeout=timeout_s)
+        self.client.load_model(name, headers=self._admin(headers), config=config, client_timeout=timeout_s)
 
     def unload_model(self, name: str, *, headers: Headers, timeout_s: float) -> None:
-        self.client.unload_model(name, headers=dict(headers), client_timeout=timeout_s)
+        self.client.unload_model(name, headers=self._admin(headers), client_timeout=timeout_s)
 
     def trace_settings(self, model: str, *, headers: Headers, timeout_s: float) -> TraceSettingsJson:
         return trace_settings_json(
             self.client.get_trace_settings(
-                model_name=model or None, headers=dict(headers), as_json=True, client_timeout=timeout_s
+                model_name=model or None, headers=self._admin(headers), as_json=True, client_timeout=timeout_s
             )
         )
 
@@ -278,7 +296,7 @@ class GrpcChannel:
             self.client.update_trace_settings(
                 model_name=model or None,
                 settings=settings,
-                headers=dict(headers),
+                headers=self._admin(headers),
                 as_json=True,
                 client_timeout=timeout_s,
             )

@@ -189,6 +189,7 @@ class HttpChannel:
     def __init__(self, endpoint: Endpoint, options: ConnectionOptions) -> None:
         self.endpoint = endpoint
         self.in_flight = 0
+        self._admin = options.admin_headers
         tls = endpoint.tls or options.ssl
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -254,7 +255,9 @@ class HttpChannel:
 
     def repository_index(self, *, headers: Headers, timeout_s: float) -> list[dict[str, Any]]:
         index = self._run(
-            lambda: self.client.get_model_repository_index(headers=http_headers(headers, JSON_BODY)),
+            lambda: self.client.get_model_repository_index(
+                headers=http_headers(self._admin(headers), JSON_BODY)
+            ),
             timeout_s,
         )
         return list(index.get("models", []) if isinstance(index, dict) else index)
@@ -273,14 +276,15 @@ class HttpChannel:
         self, name: str, *, headers: Headers, timeout_s: float, version: str = ""
     ) -> dict[str, Any]:
         config = self._run(
-            lambda: self.client.get_model_config(name, version, headers=http_headers(headers)), timeout_s
+            lambda: self.client.get_model_config(name, version, headers=http_headers(self._admin(headers))),
+            timeout_s,
         )
         return dict(config.get("config", config))
 
     def register_system_shm(self, name: str, key: str, byte_size: int, *, headers: Headers) -> None:
         self._run(
             lambda: self.client.register_system_shared_memory(
-                name, key, byte_size, headers=http_headers(headers, JSON_BODY)
+                name, key, byte_size, headers=http_headers(self._admin(headers), JSON_BODY)
             ),
             LOOP_GRACE_S * 2,
         )
@@ -288,13 +292,16 @@ class HttpChannel:
     def unregister_system_shm(self, name: str, *, headers: Headers) -> None:
         # By name, never "all": that would free other clients' regions too.
         self._run(
-            lambda: self.client.unregister_system_shared_memory(name, headers=http_headers(headers)),
+            lambda: self.client.unregister_system_shared_memory(
+                name, headers=http_headers(self._admin(headers))
+            ),
             LOOP_GRACE_S * 2,
         )
 
     def system_shm_names(self, *, headers: Headers, timeout_s: float) -> list[str]:
         status = self._run(
-            lambda: self.client.get_system_shared_memory_status(headers=http_headers(headers)), timeout_s
+            lambda: self.client.get_system_shared_memory_status(headers=http_headers(self._admin(headers))),
+            timeout_s,
         )
         # KServe's HTTP status is a list of regions (gRPC's JSON: {"regions": {name: ...}}).
         if isinstance(status, dict):
@@ -306,25 +313,31 @@ class HttpChannel:
     ) -> dict[str, Any]:
         return dict(
             self._run(
-                lambda: self.client.get_inference_statistics(model, version, headers=http_headers(headers)),
+                lambda: self.client.get_inference_statistics(
+                    model, version, headers=http_headers(self._admin(headers))
+                ),
                 timeout_s,
             )
         )
 
     def load_model(self, name: str, *, headers: Headers, timeout_s: float, config: str | None = None) -> None:
         self._run(
-            lambda: self.client.load_model(name, headers=http_headers(headers, JSON_BODY), config=config),
+            lambda: self.client.load_model(
+                name, headers=http_headers(self._admin(headers), JSON_BODY), config=config
+            ),
             timeout_s,
         )
 
     def unload_model(self, name: str, *, headers: Headers, timeout_s: float) -> None:
-        self._run(lambda: self.client.unload_model(name, headers=http_headers(headers)), timeout_s)
+        self._run(
+            lambda: self.client.unload_model(name, headers=http_headers(self._admin(headers))), timeout_s
+        )
 
     def trace_settings(self, model: str, *, headers: Headers, timeout_s: float) -> TraceSettingsJson:
         return trace_settings_json(
             self._run(
                 lambda: self.client.get_trace_settings(
-                    model_name=model or None, headers=http_headers(headers)
+                    model_name=model or None, headers=http_headers(self._admin(headers))
                 ),
                 timeout_s,
             )
@@ -336,7 +349,9 @@ class HttpChannel:
         return trace_settings_json(
             self._run(
                 lambda: self.client.update_trace_settings(
-                    model_name=model or None, settings=settings, headers=http_headers(headers, JSON_BODY)
+                    model_name=model or None,
+                    settings=settings,
+                    headers=http_headers(self._admin(headers), JSON_BODY),
                 ),
                 timeout_s,
             )

@@ -2,7 +2,7 @@
 
 Takes a raw RGB image of any size, does the letterbox to 128x128, anchor
 decoding, score threshold and NMS itself (MediaPipe's weighted NMS, from
-mediapipe_rules.py beside the model folders), and answers in the EfficientNMS
+mediapipe_rules.py in this model's folder), and answers in the EfficientNMS
 layout (num_dets, det_boxes in the input image's pixels, det_scores,
 det_classes) so any client gets finished boxes. A fifth output,
 det_keypoints [100, 6, 3], gives each face's six landmarks (x, y in the input
@@ -86,10 +86,11 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         self.score_threshold = float(params.get("score_threshold", 0.5))
         self.iou_threshold = float(params.get("iou_threshold", 0.3))
-        # MediaPipe's NMS sits beside the model folders (Triton loads only folders as models).
-        # No bytecode: a __pycache__ folder there would be taken for a model at the next start.
+        # The shared helpers are copies inside this model's own folder (beside this file), so
+        # the folder alone deploys into any repository (tests/unit/test_bundled_helpers.py keeps
+        # the copies equal). No bytecode: an installed repository may be read-only.
         sys.dont_write_bytecode = True
-        sys.path.insert(0, os.path.dirname(os.path.realpath(args["model_repository"])))
+        sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
         import mediapipe_rules
 
         self.rules = mediapipe_rules

@@ -2,7 +2,7 @@
 
 A batch of 192x192 RGB UINT8 face crops in; per crop, 468 landmarks (x, y in crop pixels,
 z) and the face's presence probability out. The crops are cut by the caller (face_mesh):
-see mediapipe_rules.py beside the model folders for MediaPipe's rules.
+see face_mesh/1/mediapipe_rules.py for MediaPipe's rules.
 """
 
 from __future__ import annotations

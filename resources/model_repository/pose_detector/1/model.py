@@ -49,10 +49,11 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         self.score_threshold = float(params.get("score_threshold", 0.5))
         self.iou_threshold = float(params.get("iou_threshold", 0.3))
-        # The shared helpers sit beside the model folders (Triton loads only folders as models).
-        # No bytecode: a __pycache__ folder there would be taken for a model at the next start.
+        # The shared helpers are copies inside this model's own folder (beside this file), so
+        # the folder alone deploys into any repository (tests/unit/test_bundled_helpers.py keeps
+        # the copies equal). No bytecode: an installed repository may be read-only.
         sys.dont_write_bytecode = True
-        sys.path.insert(0, os.path.dirname(os.path.realpath(args["model_repository"])))
+        sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
         import mediapipe_rules
         import pipeline_stages
 

@@ -5,8 +5,9 @@ answers (face_detector, pose_detector, face_mesh, person_pose):
   points found in it are projected back to the image;
 - weighted non-max suppression, as MediaPipe's detectors do it.
 
-A plain module beside the model folders (Triton only loads folders as models); the models
-import it from their repository's real path. Everything is in image pixels; MediaPipe
+Each of those models carries an identical copy in its own version folder, beside its model.py
+(so each model folder deploys alone into any repository; tests/unit/test_bundled_helpers.py
+keeps the copies equal: edit one, copy it to the others). Everything is in image pixels; MediaPipe
 computes the same in normalised coordinates (DetectionsToRectsCalculator,
 AlignmentPointsRectsCalculator, RectTransformationCalculator, ImageToTensorCalculator's
 OpenCV converter, LandmarkProjectionCalculator, NonMaxSuppressionCalculator).

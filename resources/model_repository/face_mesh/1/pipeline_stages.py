@@ -1,7 +1,8 @@
 """What the detector-style models of this repository (face_mesh, person_pose, pose_detector)
 share on Triton's Python backend: calling a stage model through BLS, and answering in the
-EfficientNMS layout with keypoints. A plain module beside the model folders, imported from
-their real path."""
+EfficientNMS layout with keypoints. Each of those models
+carries an identical copy beside its model.py (so each model folder deploys alone;
+tests/unit/test_bundled_helpers.py keeps the copies equal: edit one, copy it to the others)."""
 
 from __future__ import annotations
 
