@@ -50,14 +50,20 @@ class Resumed:
 
     source: Path | None = None  # the file read (None: nothing to resume from)
     lines: list[str] = field(default_factory=list)
-    done: set[InputKey] = field(default_factory=set)
+    records: list[dict[str, Any]] = field(default_factory=list)  # the same, parsed
+    done: set[InputKey] = field(default_factory=set)  # of every model (evaluate: `done_by`)
     counts: StatusCounts = field(default_factory=StatusCounts)
     dropped: int = 0  # records not kept: cancelled, a second one of an input, a cut last line
     others: list[Path] = field(default_factory=list)  # older temporary files, left as they are
+    seen: set[tuple[Any, str, int | None]] = field(default_factory=set)  # (model, source, frame)
 
     @property
     def kept(self) -> int:
         return len(self.lines)
+
+    def records_of(self, model: str | None) -> list[dict[str, Any]]:
+        """The kept records of one model (evaluate writes its name in each)."""
+        return [r for r in self.records if r.get("model") == model]
 
     def describe(self, option: str) -> str:
         if self.source is None:
@@ -116,8 +122,8 @@ def _keep(resumed: Resumed, raw: bytes) -> None:
     if not isinstance(source, str) or status not in KEPT or not (frame is None or isinstance(frame, int)):
         resumed.dropped += 1
         return
-    key = (source, frame)
-    if key in resumed.done:
+    key = (record.get("model"), source, frame)  # evaluate's records name the model: A/B has two
+    if key in resumed.seen:
         resumed.dropped += 1
         return
     try:
@@ -125,6 +131,8 @@ def _keep(resumed: Resumed, raw: bytes) -> None:
     except UnicodeDecodeError:
         resumed.dropped += 1
         return
-    resumed.done.add(key)
+    resumed.seen.add(key)
+    resumed.done.add((source, frame))
     resumed.lines.append(line)
+    resumed.records.append(record)
     resumed.counts = resumed.counts.add(Status(status))

@@ -1,6 +1,6 @@
-"""`infer --resume`: a run SIGKILLed half way, then resumed: every input ends exactly once
-across the two runs (none twice, none lost), the inputs the first run ended are not sent
-again, and the summary counts both runs."""
+"""`infer --resume` and `evaluate --resume`: a run SIGKILLed half way, then resumed: every
+input ends exactly once across the two runs (none twice, none lost), the inputs the first run
+ended are not sent again, and the summary (the report) counts both runs."""
 
 from __future__ import annotations
 
@@ -12,16 +12,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.server.embedded import EmbeddedServer
 from tests.cli_runner import run_cli_in_process
+from tests.evaluation_data import Img, Obj, write_dataset
 from tests.integration.procs import eventually
+from tests.strict_json import strict_loads
 from tests.ui.viewer_fixtures import image_folder, slow_image
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = 120
+EVAL_IMAGES = 40
 
 
 def lines_of(path: Path) -> list[str]:
@@ -68,3 +72,42 @@ def test_a_killed_infer_resumed_ends_every_input_once(triton: EmbeddedServer, tm
     assert summary["total"] == summary["ok"] == IMAGES, "the summary counts both runs"
     assert summary["resumed"]["records"] == len(first_run)
     assert not list(tmp_path.glob("*.part")), "the killed run's temporary file is gone"
+
+
+def test_a_killed_evaluate_resumed_scores_every_image_once(triton: EmbeddedServer, tmp_path: Path) -> None:
+    # slow_faces finds the middle half of every image, after pixel[0, 0, 0] x 10 ms.
+    images = [Img(f"img_{i:03d}.png", 64, 64, [Obj("face", (16, 16, 48, 48))]) for i in range(EVAL_IMAGES)]
+    for img in images:
+        img.pixels = np.full((64, 64, 3), 20, np.uint8)  # 0.2 s, whichever channel is read
+    dataset, _ = write_dataset("voc", tmp_path / "data", images, ["face"])
+    records = tmp_path / "records.jsonl"
+    command = [
+        *("evaluate", "--url", triton.grpc_url, str(dataset), "--model", "slow_faces"),
+        *("--concurrency", "4", "--records", str(records)),
+    ]
+    with (tmp_path / "stderr.txt").open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "app", *command], cwd=ROOT, stderr=err)
+    try:
+        half = EVAL_IMAGES // 2
+        assert eventually(lambda: any(len(lines_of(p)) >= half for p in tmp_path.glob("*.part")), 120)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    (part,) = tmp_path.glob("records.jsonl.*.part")
+    first_run = len(lines_of(part))
+    assert half <= first_run < EVAL_IMAGES, "killed half way"
+
+    report_file = tmp_path / "report.json"
+    resumed = run_cli_in_process(*command, "--resume", "--output", str(report_file))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{EVAL_IMAGES - first_run} image(s) -> model 'slow_faces'" in resumed.stderr
+    report = strict_loads(report_file.read_text())
+    assert report["resumed"]["records"] == first_run
+    assert report["dataset"]["evaluated_images"] == EVAL_IMAGES, "both runs' images scored"
+    assert report["metrics"]["map50"] == 1.0 and report["per_class"][0]["tp"] == EVAL_IMAGES
+    seen = collections.Counter(r["source"] for r in (json.loads(line) for line in lines_of(records)))
+    assert len(seen) == EVAL_IMAGES and set(seen.values()) == {1}, "every image once, none twice"
+    assert not list(tmp_path.glob("*.part"))
