@@ -5,6 +5,7 @@ first attempt dropped, every request ended once. Driven through the session's ch
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,7 @@ from tritonclient.utils import InferenceServerException
 
 from app.inference.core import attempt_timeout
 from app.inference.core.attempt_timeout import AttemptTimeout
+from app.inference.core.request import Send
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import SessionSpec, Timeouts
 from app.inference.errors import classify_failure
@@ -133,3 +135,18 @@ def test_lost_replies_and_stream_resets_are_retried(message: str, status: str) -
     failure = classify_failure(InferenceServerException(msg=message, status=status), parse_url("h:8001"))
     assert failure.transient and failure.status is Status.FAILED
     assert message in failure.message
+
+
+def test_an_answered_send_is_not_held_until_its_attempt_timer_fires() -> None:
+    server = FakeServer()  # every call answered at once
+    collect = Collector()
+    with open_session(server, timeouts=Timeouts(60, attempt_s=30)) as session:
+        for _ in range(10):
+            session.submit(IMAGE, collect)
+        collect.wait_for(10)
+        server.calls.clear()  # the fake's own record of the calls (and their callbacks)
+        for channel in server.channels:
+            channel.calls.clear()
+        gc.collect()
+        # Ten timers wait 30 s each; the sends (and their tensors) are gone already.
+        assert not [o for o in gc.get_objects() if isinstance(o, Send)]

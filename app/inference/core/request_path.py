@@ -25,6 +25,7 @@ import concurrent.futures
 import functools
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -259,11 +260,14 @@ class RequestPath:
         limit = self.attempts.limit(attempt)
         if limit is None or limit >= remaining or (retries is not None and attempt > retries):
             return
-        self._timer.call_later(limit, functools.partial(self._overdue, send, attempt))
+        # A weak reference: a send answered long before its timer fires (nearly all of them)
+        # is freed with its tensor then, not held by the timer for the whole attempt timeout.
+        self._timer.call_later(limit, functools.partial(self._overdue, weakref.ref(send), attempt))
 
-    def _overdue(self, send: Send, attempt: int) -> None:
+    def _overdue(self, sending: weakref.ref[Send], attempt: int) -> None:
         # The timer thread: cancel the unanswered attempt, hand the new one to a worker.
-        if not self._is_open() or not send.live_members() or not self._claim(send, attempt):
+        send = sending()
+        if send is None or not self._is_open() or not send.live_members() or not self._claim(send, attempt):
             return  # answered, ended, or closing (close() cancels what is left)
         now = time.monotonic()
         with self._in_flight.lock:
