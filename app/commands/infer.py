@@ -374,6 +374,11 @@ def _process(
         interrupted = True
         eprint("\ninterrupted: the requests in flight were cancelled")
         counts = job.counts()
+    if resumed is not None and job.resumed < resumed.kept and not interrupted:
+        eprint(
+            f"warning: --resume: {resumed.kept - job.resumed} earlier record(s) name no input of this "
+            "run (the inputs given under other paths?); kept in the file as they were"
+        )
     if order is not None:
         order.flush()  # frames behind one never sent (interrupted): written in order
     if analytics is not None:

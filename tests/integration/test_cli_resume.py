@@ -60,6 +60,7 @@ def test_a_killed_infer_resumed_ends_every_input_once(triton: EmbeddedServer, tm
     resumed = run_cli_in_process(*command, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert f"{len(first_run)} input(s) already done" in resumed.stderr
+    assert "name no input" not in resumed.stderr
     assert f"{IMAGES - len(first_run)} input(s) -> model 'slow_faces'" in resumed.stderr
     lines = [json.loads(line) for line in lines_of(output)]
     *records, last = lines
@@ -111,3 +112,21 @@ def test_a_killed_evaluate_resumed_scores_every_image_once(triton: EmbeddedServe
     seen = collections.Counter(r["source"] for r in (json.loads(line) for line in lines_of(records)))
     assert len(seen) == EVAL_IMAGES and set(seen.values()) == {1}, "every image once, none twice"
     assert not list(tmp_path.glob("*.part"))
+
+
+def test_earlier_records_of_other_paths_are_named_and_kept(triton: EmbeddedServer, tmp_path: Path) -> None:
+    folder = image_folder(tmp_path / "images", 3, slow_image(0))
+    output = tmp_path / "records.jsonl"
+    other = {"source": "elsewhere/x.png", "frame": None, "status": "ok", "detections": []}
+    (tmp_path / "records.jsonl.0123abcd.part").write_text(json.dumps(other) + "\n")
+    done = run_cli_in_process(
+        *("infer", "--url", triton.grpc_url, "--model", "slow_faces", "--output", str(output)),
+        *("--resume", str(folder)),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 earlier record(s) name no input of this run" in done.stderr
+    *records, last = [json.loads(line) for line in lines_of(output)]
+    assert records[0] == other and len(records) == 4
+    assert last["summary"]["total"] == 4 and last["summary"]["resumed"]["records"] == 1
+    refused = run_cli_in_process("infer", "--url", triton.grpc_url, "--resume", str(folder))
+    assert refused.returncode == 2 and "--resume needs --output FILE" in refused.stderr
