@@ -404,6 +404,8 @@ def _process(
         }
     summary["timing"] = _timing(writer.timing, session, counters_before, t0)
     summary["transport"] = session.transport.kind.value if session.transport else None
+    # Attempts sent again (a transient failure, or no answer within the attempt timeout).
+    summary["retried"] = session.stats.snapshot().retried
     summary["protocol"] = session.protocol.value
     if analytics is not None:
         _analytics_summary(analytics, summary, writer)

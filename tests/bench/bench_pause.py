@@ -71,6 +71,7 @@ class PauseRun:
     run_s: float
     problems: list[str]  # a few distinct errors of the records not ok
     twice: int  # inputs with more than one record
+    retried: int | None  # attempts sent again (the summary's "retried")
     missing: int  # inputs with no record
 
 
@@ -167,6 +168,7 @@ def one_pause(
         problems=sorted({r["error"][:100] for r in records if r.get("status") not in (None, "ok")})[:3],
         twice=twice,
         missing=missing,
+        retried=next((r["summary"].get("retried") for r in records if "summary" in r), None),
     )
 
 
@@ -210,7 +212,8 @@ def main() -> None:
             )
             print(
                 f"pause {pause:g} s: {ok} of {count} ok, {count - ok} not ok {r.statuses}, twice "
-                f"{r.twice}, missing {r.missing}, exit {r.exit}, server restarts {r.restarts}{ended}, "
+                f"{r.twice}, missing {r.missing}, attempts sent again {r.retried}, exit {r.exit}, "
+                f"server restarts {r.restarts}{ended}, "
                 f"paused after {r.records_before} records, run {r.run_s:.1f} s{against} "
                 f"({r.after_cont_s:.1f} s after SIGCONT)",
                 flush=True,
