@@ -139,6 +139,33 @@ def timeout_argument(text: str) -> float:
     return value
 
 
+AttemptSetting = float | str  # seconds, or "auto" / "off"
+
+
+def attempt_timeout_argument(text: str) -> AttemptSetting:
+    """--attempt-timeout SECONDS|auto|off (argparse type)."""
+    word = text.strip().lower()
+    if word in ("auto", "off"):
+        return word
+    try:
+        value = float(word)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, auto or off, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (or auto, off), not {text}")
+    return value
+
+
+def timeouts_of(args: argparse.Namespace) -> Timeouts:
+    """--timeout and --attempt-timeout as the session's Timeouts."""
+    attempt = getattr(args, "attempt_timeout", "auto")
+    return Timeouts(
+        request_s=getattr(args, "timeout", Timeouts.request_s),
+        attempt_s=attempt if isinstance(attempt, float) else None,
+        resend_unanswered=attempt != "off",
+    )
+
+
 def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool = True) -> None:
     if repeatable_url:
         p.add_argument(
@@ -164,6 +191,15 @@ def add_connection_arguments(p: argparse.ArgumentParser, *, repeatable_url: bool
         )
     p.add_argument(
         "--timeout", type=timeout_argument, default=10.0, metavar="SECONDS", help="per-request timeout"
+    )
+    p.add_argument(
+        "--attempt-timeout",
+        type=attempt_timeout_argument,
+        default="auto",
+        metavar="SECONDS|auto|off",
+        help="an attempt unanswered this long (a paused or wedged server) is sent again on a "
+        "fresh call while --timeout lasts, each next attempt waiting twice as long; auto "
+        "(default): 4 x the p99 of the round trips seen, within 1-30 s; off: wait for the answer",
     )
     add_security_arguments(p)
 
@@ -373,7 +409,7 @@ def session_spec(args: argparse.Namespace, *, delivery: Delivery | None = None) 
         model=model if isinstance(model, str) else None,  # compare names one per side
         profile=ProfileSource(overrides=profile_overrides(args)),
         delivery=delivery or Delivery(),
-        timeouts=Timeouts(request_s=getattr(args, "timeout", Timeouts.request_s)),
+        timeouts=timeouts_of(args),
         connection=connection_options(args),
         limits=Limits(
             # bench's --concurrency is a list of levels: its sweep sizes each session.

@@ -44,6 +44,8 @@ from app.commands.outputs import (
     write_output,
 )
 from app.commands.progress import Progress
+from app.commands.resume import Resumed
+from app.commands.resume import find as find_resumed
 from app.commands.trace_output import TraceRun, add_trace_arguments
 from app.evaluation.classes import ClassMapError, read_class_map
 from app.evaluation.datasets import FORMATS, Dataset, DatasetError, detect_format, load_dataset
@@ -58,6 +60,7 @@ from app.inference.core.spec import SessionSpec
 from app.inference.errors import SessionError
 from app.inference.profiles.profile import ProfileError
 from app.inference.result import InferenceResult, naming_input, record_line
+from app.inference.result_records import result_from_record
 from app.system.atomic_files import LineFile, describe_write_error, write_whole
 
 READERS = 0  # images are read on the feeding thread (as `infer` on a small machine)
@@ -139,6 +142,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE.jsonl",
         help="also write each image's result (infer's records)",
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a run that was killed: keep the records it wrote to --records (its "
+        "temporary NAME.*.part file, or the file itself), send only the images they do not "
+        "answer, and score them all",
+    )
     add_trace_arguments(p, path_argument)
     p.add_argument(
         "--plots",
@@ -185,6 +195,17 @@ class RecordsFile:
                 self._stream = LineFile(path)
             except OSError as e:
                 raise UsageError(f"--records {path}: cannot write it ({e.strerror or e})") from None
+
+    def carry_over(self, resumed: Resumed) -> None:
+        """An earlier run's records, first in the file (--resume); its temporary file goes."""
+        if self._stream is None or not resumed.lines:
+            return
+        try:
+            for line in resumed.lines:
+                self._stream.write(line)
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--records {records_failure(self._stream, e)}") from None
+        resumed.remove_source()
 
     def write(self, model: str, result: InferenceResult) -> None:
         if self._stream is None:
@@ -238,10 +259,17 @@ def run(args: argparse.Namespace) -> int:
         # Every file asked for is checked before any inference: a run is not lost to a typo.
         check_file_output("--output", args.output)
         check_folder_output("--plots", args.plots)
+        resumed = None
+        if args.resume:  # before this run's own temporary file exists
+            resumed = find_resumed("--records", args.records)
+            eprint(resumed.describe("--records"))
         records = RecordsFile(args.records)
         records.traces = TraceRun.from_args(args)
+        if resumed is not None:
+            records.carry_over(resumed)
+            records.used = True  # the file holds records: kept whatever happens next
         with serving(session_spec(args, delivery=delivery_of(args))) as spec:
-            status = _evaluate_all(args, spec, models, class_map, records)
+            status = _evaluate_all(args, spec, models, class_map, records, resumed)
     except (UsageError, SessionError, ProfileError, DatasetError, ClassMapError) as e:
         eprint(f"error: {e}")
         status = EXIT_USAGE
@@ -260,6 +288,7 @@ def _evaluate_all(
     models: list[str | None],
     class_map: dict[str, str] | None,
     records: RecordsFile,
+    resumed: Resumed | None = None,
 ) -> int:
     reports: list[dict[str, Any]] = []
     dataset: Dataset | None = None
@@ -284,7 +313,8 @@ def _evaluate_all(
                 _describe(dataset)
             _check_iou_type(IouType(args.iou_type), name, profile.task, profile.kpt_shape)
             label = f"{side.upper()} '{name}'" if len(models) > 1 else ""
-            run = _run(session, dataset, args, name, records, label)
+            earlier = _earlier_results(resumed, name)
+            run = _run(session, dataset, args, name, records, label, earlier)
             if records.traces is not None:  # before the session closes: its server's last traces
                 records.traces.finish_session(session)
             if records.broken:  # said when it happened: no report on the images answered before
@@ -302,6 +332,11 @@ def _evaluate_all(
         finally:
             session.close(drain_timeout=0.5)
         report = model_report(evaluation, name, run.speed())
+        if resumed is not None:
+            report["resumed"] = {
+                "from": None if resumed.source is None else str(resumed.source),
+                "records": len(earlier),
+            }
         if run.interrupted:  # the figures are those of the images answered before it
             report["interrupted"] = True
             report["not_started"] = run.counts.not_started if run.counts is not None else 0
@@ -342,6 +377,7 @@ def _run(
     name: str,
     records: RecordsFile,
     label: str,
+    earlier: dict[str, InferenceResult] | None = None,
 ) -> DatasetRun:
     progress = Progress(None, what="images", label=label)
     failures = [0]
@@ -361,7 +397,13 @@ def _run(
         progress.done(result.ok)
 
     run = DatasetRun(
-        session, dataset, window=args.concurrency, on_result=on_result, on_started=started, readers=READERS
+        session,
+        dataset,
+        window=args.concurrency,
+        on_result=on_result,
+        on_started=started,
+        readers=READERS,
+        earlier=earlier,
     )
     records.on_broken, records.used = run.cancel, True
     try:
@@ -370,6 +412,19 @@ def _run(
         eprint("\ninterrupted: the requests in flight were cancelled; evaluating the images answered")
     progress.finish()
     return run
+
+
+def _earlier_results(resumed: Resumed | None, model: str) -> dict[str, InferenceResult]:
+    """--resume: the results of `model` an earlier run recorded, by source."""
+    if resumed is None:
+        return {}
+    earlier: dict[str, InferenceResult] = {}
+    for record in resumed.records_of(model):
+        try:
+            earlier[record["source"]] = result_from_record(record)
+        except ValueError as e:
+            eprint(f"warning: --resume: {record['source']}: {e}; sent again")
+    return earlier
 
 
 def _describe(dataset: Dataset) -> None:

@@ -43,6 +43,8 @@ from app.commands.infer_analytics import add_arguments as add_analytics_argument
 from app.commands.inputs import require_inputs
 from app.commands.outputs import LineSink, close_records, discard_records, open_records, records_failure
 from app.commands.progress import Progress
+from app.commands.resume import Resumed
+from app.commands.resume import find as find_resumed
 from app.commands.trace_output import TraceRun, add_trace_arguments
 from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
@@ -97,6 +99,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="video frames: give each detection a track id that follows the object across frames",
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a run that was killed: keep the records it wrote to --output (its "
+        "temporary NAME.*.part file, or the file itself) and send only the inputs they do not "
+        "end; the summary counts both runs (jsonl records only, without --track)",
+    )
     add_analytics_arguments(p, path_argument)
     add_trace_arguments(p, path_argument)
     p.add_argument(
@@ -135,6 +144,20 @@ class RecordWriter:
         self._encoding = getattr(stream, "encoding", None)
         self.timing = TimingTotals()  # the client time split of the records written
         self.traces: TraceRun | None = None  # --trace: traced requests' records wait for their trace
+
+    def carry_over(self, resumed: Resumed) -> None:
+        """An earlier run's records, first in the file, counted as this run's (--resume)."""
+        assert self.stream is not None
+        with self._lock:
+            try:
+                for line in resumed.lines:
+                    self.stream.write(line)
+                self.stream.flush()
+            except (OSError, ValueError) as e:
+                self.broken = records_failure(self.stream, e)
+                return
+            self.counts = StatusCounts._make(a + b for a, b in zip(self.counts, resumed.counts, strict=True))
+        resumed.remove_source()  # its records are in this run's file now
 
     def write_result(self, result: InferenceResult) -> None:
         self.timing.add(result.timing)
@@ -231,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
         fmt = ExportFormat(getattr(args, "format", ExportFormat.JSONL))
         names = _display_names(args.paths)
         analytics = InferAnalytics.from_args(args, lambda path: names.get(str(path), str(path)))
+        resumed = _resumed(args, fmt, analytics)  # before this run's own temporary file exists
         out, close_out = open_records(args.output, fmt)
         with serving(spec) as spec:
             session = open_session(spec)
@@ -249,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
                     getattr(args, "track", False),
                     analytics,
                     TraceRun.from_args(args),
+                    resumed,
                 )
             finally:
                 session.close(drain_timeout=0.5)
@@ -264,6 +289,22 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
+def _resumed(args: argparse.Namespace, fmt: ExportFormat, analytics: InferAnalytics | None) -> Resumed | None:
+    """--resume: the earlier run's records (UsageError for what cannot be resumed)."""
+    if not getattr(args, "resume", False):
+        return None
+    if fmt is not ExportFormat.JSONL:
+        raise UsageError(f"--resume continues JSON Lines records; --format {fmt} is written whole at the end")
+    if getattr(args, "track", False) or analytics is not None:
+        raise UsageError(
+            "--resume cannot continue --track, --zones or --heatmap (a video's tracks start at "
+            "its first frame)"
+        )
+    resumed = find_resumed("--output", args.output)
+    eprint(resumed.describe("--output"))
+    return resumed
+
+
 def _process(
     session: TritonSession,
     paths: Sequence[str],
@@ -273,6 +314,7 @@ def _process(
     track: bool = False,
     analytics: InferAnalytics | None = None,
     traces: TraceRun | None = None,
+    resumed: Resumed | None = None,
 ) -> int:
     if track:
         try:
@@ -284,6 +326,8 @@ def _process(
     progress = Progress(None, what="inputs")
     # With another --format, the records go to the export and only the summary to `out`.
     writer = RecordWriter(out if export is None else None, progress, export, events=out)
+    if resumed is not None and resumed.kept:
+        writer.carry_over(resumed)
     if traces is not None:
         traces.write, writer.traces = writer.write, traces
         traces.attach(session)
@@ -318,6 +362,7 @@ def _process(
         on_started=started,
         readers=READERS,
         source_name=lambda path: names.get(str(path), str(path)),
+        done=resumed.done if resumed is not None else (),
     )
     writer.on_broken.append(job.cancel)
     counters_before = _server_counters(session)
@@ -329,6 +374,11 @@ def _process(
         interrupted = True
         eprint("\ninterrupted: the requests in flight were cancelled")
         counts = job.counts()
+    if resumed is not None and job.resumed < resumed.kept and not interrupted:
+        eprint(
+            f"warning: --resume: {resumed.kept - job.resumed} earlier record(s) name no input of this "
+            "run (the inputs given under other paths?); kept in the file as they were"
+        )
     if order is not None:
         order.flush()  # frames behind one never sent (interrupted): written in order
     if analytics is not None:
@@ -350,8 +400,15 @@ def _process(
         except OSError as e:
             writer.broken = f"cannot write the {export.fmt} export: {e}"
     summary = _summary(writer, counts, seconds, interrupted)
+    if resumed is not None:
+        summary["resumed"] = {
+            "from": None if resumed.source is None else str(resumed.source),
+            "records": resumed.kept,
+        }
     summary["timing"] = _timing(writer.timing, session, counters_before, t0)
     summary["transport"] = session.transport.kind.value if session.transport else None
+    # Attempts sent again (a transient failure, or no answer within the attempt timeout).
+    summary["retried"] = session.stats.snapshot().retried
     summary["protocol"] = session.protocol.value
     if analytics is not None:
         _analytics_summary(analytics, summary, writer)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +38,22 @@ class DatasetRun:
         on_started: Callable[[int], None] | None = None,
         on_thumbnail: Callable[[str, np.ndarray], None] | None = None,
         readers: int = 0,
+        earlier: Mapping[str, InferenceResult] | None = None,
     ) -> None:
         """`on_thumbnail(source, image)`: an image was read (the feeding thread; the viewer
-        shows the dataset's images as its batch)."""
+        shows the dataset's images as its batch). `earlier`: results by source an earlier
+        run recorded (a resumed run): kept, and their images not sent again."""
         self.session = session
         self.dataset = dataset
         self._on_result = on_result
         self._index = {str(Path(image.path)): i for i, image in enumerate(dataset.images)}
         self._lock = threading.Lock()
         self.results: dict[int, InferenceResult] = {}
+        for source, result in (earlier or {}).items():
+            index = self._index.get(str(Path(source)))
+            if index is not None:
+                self.results[index] = result
+        self.carried = len(self.results)  # of an earlier run: not this run's throughput
         self.timing = TimingTotals()
         self.seconds = 0.0
         self.counts: BatchCounts | None = None
@@ -63,6 +70,7 @@ class DatasetRun:
             on_started=on_started,
             on_thumbnail=on_thumbnail,
             readers=readers,
+            done={(str(dataset.images[i].path), None) for i in self.results},
         )
 
     def _result(self, result: InferenceResult) -> None:
@@ -122,7 +130,9 @@ class DatasetRun:
         speed: dict[str, Any] = {
             "images": len(results),
             "seconds": round(self.seconds, 3),
-            "throughput": round(len(results) / self.seconds, 2) if self.seconds > 0 else None,
+            "throughput": round((len(results) - self.carried) / self.seconds, 2)
+            if self.seconds > 0
+            else None,
             "latency_p50_ms": round(float(np.percentile(latencies, 50)), 3) if latencies.size else None,
             "latency_p95_ms": round(float(np.percentile(latencies, 95)), 3) if latencies.size else None,
             "transport": self.session.transport.kind.value if self.session.transport else None,

@@ -221,6 +221,10 @@ def _classify(
         return Failure(Status.FAILED, ErrorKind.SERVER, f"{url}: {text}", True)
     if "UNAVAILABLE" in code or "failed to connect" in lowered or "connection refused" in lowered:
         return Failure(Status.FAILED, ErrorKind.UNREACHABLE, unreachable_message(endpoint, text), True)
+    if any(words in lowered for words in _LOST_ON_THE_WAY):
+        # The call's stream was reset, or Triton's Python backend lost the reply (its stub
+        # after a pause): nothing says the request itself was bad; another attempt may succeed.
+        return Failure(Status.FAILED, ErrorKind.SERVER, f"{url}: {text}", True)
     if "NOT_FOUND" in code or "unknown model" in lowered or "is not found" in lowered:
         return Failure(Status.FAILED, ErrorKind.NOT_FOUND, f"{url}: {text}", False)
     if "INVALID_ARG" in code:
@@ -228,6 +232,15 @@ def _classify(
     return Failure(Status.FAILED, ErrorKind.SERVER, text, False)
 
 
+# Failures of the way, not of the request (lower case): worth another attempt.
+_LOST_ON_THE_WAY = (
+    "failed to retrieve the response",  # Triton's Python backend, its stub paused or restarted
+    "rst_stream",  # gRPC: the server reset the call's stream
+    "stream removed",
+    "stream reset",
+    "connection reset",
+    "broken pipe",
+)
 # The receive limit of a channel is the outputs' limit plus this (names, shapes, framing).
 REPLY_OVERHEAD_BYTES = 2**20
 # gRPC's receive limit (a reply over ConnectionOptions.max_output_bytes) and Triton's refusal

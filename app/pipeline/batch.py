@@ -12,6 +12,8 @@ Every input ends once: a request's result, or a local one (unreadable, not media
 skipped) built by `InferenceResult.local_failure`, the same for the viewer and the CLI.
 The job's request group counts them all and says when the last one was handed on
 ("drained"): `on_finished` is that signal, `run()` and `wait()` wait for it.
+`done`: the inputs (source, frame) an earlier run already ended (a resumed run): not read
+again where they are whole files, not sent, not counted in this job's total.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import enum
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +118,7 @@ class BatchJob:
         lookahead: int = 4,
         source_name: Callable[[Path], str] = str,
         read_image: Callable[[Path, int | None], DecodedImage] = read_image_for,
+        done: Collection[tuple[str, int | None]] = (),
     ) -> None:
         self.session = session
         self.paths = list(paths)
@@ -128,6 +131,8 @@ class BatchJob:
         self.lookahead = lookahead if readers else 0
         self.source_name = source_name
         self._read_image = read_image  # (path, min_side): e.g. shared by the two sides of a compare
+        self._done = frozenset(done)
+        self.resumed = 0  # inputs left out: an earlier run ended them (feeding thread)
         # Drained: the job closed the group (fed everything, or was cancelled) and the last
         # result was handed on; on the thread that handed it on (or the feeding thread).
         self.group = session.group(window, "batch", on_drained=self._drained)
@@ -184,8 +189,8 @@ class BatchJob:
         """Feed every input, wait for every result; returns the counts. On KeyboardInterrupt the
         job is cancelled (in-flight requests end as cancelled) and the interrupt re-raised."""
         try:
-            items = list(expand_inputs(self.paths))
-            self._add_total(sum(self._inputs_in(item) for item in items))
+            items = self._not_done(list(expand_inputs(self.paths)))
+            self._add_total(sum(self._inputs_in(item) for item in items) - self._frames_done(items))
             if self._on_started is not None:
                 self._on_started(self._total)
             self._feed(items)
@@ -201,6 +206,36 @@ class BatchJob:
             self.group.wait_drained(5.0)
             raise
         return self.counts()
+
+    def _frames_of(self, item: InputItem) -> bool:
+        """Whether the item's inputs are its frames (or pages), each with its own index."""
+        if self.videos is not VideoPolicy.FRAMES:
+            return False
+        return item.kind == "video" or (item.kind == "image" and self._pages_in(item) > 1)
+
+    def _not_done(self, items: list[InputItem]) -> list[InputItem]:
+        """`items` without the whole inputs an earlier run ended (a resumed run)."""
+        if not self._done:
+            return items
+        left = [
+            item
+            for item in items
+            if self._frames_of(item) or (self.source_name(item.path), None) not in self._done
+        ]
+        self.resumed += len(items) - len(left)
+        return left
+
+    def _frames_done(self, items: Sequence[InputItem]) -> int:
+        """Frames (pages) of `items` an earlier run ended: sent no more, not in the total."""
+        if not self._done:
+            return 0
+        count = 0
+        for item in items:
+            if self._frames_of(item):
+                source = self.source_name(item.path)
+                count += sum(1 for f in range(self._inputs_in(item)) if (source, f) in self._done)
+        self.resumed += count
+        return count
 
     def _settle_not_started(self) -> None:
         """Count as not started every announced input the group has not accounted for (sent,
@@ -357,6 +392,8 @@ class BatchJob:
         size: tuple[int, int] | None = None,
         read_span: tuple[float, float] | None = None,
     ) -> None:
+        if frame is not None and (source, frame) in self._done:
+            return  # ended by an earlier run (left out of the total)
         try:
             request_id = self.group.submit(
                 image, self._on_result, source=source, frame=frame, source_size=size, read_span=read_span
@@ -368,6 +405,10 @@ class BatchJob:
 
     # -- results ------------------------------------------------------------------------------
     def _local(self, result: InferenceResult) -> None:
+        if result.source is not None and (result.source, result.frame) in self._done:
+            if result.frame is None:
+                self._add_total(-1)  # e.g. a video's failure: counted, not known to be done
+            return  # ended by an earlier run
         self.group.deliver_local(result, self._on_result)
 
     def _add_total(self, n: int) -> None:

@@ -57,6 +57,10 @@ class Send:
     sent_at: float = 0.0
     answered_at: float = 0.0  # the last attempt's reply (or error) arrived
     ended: bool = False  # answered or given up: its lease went back to the transport
+    # The last attempt whose outcome was taken (its reply, or its attempt timeout): a reply of
+    # an earlier attempt is late and dropped (request_path.py `_claim`).
+    claimed: int = 0
+    abandoned: int = 0  # attempts given up on, unanswered (the server may still use the lease)
 
     @property
     def id(self) -> str:

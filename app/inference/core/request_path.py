@@ -9,8 +9,12 @@ Threads, and why:
   that may block (the command line) prepares and sends on its own thread instead.
 - gRPC's channel threads run `_on_reply`, which only hands off to the pool: a slow
   callback there would delay every other reply on the channel.
-- The timer thread runs retry back-offs and the client batcher's delays, and hands the work
-  on to the pool.
+- The timer thread runs retry back-offs, the client batcher's delays and the attempt
+  timeouts, and hands the work on to the pool.
+An attempt that stays unanswered past its attempt timeout (a paused or wedged server) is
+cancelled and the request sent again on a fresh call while its deadline lasts; of the
+attempts of one send, only the first outcome taken counts (`_claim`): a late reply of an
+attempt given up on is dropped.
 Every request ends exactly once (`finish`, guarded by `InFlight.finish`): ok, failed,
 timeout or cancelled.
 """
@@ -21,11 +25,13 @@ import concurrent.futures
 import functools
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from app.inference.core.attempt_timeout import AttemptTimeout
 from app.inference.core.batcher import ClientBatcher
 from app.inference.core.in_flight import InFlight
 from app.inference.core.pool import ConnectionPool
@@ -84,6 +90,8 @@ class RequestPath:
         self._tracing = tracing or PathTracing()
         self._headers = dict(spec.connection.headers)
         self._secrets = spec.connection.secret_values()
+        timeouts = spec.timeouts
+        self.attempts = AttemptTimeout(timeouts.attempt_s, enabled=timeouts.resend_unanswered)
         # What every reply must carry.
         self._output_check = OutputCheck.of(
             info.profile, info.outputs, info.max_batch_size, spec.connection.max_output_bytes
@@ -177,7 +185,18 @@ class RequestPath:
                 return
             send.ended = True
         if send.lease is not None:
-            self._transport.release(send.lease, reusable)
+            # An attempt given up on unanswered may still be read or written by the server.
+            self._transport.release(send.lease, reusable and not send.abandoned)
+
+    def _claim(self, send: Send, attempt: int) -> bool:
+        """Whether this outcome of attempt `attempt` (its reply, or its attempt timeout) is
+        the one taken: once per attempt, and never for an attempt older than the last one
+        taken (its reply came too late)."""
+        with self._in_flight.lock:
+            if send.claimed >= attempt:
+                return False
+            send.claimed = attempt
+            return True
 
     def _fail_send(self, send: Send, status: Status, message: str, kind: ErrorKind) -> None:
         for m in send.live_members():
@@ -211,6 +230,7 @@ class RequestPath:
             self._end_send(send, reusable=True)
             return
         send.channel, send.attempts = channel, send.attempts + 1
+        attempt = send.attempts
         send.sent_at = time.monotonic()
         if send.attempts > 1:
             self._tracing.stage(send.members, RETRY_WAIT, send.answered_at, send.sent_at)
@@ -223,19 +243,58 @@ class RequestPath:
                 request_id=send.id,
                 client_timeout=remaining,
                 headers=self._tracing.headers(send.members, self._headers or None),
-                on_done=functools.partial(self._on_reply, send, channel),
+                on_done=functools.partial(self._on_reply, send, channel, attempt),
             )
             self._tracing.stage(send.members, SEND, send.sent_at, time.monotonic())
+            self._watch(send, attempt, remaining)
         except Exception as e:  # e.g. the channel was closed under us
             self._pool.release(channel)
             failure = classify_failure(e, channel.endpoint, self._secrets)
             self._fail_send(send, failure.status, failure.message, failure.kind)
             self._end_send(send, reusable=True)
 
-    def _on_reply(self, send: Send, channel: Channel, result: Reply | None = None, error: Any = None) -> None:
+    def _watch(self, send: Send, attempt: int, remaining: float) -> None:
+        """Give the attempt up if it is not answered within its attempt timeout (when the
+        deadline leaves room for another attempt after it)."""
+        retries = self._spec.timeouts.retries
+        limit = self.attempts.limit(attempt)
+        if limit is None or limit >= remaining or (retries is not None and attempt > retries):
+            return
+        # A weak reference: a send answered long before its timer fires (nearly all of them)
+        # is freed with its tensor then, not held by the timer for the whole attempt timeout.
+        self._timer.call_later(limit, functools.partial(self._overdue, weakref.ref(send), attempt))
+
+    def _overdue(self, sending: weakref.ref[Send], attempt: int) -> None:
+        # The timer thread: cancel the unanswered attempt, hand the new one to a worker.
+        send = sending()
+        if send is None or not self._is_open() or not send.live_members() or not self._claim(send, attempt):
+            return  # answered, ended, or closing (close() cancels what is left)
+        now = time.monotonic()
+        with self._in_flight.lock:
+            send.abandoned += 1
+            call, send.call = send.call, None
+        if call is not None:
+            try:
+                call.cancel()  # its callback comes back late, and is dropped (`_claim`)
+            except Exception:
+                log.debug("cancelling an unanswered attempt of %s failed", send.id, exc_info=True)
+        self._stats.record_retry()
+        self._tracing.retried(send.members, send.sent_at, now, "unanswered")
+        send.answered_at = now
+        try:
+            self._workers.submit(self._send, send)
+        except RuntimeError:  # closing: the pool is shut down
+            self._fail_send(send, Status.CANCELLED, "cancelled: the session closed", ErrorKind.CANCELLED)
+            self._end_send(send, reusable=False)
+
+    def _on_reply(
+        self, send: Send, channel: Channel, attempt: int, result: Reply | None = None, error: Any = None
+    ) -> None:
         # gRPC's thread: hand off only. Exceptions here would be swallowed by gRPC.
         try:
             self._pool.release(channel)
+            if not self._claim(send, attempt):
+                return  # an attempt given up on answered after all: the request went on without it
             if error is None:
                 # Answered: no longer in flight. The next request need not wait for this
                 # one's decoding (a worker's queue) to take its place.
@@ -279,6 +338,7 @@ class RequestPath:
             self._end_send(send, reusable=failure.kind not in (ErrorKind.CANCELLED, ErrorKind.TIMEOUT))
             return
         self._pool.mark_ok(channel.endpoint)
+        self.attempts.observe(answered - send.sent_at)
         batch = len(send.members)
         reading = self._tracing.answered(send.members, send.sent_at, answered)
         try:

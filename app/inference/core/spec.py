@@ -73,15 +73,24 @@ MAX_REQUEST_TIMEOUT_S = 86_400.0
 class Timeouts:
     """`request_s`: each request's deadline (at most MAX_REQUEST_TIMEOUT_S: more is cut to
     it). `retries` None: transient failures (server unreachable) are retried until that
-    deadline, so a restart shorter than it fails nothing."""
+    deadline, so a restart shorter than it fails nothing. `attempt_s`: how long one attempt
+    may go unanswered before the request is sent again on a fresh call, within its deadline
+    (None: derived from the round trips seen, attempt_timeout.py); `resend_unanswered` False:
+    never (an attempt then waits for its answer until the deadline)."""
 
     request_s: float = 10.0
     retries: int | None = None
     retry_backoff_s: float = 0.05
+    attempt_s: float | None = None
+    resend_unanswered: bool = True
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.request_s) and self.request_s > 0):
             raise ValueError(f"the timeout must be a positive number of seconds, not {self.request_s}")
+        if self.attempt_s is not None and not (math.isfinite(self.attempt_s) and self.attempt_s > 0):
+            raise ValueError(
+                f"the attempt timeout must be a positive number of seconds, not {self.attempt_s}"
+            )
         if self.request_s > MAX_REQUEST_TIMEOUT_S:
             object.__setattr__(self, "request_s", MAX_REQUEST_TIMEOUT_S)
 
