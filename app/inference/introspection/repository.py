@@ -43,6 +43,8 @@ TIMEOUT_S = 10.0
 LOAD_TIMEOUT_S = 300.0  # a big model (or many Python-backend instances) takes a while
 # The name control_enabled() unloads: no repository holds a model of that name.
 CONTROL_PROBE_NAME = ".triton-viewer-control-probe"
+# The reason `index()` gives a model that was uploaded (no folder in the repository).
+UPLOADED_REASON = "uploaded (its files are not in the server's repository folders)"
 
 
 class RepositoryErrorKind(enum.StrEnum):
@@ -134,7 +136,23 @@ class RepositoryControl:
             )
             for m in raw
         ]
+        entries += self._uploaded({e.name for e in entries})
         return sorted(entries, key=lambda e: (e.name, e.version))
+
+    def _uploaded(self, in_index: set[str]) -> list[ModelEntry]:
+        """Models loaded from uploaded files (`load(..., files=...)`): Triton's index lists the
+        repository's folders only, its statistics every loaded model. [] when the server has
+        no statistics extension."""
+        try:
+            stats = self._client.inference_statistics("", headers=self._headers, timeout_s=self.timeout_s)
+        except InferenceServerException:
+            return []
+        found: dict[tuple[str, str], ModelEntry] = {}
+        for m in stats.get("model_stats", []) or []:
+            name, version = str(m.get("name", "")), str(m.get("version", "") or "")
+            if name and name not in in_index:
+                found[(name, version)] = ModelEntry(name, version, ModelState.READY, UPLOADED_REASON)
+        return list(found.values())
 
     def config(self, name: str) -> ModelConfigDict:
         """The config the server runs the model with now (files or override, auto-completed)."""
@@ -163,17 +181,23 @@ class RepositoryControl:
         return True
 
     # -- changing -----------------------------------------------------------
-    def load(self, name: str, config: Mapping[str, Any] | None = None) -> None:
+    def load(
+        self, name: str, config: Mapping[str, Any] | None = None, files: Mapping[str, bytes] | None = None
+    ) -> None:
         """Load (or reload) `name`; with `config`, that config instead of the repository's file
-        (not written to disk). Returns when the model is ready; RepositoryError with the
-        server's reason otherwise, the model then being as it was before."""
+        (not written to disk); with `files` ({"1/model.onnx": bytes}, a config then being
+        mandatory), those files uploaded as the model's folder (Triton's repository extension:
+        the model needs no folder on the server). Returns when the model is ready;
+        RepositoryError with the server's reason otherwise, the model then being as it was
+        before."""
         payload = None if config is None else to_json(config)
+        uploads = {f"file:{k}": v for k, v in files.items()} if files else None
         try:
             self._client.load_model(
-                name, headers=self._headers, timeout_s=self.load_timeout_s, config=payload
+                name, headers=self._headers, timeout_s=self.load_timeout_s, config=payload, files=uploads
             )
         except InferenceServerException as e:
-            raise self._error(e, f"load '{name}'", name) from None
+            raise self._error(e, f"load '{name}'", name, uploaded=bool(files)) from None
 
     def unload(self, name: str) -> None:
         try:
@@ -188,7 +212,13 @@ class RepositoryControl:
 
     # -- errors -------------------------------------------------------------
     def _error(
-        self, e: InferenceServerException, action: str, name: str | None = None, extension: str = "repository"
+        self,
+        e: InferenceServerException,
+        action: str,
+        name: str | None = None,
+        extension: str = "repository",
+        *,
+        uploaded: bool = False,  # the model's files came with the request: no folder to look for
     ) -> RepositoryError:
         code = status_code(e)
         text = first_paragraph(redact(error_text(e), self._headers.values())).rstrip(";").strip()
@@ -207,7 +237,7 @@ class RepositoryControl:
             return RepositoryError(f"cannot {action}: {failure.message}", RepositoryErrorKind.UNREACHABLE)
         if code == "NOT_FOUND":
             return RepositoryError(f"cannot {action} on {self.url}: {text}", RepositoryErrorKind.NOT_FOUND)
-        if name is not None and not self._in_repository(name):
+        if name is not None and not uploaded and not self._in_repository(name):
             return RepositoryError(
                 f"cannot {action}: no model '{name}' in the repository of {self.url}",
                 RepositoryErrorKind.NOT_FOUND,
