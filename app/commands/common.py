@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from app.commands.arguments import path_argument
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
+from app.commands.model_file_args import ModelFileUsageError, load_model_files, take_model_files
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import (
     MAX_REQUEST_TIMEOUT_S,
@@ -248,7 +249,12 @@ def delivery_of(args: argparse.Namespace) -> Delivery:
 
 
 def add_model_arguments(p: argparse.ArgumentParser, *, profile: bool = True) -> None:
-    p.add_argument("--model", default=None, help="model name (default: face_detector, or the only one ready)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model name (default: face_detector, or the only one ready), or a model file (.onnx, "
+        ".tflite) to serve: loaded on the server as a model named after the file",
+    )
     if profile:
         add_profile_arguments(p)
 
@@ -334,9 +340,14 @@ def session_spec(args: argparse.Namespace, *, delivery: Delivery | None = None) 
     bad one): --url (none: the embedded server, see `serving`), --model, --profile/--labels,
     --timeout, TLS and headers, --concurrency; `delivery`: how requests travel, for the
     commands that choose it. The command line's own thread feeds and may block."""
+    try:
+        model_files = take_model_files(args)  # --model PATH: args.model becomes the file's model
+    except ModelFileUsageError as e:
+        raise UsageError(str(e)) from None
     model = getattr(args, "model", None)
     concurrency = getattr(args, "concurrency", None)
     return SessionSpec(
+        model_files=model_files,
         endpoints=endpoints_of(args),
         model=model if isinstance(model, str) else None,  # compare names one per side
         profile=ProfileSource(overrides=profile_overrides(args)),
@@ -361,6 +372,7 @@ def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
     started now, supervised (started again on the same address if it dies, within its
     restart budget) and stopped (with every child) when the block ends, whatever happens."""
     if not spec.embedded:
+        _load_model_files(spec, embedded=False)
         yield spec
         return
     # Imported here: `--url` users never pay for the server modules.
@@ -384,7 +396,17 @@ def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
     # in flight retry until their deadlines meanwhile.
     supervisor = ServerSupervisor(local, lambda text: eprint(f"note: {text}")).start()
     try:
-        yield dataclasses.replace(spec, endpoints=(parse_url(url),), metrics_url=local.metrics_address)
+        spec = dataclasses.replace(spec, endpoints=(parse_url(url),), metrics_url=local.metrics_address)
+        _load_model_files(spec, embedded=True)
+        yield spec
     finally:
         supervisor.stop()
         local.stop(timeout=SERVER_STOP_S)
+
+
+def _load_model_files(spec: SessionSpec, *, embedded: bool) -> None:
+    """--model PATH: the files loaded on the server (UsageError naming a file that cannot be)."""
+    try:
+        load_model_files(spec, embedded=embedded, note=say_once)
+    except ModelFileUsageError as e:
+        raise UsageError(str(e)) from None

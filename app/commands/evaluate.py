@@ -78,8 +78,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="the model to evaluate (default: face_detector, or the only one ready); give it twice to "
-        "compare two models on the same data",
+        help="the model to evaluate (default: face_detector, or the only one ready), or a model file "
+        "(.onnx, .tflite) to serve; give it twice to compare two models on the same data",
     )
     p.add_argument(
         "--profile",
@@ -241,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
         records = RecordsFile(args.records)
         records.traces = TraceRun.from_args(args)
         with serving(session_spec(args, delivery=delivery_of(args))) as spec:
-            status = _evaluate_all(args, spec, models, class_map, records)
+            # --model PATH: session_spec named the file's model in args.model.
+            status = _evaluate_all(args, spec, list(args.model) or models, class_map, records)
     except (UsageError, SessionError, ProfileError, DatasetError, ClassMapError) as e:
         eprint(f"error: {e}")
         status = EXIT_USAGE

@@ -32,8 +32,8 @@ import skimage.data
 
 from app.inference.profile_kinds import Task
 from app.inference.profiles.export_metadata import onnx_file_metadata, parse_metadata_text
-from app.server.embedded import EmbeddedServer
 from app.resources import model_files_dir
+from app.server.embedded import EmbeddedServer
 from tests.integration.test_cli_infer import bgr, parse, run_cli
 from tests.ultralytics import venv as reference
 

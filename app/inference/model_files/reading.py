@@ -160,7 +160,9 @@ def _read_tflite(p: Path) -> ModelFile:
         interpreter.allocate_tensors()
     except Exception as exc:  # ValueError / RuntimeError with TFLite's own text
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelFileError(f"model file {p}: not a TFLite model, truncated, or unsupported ({first})") from None
+        raise ModelFileError(
+            f"model file {p}: not a TFLite model, truncated, or unsupported ({first})"
+        ) from None
 
     def spec(detail: dict[str, Any]) -> TensorSpec:
         data_type = _NUMPY_TYPES.get(getattr(detail["dtype"], "__name__", str(detail["dtype"])))

@@ -1,0 +1,60 @@
+"""`--model PATH`: a model file (.onnx, .tflite) instead of a model name, on every command
+that takes --model. The path is replaced by the model's name (the file's stem) before the
+command runs; once its server is up (`serving`), the file is loaded there through the
+repository extension (app.inference.model_files.upload)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from app.inference.core.spec import SessionSpec
+from app.inference.introspection.repository import RepositoryControl, RepositoryError
+from app.inference.model_files.reading import ModelFileError, is_model_file_name, model_name_of
+
+
+class ModelFileUsageError(Exception):
+    """A model file that cannot be served (message names the file and the cause): exit 2."""
+
+
+def take_model_files(args: argparse.Namespace) -> tuple[str, ...]:
+    """The model files among args.model (a name or a list of them), each replaced there by
+    the name its model gets; the files in order, once each."""
+    value = getattr(args, "model", None)
+    values = value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    files: list[str] = []
+    names: list[str] = []
+    for item in values:
+        if isinstance(item, str) and is_model_file_name(item):
+            if not Path(item).is_file():
+                raise ModelFileUsageError(f"--model {item}: no such model file")
+            if item not in files:
+                files.append(item)
+            names.append(model_name_of(item))
+        else:
+            names.append(item)
+    if files:
+        args.model = names if isinstance(value, list) else names[0]
+    return tuple(files)
+
+
+def load_model_files(spec: SessionSpec, *, embedded: bool, note: Callable[[str], None]) -> None:
+    """Every file of spec.model_files loaded on spec's first server (the embedded one gets the
+    Python-backend wrapper at once: it has no onnxruntime backend)."""
+    from app.inference.model_files.upload import serve_model_file
+
+    if not spec.model_files:
+        return
+    control = RepositoryControl(spec.endpoints[0], spec.connection, timeout_s=spec.timeouts.request_s)
+    try:
+        for path in spec.model_files:
+            try:
+                name = serve_model_file(control, path, own_backend_first=not embedded, note=note)
+            except ModelFileError as e:
+                raise ModelFileUsageError(str(e)) from None
+            except RepositoryError as e:
+                raise ModelFileUsageError(f"--model {path}: cannot load it on {control.url}: {e}") from None
+            note(f"model file {path} loaded as '{name}' on {control.url}")
+    finally:
+        control.close()
