@@ -33,6 +33,7 @@ from app.inference.errors import (
     redact,
     status_code,
 )
+from app.inference.introspection.discovery import uploaded_models
 from app.inference.introspection.model_config import ModelConfigDict, normalise, to_json, to_pbtxt
 from app.inference.protocol import Endpoint
 from app.inference.transports.channel import Channel, ConnectionOptions
@@ -43,8 +44,6 @@ TIMEOUT_S = 10.0
 LOAD_TIMEOUT_S = 300.0  # a big model (or many Python-backend instances) takes a while
 # The name control_enabled() unloads: no repository holds a model of that name.
 CONTROL_PROBE_NAME = ".triton-viewer-control-probe"
-# The reason `index()` gives a model that was uploaded (no folder in the repository).
-UPLOADED_REASON = "uploaded (its files are not in the server's repository folders)"
 
 
 class RepositoryErrorKind(enum.StrEnum):
@@ -136,23 +135,8 @@ class RepositoryControl:
             )
             for m in raw
         ]
-        entries += self._uploaded({e.name for e in entries})
+        entries += uploaded_models(self._client, self._headers, self.timeout_s, {e.name for e in entries})
         return sorted(entries, key=lambda e: (e.name, e.version))
-
-    def _uploaded(self, in_index: set[str]) -> list[ModelEntry]:
-        """Models loaded from uploaded files (`load(..., files=...)`): Triton's index lists the
-        repository's folders only, its statistics every loaded model. [] when the server has
-        no statistics extension."""
-        try:
-            stats = self._client.inference_statistics("", headers=self._headers, timeout_s=self.timeout_s)
-        except InferenceServerException:
-            return []
-        found: dict[tuple[str, str], ModelEntry] = {}
-        for m in stats.get("model_stats", []) or []:
-            name, version = str(m.get("name", "")), str(m.get("version", "") or "")
-            if name and name not in in_index:
-                found[(name, version)] = ModelEntry(name, version, ModelState.READY, UPLOADED_REASON)
-        return list(found.values())
 
     def config(self, name: str) -> ModelConfigDict:
         """The config the server runs the model with now (files or override, auto-completed)."""

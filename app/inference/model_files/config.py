@@ -44,11 +44,11 @@ def triton_config(model: ModelFile, name: str, backend: Backend = Backend.PYTHON
         "max_batch_size": MAX_BATCH_SIZE if batched else 0,
         "input": [_tensor(t, batched) for t in model.inputs],
         "output": [_tensor(t, batched) for t in model.outputs],
-        # One instance: the wrapper runs onnxruntime on one thread (it shares the machine).
-        "instance_group": [{"kind": "KIND_CPU", "count": 1}],
     }
-    if backend is Backend.ONNXRUNTIME:
-        config["default_model_filename"] = model.file_name
+    if backend is Backend.PYTHON:
+        # One instance on the CPU: the wrapper runs onnxruntime on one thread (it shares the
+        # machine). The onnxruntime backend keeps the server's choice (a GPU when there is one).
+        config["instance_group"] = [{"kind": "KIND_CPU", "count": 1}]
     if batched:
         config["dynamic_batching"] = {}
     text = metadata_text(model)
