@@ -15,7 +15,12 @@ from typing import Any, Protocol
 
 from app.commands.arguments import path_argument
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers
-from app.commands.model_file_args import ModelFileUsageError, load_model_files, take_model_files
+from app.commands.model_file_args import (
+    ModelFileUsageError,
+    model_file_repository,
+    take_model_files,
+    upload_model_files,
+)
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import (
     MAX_REQUEST_TIMEOUT_S,
@@ -368,20 +373,38 @@ SERVER_STOP_S = 8.0  # the embedded server's graceful stop (SIGINT), then SIGKIL
 
 @contextlib.contextmanager
 def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
-    """`spec` as it is when it names servers; else with the address of an embedded server
-    started now, supervised (started again on the same address if it dies, within its
-    restart budget) and stopped (with every child) when the block ends, whatever happens."""
+    """`spec` as it is when it names servers (its model files uploaded there); else with the
+    address of an embedded server started now (its model files served from a repository of
+    their own beside the bundled one), supervised (started again on the same address if it
+    dies, within its restart budget) and stopped (with every child) when the block ends,
+    whatever happens."""
     if not spec.embedded:
-        _load_model_files(spec, embedded=False)
+        try:
+            upload_model_files(spec, note=say_once)
+        except ModelFileUsageError as e:
+            raise UsageError(str(e)) from None
         yield spec
         return
+    try:
+        with (
+            model_file_repository(spec.model_files, note=say_once) as files,
+            _embedded(spec, files) as served,
+        ):
+            yield served
+    except ModelFileUsageError as e:
+        raise UsageError(str(e)) from None
+
+
+@contextlib.contextmanager
+def _embedded(spec: SessionSpec, files: Path | None) -> Iterator[SessionSpec]:
     # Imported here: `--url` users never pay for the server modules.
     from app.pipeline.connection.local_server import LocalServer
     from app.pipeline.connection.supervisor import ServerSupervisor
     from app.server.errors import ServerError
 
     # keep_ports: should it be started again after a crash, the sessions keep its address.
-    local = LocalServer(keep_ports=True)
+    # The model files' repository is served by a restarted server too (an upload would be lost).
+    local = LocalServer(keep_ports=True, extra_repositories=(files,) if files is not None else ())
     eprint("no --url: starting the embedded Triton server ...")
     try:
         url = local.ensure()
@@ -396,17 +419,7 @@ def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
     # in flight retry until their deadlines meanwhile.
     supervisor = ServerSupervisor(local, lambda text: eprint(f"note: {text}")).start()
     try:
-        spec = dataclasses.replace(spec, endpoints=(parse_url(url),), metrics_url=local.metrics_address)
-        _load_model_files(spec, embedded=True)
-        yield spec
+        yield dataclasses.replace(spec, endpoints=(parse_url(url),), metrics_url=local.metrics_address)
     finally:
         supervisor.stop()
         local.stop(timeout=SERVER_STOP_S)
-
-
-def _load_model_files(spec: SessionSpec, *, embedded: bool) -> None:
-    """--model PATH: the files loaded on the server (UsageError naming a file that cannot be)."""
-    try:
-        load_model_files(spec, embedded=embedded, note=say_once)
-    except ModelFileUsageError as e:
-        raise UsageError(str(e)) from None

@@ -1,12 +1,16 @@
 """`--model PATH`: a model file (.onnx, .tflite) instead of a model name, on every command
 that takes --model. The path is replaced by the model's name (the file's stem) before the
-command runs; once its server is up (`serving`), the file is loaded there through the
-repository extension (app.inference.model_files.upload)."""
+command runs; the embedded server serves the file from a repository of its own (written
+here, beside the bundled one), a --url server gets it through the repository extension's
+upload (app.inference.model_files.upload)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from app.inference.core.spec import SessionSpec
@@ -39,9 +43,9 @@ def take_model_files(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(files)
 
 
-def load_model_files(spec: SessionSpec, *, embedded: bool, note: Callable[[str], None]) -> None:
-    """Every file of spec.model_files loaded on spec's first server (the embedded one gets the
-    Python-backend wrapper at once: it has no onnxruntime backend)."""
+def upload_model_files(spec: SessionSpec, *, note: Callable[[str], None]) -> None:
+    """Every file of spec.model_files uploaded to spec's first server (a --url server: its
+    onnxruntime backend first, else the app's Python-backend model)."""
     from app.inference.model_files.upload import serve_model_file
 
     if not spec.model_files:
@@ -50,7 +54,7 @@ def load_model_files(spec: SessionSpec, *, embedded: bool, note: Callable[[str],
     try:
         for path in spec.model_files:
             try:
-                name = serve_model_file(control, path, own_backend_first=not embedded, note=note)
+                name = serve_model_file(control, path, own_backend_first=True, note=note)
             except ModelFileError as e:
                 raise ModelFileUsageError(str(e)) from None
             except RepositoryError as e:
@@ -58,3 +62,29 @@ def load_model_files(spec: SessionSpec, *, embedded: bool, note: Callable[[str],
             note(f"model file {path} loaded as '{name}' on {control.url}")
     finally:
         control.close()
+
+
+@contextlib.contextmanager
+def model_file_repository(files: tuple[str, ...], *, note: Callable[[str], None]) -> Iterator[Path | None]:
+    """A model repository of the files' model folders (the Python-backend model: the embedded
+    server has no onnxruntime backend), removed when the block ends; None without files.
+    Named as the server's work folders are: a killed owner's is removed at a later start."""
+    if not files:
+        yield None
+        return
+    from app.inference.model_files.config import Backend
+    from app.inference.model_files.save import save_model_folder
+    from app.server.embedded import WORKDIR_PREFIX
+    from app.system.leftovers import owned_name
+
+    folder = Path(tempfile.mkdtemp(prefix=f"{owned_name(WORKDIR_PREFIX)}-files-"))
+    try:
+        for path in files:
+            try:
+                target = save_model_folder(path, folder, backend=Backend.PYTHON)
+            except ModelFileError as e:
+                raise ModelFileUsageError(str(e)) from None
+            note(f"model file {path} served as '{target.name}'")
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -10,6 +10,11 @@ axes, Ultralytics-style metadata for 64x64)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,10 +29,12 @@ from app.inference.model_files.reading import ModelFileError
 from app.inference.model_files.upload import MAX_UPLOAD_BYTES, serve_model_file
 from app.inference.protocol import parse_url
 from app.server.embedded import EmbeddedServer
+from tests.integration.procs import ended_at_exit, eventually, owned_by
 from tests.integration.test_cli_infer import bgr, parse, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-FILES = Path(__file__).resolve().parents[1] / "model_files"
+ROOT = Path(__file__).resolve().parents[2]
+FILES = ROOT / "tests" / "model_files"
 TINY = FILES / "tiny_detector.onnx"
 NAME = "tiny_detector"
 
@@ -81,7 +88,7 @@ def test_a_file_with_no_server_a_running_triton_and_a_saved_folder_give_the_same
     paths = [str(p) for p in photos]
     alone = run_cli("infer", "--model", str(TINY), *paths)
     assert alone.returncode == 0, alone.stderr[-3000:]
-    assert f"loaded as '{NAME}'" in alone.stderr and "onnxruntime backend" not in alone.stderr
+    assert f"served as '{NAME}'" in alone.stderr and "onnxruntime backend" not in alone.stderr
     records = _detections(alone.stdout)
     assert any(records.values()), "the tiny detector finds boxes on the photos"
     labels = {d["label"] for found in records.values() for d in found}
@@ -167,3 +174,52 @@ def test_a_load_the_server_refuses_is_unloaded(
     assert message.startswith(f"model file {TINY}: the server at {triton.grpc_url} could not load it")
     assert "wrapper broken on purpose" in message
     assert NAME not in _loaded(triton)
+
+
+def test_a_restarted_embedded_server_gets_the_file_again(tmp_path: Path) -> None:
+    """The embedded server killed mid-run comes back with its repository's models only: the
+    supervisor loads the file's model again, and every record still ends ok."""
+    images = 200
+    folder = tmp_path / "images"
+    folder.mkdir()
+    photo = cv2.resize(bgr(skimage.data.astronaut()), (128, 128))
+    for i in range(images):
+        cv2.imwrite(str(folder / f"img_{i:04d}.png"), photo)
+    stderr_file = tmp_path / "stderr.txt"
+    argv = ["infer", "--model", str(TINY), "--timeout", "60", "--concurrency", "4", str(folder)]
+    with stderr_file.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app", *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True
+        )
+    lines: list[str] = []
+    first_records = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if len(lines) >= 5:
+                first_records.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    with ended_at_exit(proc) as groups:
+        assert first_records.wait(300), "infer wrote no record"
+        (server,) = owned_by(proc.pid).groups
+        groups.append(server)
+        killed_at = len(lines)
+        os.kill(server, signal.SIGKILL)
+        assert eventually(
+            lambda: len(owned_by(proc.pid).groups) == 1 and owned_by(proc.pid).groups != (server,)
+        )
+        groups.extend(owned_by(proc.pid).groups)
+        proc.wait(timeout=600)
+        reader.join(timeout=10)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    stderr = stderr_file.read_text()
+    records, summary = parse("".join(lines))
+    assert killed_at < images, "the kill came after the run"
+    assert [r["error"] for r in records if r["status"] != "ok"][:3] == [], stderr[-3000:]
+    assert summary["ok"] == images and proc.returncode == 0, stderr[-2000:]
+    assert "runs again at" in stderr and ", but" not in stderr, stderr[-2000:]

@@ -42,9 +42,10 @@ EXECUTABLE = DIST / NAME / NAME
 ARCHIVE = DIST / f"{NAME}-{app.__version__}-linux-{platform.machine()}.tar.gz"
 SOURCES = [ROOT / "app", ROOT / "resources", ROOT / "packaging", ROOT / "pyproject.toml"]
 VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
-# bytes: the issue's limit for the archive with the runtime included (250 MB), plus 25 MB for
-# onnxruntime (issue 29: a model file is served by the app; its CPU libraries compress to ~25 MB).
-ARCHIVE_BUDGET = 275 * 10**6
+# bytes: the issue's limit for the archive with the runtime included (250 MB), plus 15 MB for
+# onnxruntime (issue 29: the app serves model files; measured: the archive grew from 245.7 to
+# 257.6 MB with it, its pybind module alone, 30 MB unpacked).
+ARCHIVE_BUDGET = 265 * 10**6
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
