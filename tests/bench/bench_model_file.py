@@ -56,7 +56,8 @@ def main() -> int:
 
     started = time.perf_counter()
     read_model_file(path)
-    print(f"read with onnxruntime (inputs, outputs, metadata): {(time.perf_counter() - started) * 1000:.0f} ms")
+    took_ms = (time.perf_counter() - started) * 1000
+    print(f"read with onnxruntime (inputs, outputs, metadata): {took_ms:.0f} ms")
 
     with tempfile.TemporaryDirectory() as scratch:
         photo = Path(scratch) / "astronaut.jpg"
@@ -87,8 +88,9 @@ def main() -> int:
                 return 1
             for level in json.loads(report.read_text())["levels"]:
                 print(
-                    f"{name} 512x512 JPEG concurrency {level['concurrency']}: {level['throughput']:.1f} img/s, "
-                    f"p50 {level['p50_ms']:.1f} ms, server batch {level['server_avg_batch'] or 0:.2f}"
+                    f"{name} 512x512 JPEG concurrency {level['concurrency']}: "
+                    f"{level['throughput']:.1f} img/s, p50 {level['p50_ms']:.1f} ms, "
+                    f"server batch {level['server_avg_batch'] or 0:.2f}"
                 )
     return 0
 
