@@ -55,6 +55,7 @@ from app.ui.help import about_dialog, add_help_menu, shortcuts_dialog
 from app.ui.live.live_controller import LiveController
 from app.ui.live.live_panel import LiveUi
 from app.ui.main_window import MainWindow
+from app.ui.model_file_opener import ModelFileOpener, model_files_among
 from app.ui.profile_choice import ProfileChoice
 from app.ui.screenshot import Screenshot
 from app.ui.server.connection import ConnectionController
@@ -109,6 +110,10 @@ class Viewer(QObject):
         # Created here, on the GUI thread: what worker threads post runs on this thread.
         self.bridge = GuiBridge()
         self.connection = ConnectionController(executor, self.bridge, options.tritonserver)
+        # A model file dropped or opened (Model > Open model file…): loaded on the server.
+        self.model_files = ModelFileOpener(
+            self.connection, executor, self.tasks, lambda m, e: self.report(m, e, Context.CONNECTION)
+        )
         self._delivery = Delivery()  # how requests travel: the server panel's choice
         self.runner = BatchRunner(self.bridge)
         self.gallery = Gallery(self.state, w.view, w.strip, w.thresholds, executor, self.tasks)
@@ -246,6 +251,7 @@ class Viewer(QObject):
         )
         self.server_tools.model_reloaded.connect(self._on_model_reloaded)
         w.paths_opened.connect(self.open_paths)
+        w.open_model_file_action.triggered.connect(lambda: self.model_files.choose(w, w.open_dir))
         w.paths_added.connect(lambda paths: self.open_paths(paths, add=True))
         w.sample_requested.connect(self.try_sample)
         w.empty_state.open_camera.connect(self.live_ui.open_camera)
@@ -357,7 +363,13 @@ class Viewer(QObject):
     def open_paths(self, paths: list[str], add: bool = False) -> None:
         """Files and folders (dropped, opened, or the sample): a new list, or with `add` (File >
         Add to the list, Shift on drop) more of the list shown. An empty path is refused with a
-        word (it would mean the current folder); the others still open."""
+        word (it would mean the current folder); the others still open. A model file among
+        them (.onnx, .tflite) is loaded on the server instead (app.ui.model_file_opener)."""
+        files, paths = model_files_among([str(p) for p in paths])
+        if files:
+            self.model_files.open(files[0])
+            if not paths:
+                return
         kept = [p for p in paths if str(p).strip()]
         if kept:
             self._open_list(kept, add)
