@@ -50,6 +50,16 @@ class ModelFileOpener:
         self._report = report
         self.loading: str | None = None  # the file being loaded
         self.loaded: list[str] = []  # the models loaded from files, in order (tests, the log)
+        self._pending: str | None = None  # --model FILE, until connected
+
+    def open_when_connected(self, path: str) -> None:
+        """`--model FILE.onnx`: opened once the viewer is first connected (`on_connected`)."""
+        self._pending = path
+
+    def on_connected(self) -> None:
+        path, self._pending = self._pending, None
+        if path is not None:
+            self.open(path)
 
     def choose(self, parent: QWidget | None, folder: str = "") -> None:
         """Model > Open model file…: a file dialog, then `open`."""

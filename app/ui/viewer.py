@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QDialog, QInputDialog, QMessageBox
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, SessionSpec
 from app.inference.introspection.server_info import server_version
+from app.inference.model_files.reading import is_model_file_name
 from app.inference.profile_kinds import KeypointStyle
 from app.inference.protocol import parse_endpoints
 from app.inference.result import ErrorKind, InferenceResult, Status, naming_input
@@ -356,6 +357,9 @@ class Viewer(QObject):
             self.open_paths(self.options.open_paths)
         remembered = None if self.options.model else self.settings.model()
         model = self.options.model or remembered
+        if model is not None and is_model_file_name(model):  # `--model FILE.onnx`: once connected
+            self.model_files.open_when_connected(model)
+            model = None
         self.connection.connect_to(self.options.urls, model, model_is_hint=remembered is not None)
         if self.options.screenshot:
             self.tasks.spawn(self._take_screenshot(self.options.screenshot), name="screenshot")
@@ -509,6 +513,7 @@ class Viewer(QObject):
             # failed requests stay in the log.
             self._failure = None
             self.window.banner.clear(Context.CONNECTION)
+            self.model_files.on_connected()
             if self._connection_lost:
                 # What the stream or batch reported meanwhile was the outage's doing.
                 self._connection_lost = False

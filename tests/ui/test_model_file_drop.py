@@ -76,3 +76,14 @@ def test_a_bad_model_file_is_named_and_the_model_stays(
     assert viewer.model_files.loading is None and viewer.model_files.loaded == []
     session = viewer.connection.session
     assert session is not None and session.info is not None and session.info.name == "face_detector"
+
+
+def test_model_option_with_a_file_loads_it_once_connected(harness: Harness, server: EmbeddedServer) -> None:
+    viewer = harness.viewer(server.grpc_url, str(TINY))
+
+    def on_tiny() -> bool:
+        session = viewer.connection.session
+        return session is not None and session.info is not None and session.info.name == NAME
+
+    harness.run(until(on_tiny, what="the file's model connected"))
+    assert viewer.model_files.loaded == [NAME]
