@@ -116,9 +116,10 @@ def test_the_input_size_comes_from_the_files_metadata(clean: EmbeddedServer) -> 
     assert NAME in done.stdout and "64x64" in done.stdout, done.stdout
 
 
-def test_an_upload_is_listed_and_unloaded_by_the_repository_commands(clean: EmbeddedServer) -> None:
+def test_an_upload_over_http_is_listed_and_unloaded_by_the_repository_commands(clean: EmbeddedServer) -> None:
     url = clean.grpc_url
-    loaded = run_cli("repository", "--url", url, "load", str(TINY))
+    # Uploaded over HTTP/REST (the files base64 in the JSON body), listed and unloaded over gRPC.
+    loaded = run_cli("repository", "--url", f"http://{clean.http_url}", "load", str(TINY))
     assert loaded.returncode == 0 and f"loaded {TINY} as '{NAME}'" in loaded.stderr, loaded.stderr
     listing = run_cli("repository", "--url", url, "list")
     row = next(line for line in listing.stdout.splitlines() if line.startswith(NAME + " "))
