@@ -134,6 +134,11 @@ def test_bundle_layout(unpacked: Path) -> None:
     plugins = internal / "PySide6/Qt/plugins/platforms"
     assert (plugins / "libqoffscreen.so").is_file() and (plugins / "libqxcb.so").is_file()
     assert (internal / "resources/model_repository/face_detector/config.pbtxt").is_file()
+    # Model files: the Python-backend models that run them, and onnxruntime as files the
+    # server's stub imports (the app's own import of it comes from there too).
+    assert (internal / "resources/model_files/onnx_model.py").is_file()
+    assert (internal / "resources/model_files/tflite_model.py").is_file()
+    assert list((internal / "onnxruntime/capi").glob("onnxruntime_pybind11_state*.so"))
     assert sample_in(unpacked).is_file()
     assert (internal / "resources/icons/triton-viewer.png").read_bytes()[:8] == PNG
     assert (internal / "pytriton/tritonserver/bin/tritonserver").stat().st_mode & 0o111
