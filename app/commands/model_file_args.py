@@ -74,9 +74,17 @@ def model_file_repository(files: tuple[str, ...], *, note: Callable[[str], None]
         return
     from app.inference.model_files.config import Backend
     from app.inference.model_files.save import save_model_folder
+    from app.resources import bundled_models
     from app.server.embedded import WORKDIR_PREFIX
     from app.system.leftovers import owned_name
 
+    bundled = set(bundled_models())
+    for path in files:
+        if model_name_of(path) in bundled:
+            raise ModelFileUsageError(
+                f"--model {path}: the embedded server has a bundled model named "
+                f"'{model_name_of(path)}' already: copy the file under another name"
+            )
     folder = Path(tempfile.mkdtemp(prefix=f"{owned_name(WORKDIR_PREFIX)}-files-"))
     try:
         for path in files:

@@ -224,3 +224,29 @@ def test_a_restarted_embedded_server_gets_the_file_again(tmp_path: Path) -> None
     assert [r["error"] for r in records if r["status"] != "ok"][:3] == [], stderr[-3000:]
     assert summary["ok"] == images and proc.returncode == 0, stderr[-2000:]
     assert "runs again at" in stderr and ", but" not in stderr, stderr[-2000:]
+
+
+def test_a_tflite_file_is_served_by_tflite_runtime(triton: EmbeddedServer, tmp_path: Path) -> None:
+    """A TFLite file (the bundled face-mesh network, copied under another name) uploaded with
+    the Python-backend model that runs tflite-runtime: loaded, its tensors as the file has them."""
+    from app.resources import model_repository
+
+    mesh = tmp_path / "mesh.tflite"
+    mesh.write_bytes((model_repository() / "face_landmark" / "1" / "face_landmark.tflite").read_bytes())
+    try:
+        done = run_cli("models", "--url", triton.grpc_url, "--model", str(mesh))
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "mesh (version 1): READY" in done.stdout and "input_1  FP32  [1, 192, 192, 3]" in done.stdout
+        assert "max_batch_size: 0" in done.stdout
+    finally:
+        with RepositoryControl(parse_url(triton.grpc_url)) as control:
+            control.unload("mesh")
+
+
+def test_a_file_named_as_a_bundled_model_is_refused_before_the_server_starts(tmp_path: Path) -> None:
+    clash = tmp_path / "face_detector.onnx"
+    clash.write_bytes(TINY.read_bytes())
+    done = run_cli("infer", "--model", str(clash), str(TINY))
+    assert done.returncode == 2
+    assert f"--model {clash}: the embedded server has a bundled model named 'face_detector'" in done.stderr
+    assert "starting the embedded Triton server" not in done.stderr

@@ -110,3 +110,17 @@ def test_a_saved_folder_is_whole_and_never_written_over(tmp_path: Path) -> None:
     with pytest.raises(ModelFileError, match="exists already"):
         save_model_folder(TINY, tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["tiny_detector"], "no staging folder left"
+
+
+def test_a_tflite_file_gives_its_tensors() -> None:
+    from app.resources import model_repository
+
+    model = read_model_file(model_repository() / "pose_detector" / "1" / "pose_detection.tflite")
+    assert model.kind == "tflite" and model.file_name == "model.tflite" and not model.batch_dynamic
+    assert [(t.name, t.data_type, t.shape) for t in model.inputs] == [
+        ("input_1", "TYPE_FP32", (1, 224, 224, 3))
+    ]
+    assert [t.shape for t in model.outputs] == [(1, 2254, 12), (1, 2254, 1)]
+    assert triton_config(model, "pose", Backend.PYTHON)["max_batch_size"] == 0
+    with pytest.raises(ValueError, match="the onnxruntime backend runs ONNX files"):
+        triton_config(model, "pose", Backend.ONNXRUNTIME)
