@@ -49,3 +49,8 @@ def app_icon() -> Path:
     if getattr(sys, "_MEIPASS", None):
         return resources_dir() / "icons" / "triton-viewer.png"
     return Path(__file__).resolve().parent.parent / "packaging" / "icons" / "triton-viewer.png"
+
+
+def model_files_dir() -> Path:
+    """The Python-backend models that serve a model file (onnx_model.py, tflite_model.py)."""
+    return resources_dir() / "model_files"

@@ -216,7 +216,13 @@ class FakeChannel:
         return {"model_stats": []}
 
     def load_model(
-        self, name: str, *, headers: Mapping[str, str], timeout_s: float, config: str | None = None
+        self,
+        name: str,
+        *,
+        headers: Mapping[str, str],
+        timeout_s: float,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
     ) -> None:
         raise InferenceServerException(
             msg="the fake server has no repository", status="StatusCode.UNIMPLEMENTED"

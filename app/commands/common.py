@@ -15,6 +15,12 @@ from typing import Any, Protocol
 
 from app.commands.arguments import path_argument
 from app.commands.headers import HEADERS_ENV, HeaderError, collect_headers, collect_restricted_headers
+from app.commands.model_file_args import (
+    ModelFileUsageError,
+    model_file_repository,
+    take_model_files,
+    upload_model_files,
+)
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import (
     MAX_REQUEST_TIMEOUT_S,
@@ -305,7 +311,12 @@ def delivery_of(args: argparse.Namespace) -> Delivery:
 
 
 def add_model_arguments(p: argparse.ArgumentParser, *, profile: bool = True) -> None:
-    p.add_argument("--model", default=None, help="model name (default: face_detector, or the only one ready)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model name (default: face_detector, or the only one ready), or a model file (.onnx, "
+        ".tflite) to serve: loaded on the server as a model named after the file",
+    )
     if profile:
         add_profile_arguments(p)
 
@@ -402,9 +413,14 @@ def session_spec(args: argparse.Namespace, *, delivery: Delivery | None = None) 
     bad one): --url (none: the embedded server, see `serving`), --model, --profile/--labels,
     --timeout, TLS and headers, --concurrency; `delivery`: how requests travel, for the
     commands that choose it. The command line's own thread feeds and may block."""
+    try:
+        model_files = take_model_files(args)  # --model PATH: args.model becomes the file's model
+    except ModelFileUsageError as e:
+        raise UsageError(str(e)) from None
     model = getattr(args, "model", None)
     concurrency = getattr(args, "concurrency", None)
     return SessionSpec(
+        model_files=model_files,
         endpoints=endpoints_of(args),
         model=model if isinstance(model, str) else None,  # compare names one per side
         profile=ProfileSource(overrides=profile_overrides(args)),
@@ -425,19 +441,38 @@ SERVER_STOP_S = 8.0  # the embedded server's graceful stop (SIGINT), then SIGKIL
 
 @contextlib.contextmanager
 def serving(spec: SessionSpec) -> Iterator[SessionSpec]:
-    """`spec` as it is when it names servers; else with the address of an embedded server
-    started now, supervised (started again on the same address if it dies, within its
-    restart budget) and stopped (with every child) when the block ends, whatever happens."""
+    """`spec` as it is when it names servers (its model files uploaded there); else with the
+    address of an embedded server started now (its model files served from a repository of
+    their own beside the bundled one), supervised (started again on the same address if it
+    dies, within its restart budget) and stopped (with every child) when the block ends,
+    whatever happens."""
     if not spec.embedded:
+        try:
+            upload_model_files(spec, note=say_once)
+        except ModelFileUsageError as e:
+            raise UsageError(str(e)) from None
         yield spec
         return
+    try:
+        with (
+            model_file_repository(spec.model_files, note=say_once) as files,
+            _embedded(spec, files) as served,
+        ):
+            yield served
+    except ModelFileUsageError as e:
+        raise UsageError(str(e)) from None
+
+
+@contextlib.contextmanager
+def _embedded(spec: SessionSpec, files: Path | None) -> Iterator[SessionSpec]:
     # Imported here: `--url` users never pay for the server modules.
     from app.pipeline.connection.local_server import LocalServer
     from app.pipeline.connection.supervisor import ServerSupervisor
     from app.server.errors import ServerError
 
     # keep_ports: should it be started again after a crash, the sessions keep its address.
-    local = LocalServer(keep_ports=True)
+    # The model files' repository is served by a restarted server too (an upload would be lost).
+    local = LocalServer(keep_ports=True, extra_repositories=(files,) if files is not None else ())
     eprint("no --url: starting the embedded Triton server ...")
     try:
         url = local.ensure()

@@ -68,7 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="A's model, then B's (give it twice: --model A --model B; once: B is the same model)",
+        help="A's model, then B's (give it twice: --model A --model B; once: B is the same model); a "
+        "model file (.onnx, .tflite) is served as a model named after the file",
     )
     p.add_argument("--version-a", default="", metavar="N", help="A's model version (default: the server's)")
     p.add_argument("--version-b", default="", metavar="N", help="B's model version (default: the server's)")

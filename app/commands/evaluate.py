@@ -81,8 +81,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="the model to evaluate (default: face_detector, or the only one ready); give it twice to "
-        "compare two models on the same data",
+        help="the model to evaluate (default: face_detector, or the only one ready), or a model file "
+        "(.onnx, .tflite) to serve; give it twice to compare two models on the same data",
     )
     p.add_argument(
         "--profile",
@@ -269,7 +269,8 @@ def run(args: argparse.Namespace) -> int:
             records.carry_over(resumed)
             records.used = True  # the file holds records: kept whatever happens next
         with serving(session_spec(args, delivery=delivery_of(args))) as spec:
-            status = _evaluate_all(args, spec, models, class_map, records, resumed)
+            # --model PATH: session_spec named the file's model in args.model.
+            status = _evaluate_all(args, spec, list(args.model) or models, class_map, records, resumed)
     except (UsageError, SessionError, ProfileError, DatasetError, ClassMapError) as e:
         eprint(f"error: {e}")
         status = EXIT_USAGE

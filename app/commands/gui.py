@@ -25,7 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="server address: HOST:PORT (gRPC) or http://HOST:PORT (HTTP/REST), Triton or any "
         "KServe v2 server (repeatable); default: start the bundled local server",
     )
-    parser.add_argument("--model", default=None, help="model to use (default: face_detector or the only one)")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="model to use (default: face_detector or the only one), or a model file (.onnx, "
+        ".tflite): loaded on the server once connected",
+    )
     parser.add_argument(
         "--profile",
         type=path_argument,

@@ -1,6 +1,6 @@
-"""`python -m app repository [--url URL] list | load NAME [--config FILE] | unload NAME |
-config NAME`: Triton's model repository extension from the command line (a thin adapter over
-app.inference.introspection.repository)."""
+"""`python -m app repository [--url URL] list | load NAME|FILE [--config FILE] | unload NAME |
+config NAME | save FILE --to DIR`: Triton's model repository extension from the command line
+(a thin adapter over app.inference.introspection.repository and app.inference.model_files)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ from app.inference.introspection.repository import (
     RepositoryError,
     RepositoryErrorKind,
 )
+from app.inference.model_files.config import Backend
+from app.inference.model_files.reading import ModelFileError, is_model_file_name
+from app.inference.model_files.save import save_model_folder
+from app.inference.model_files.upload import serve_model_file
 from app.model_states import ModelEntry
 
 
@@ -50,6 +54,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="config.pbtxt text or JSON to load the model with instead of the repository's file "
         "(the whole config; nothing is written on the server)",
+    )
+    load.epilog = (
+        "NAME may be a model file (.onnx, .tflite): uploaded as a model named after the file "
+        "(the server's onnxruntime backend, else the app's Python-backend model)"
+    )
+    save = actions.add_parser(
+        "save",
+        help="write a model file as a deployable model folder: DIR/NAME/config.pbtxt (inputs, "
+        "outputs, batching, metadata), DIR/NAME/1/ with the file, DIR/NAME/labels.txt",
+    )
+    save.add_argument("name", metavar="FILE", help="the model file (.onnx, .tflite)")
+    save.add_argument(
+        "--to", required=True, metavar="DIR", help="the model repository to write the folder into"
+    )
+    save.add_argument(
+        "--name", dest="model_name", default=None, help="the model's name (default: the file's stem)"
+    )
+    save.add_argument(
+        "--backend",
+        choices=[b.value for b in Backend],
+        default=None,
+        help="onnxruntime (default for .onnx: a stock Triton's own backend) or python (the app's "
+        "wrapper running onnxruntime or tflite-runtime inside Triton's Python backend, as the "
+        "embedded server serves it; default for .tflite)",
     )
     unload = actions.add_parser("unload", help="unload a model")
     unload.add_argument("name", metavar="NAME")
@@ -88,6 +116,8 @@ def format_index(entries: list[ModelEntry]) -> str:
 def run(args: argparse.Namespace) -> int:
     try:
         override = read_config_file(args.config) if getattr(args, "config", None) else None
+        if args.action == "save":
+            return _save(args)
         with _repository(args) as repository:
             if args.action == "list":
                 entries = repository.index()
@@ -101,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
                     json.dumps(config, indent=2) if args.json else repository.config_text(args.name),
                     flush=True,
                 )
+            elif args.action == "load" and is_model_file_name(args.name):
+                _upload(repository, args, override)
             elif args.action == "load":
                 repository.load(args.name, override)
                 how = f" with the config of {args.config}" if override is not None else ""
@@ -121,6 +153,29 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `... config NAME | head`: the reader has what it wanted
         _silence_stdout()
         return EXIT_OK
+
+
+def _save(args: argparse.Namespace) -> int:
+    backend = Backend(args.backend) if args.backend else None
+    try:
+        folder = save_model_folder(args.name, args.to, name=args.model_name, backend=backend)
+    except ModelFileError as e:
+        eprint(f"error: {e}")
+        return EXIT_USAGE
+    eprint(f"saved {args.name} as {folder} (serve it with: tritonserver --model-repository {args.to})")
+    return EXIT_OK
+
+
+def _upload(repository: RepositoryControl, args: argparse.Namespace, override: object) -> None:
+    if override is not None:
+        raise UsageError("--config: a model file's config is written from the file")
+    try:
+        name = serve_model_file(
+            repository, args.name, own_backend_first=args.url is not None, note=lambda t: eprint(f"note: {t}")
+        )
+    except ModelFileError as e:
+        raise UsageError(str(e)) from None
+    eprint(f"loaded {args.name} as '{name}'")
 
 
 def _silence_stdout() -> None:

@@ -40,6 +40,7 @@ from app.inference.errors import SessionError
 from app.inference.introspection.metrics_history import MetricsHistory, MetricsPoller
 from app.inference.introspection.repository import RepositoryControl
 from app.inference.introspection.server_metrics import MetricsReader, default_metrics_url
+from app.inference.model_files.reading import is_model_file_name
 from app.inference.profiles.profile import ProfileError
 from app.pipeline.sweep import Sweep, SweepPlan, SweepProgress
 from app.pipeline.tune import TuneError, TunePhase, TunePlan, TuneProgress, Tuner, TuneResult
@@ -316,6 +317,13 @@ def format_report(result: TuneResult, images: int, requests: int) -> str:
 def run(args: argparse.Namespace) -> int:
     tuner: Tuner | None = None
     try:
+        if is_model_file_name(args.model):
+            # Each trial reloads the model with another config: an uploaded model has no
+            # folder on the server to reload from.
+            raise UsageError(
+                f"--model {args.model}: tune reloads a model from the server's repository; write a "
+                "model folder with `repository save FILE --to DIR`, serve DIR, and tune that model"
+            )
         plan = _plan(args)
         # Checked before the first trial: a tune takes minutes.
         check_file_output("--output", args.output)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -57,10 +58,15 @@ class EmbeddedServer:
         log_verbose: int = 0,
         model_control: str = "explicit",
         tracing: TraceSetup | None = DEFAULT_TRACING,
+        extra_repositories: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         self.model_repository = Path(model_repository).resolve()
-        if not self.model_repository.is_dir():
-            raise ServerError(f"model repository {self.model_repository} is not a folder")
+        # More model repositories served beside the first (Triton takes several): the model
+        # folders the command line writes for `--model FILE` (app.inference.model_files.save).
+        self.extra_repositories = tuple(Path(r).resolve() for r in extra_repositories)
+        for folder in (self.model_repository, *self.extra_repositories):
+            if not folder.is_dir():
+                raise ServerError(f"model repository {folder} is not a folder")
         self._tritonserver = tritonserver
         self._ports = (grpc_port, http_port, metrics_port)
         self.startup_timeout = startup_timeout
@@ -167,6 +173,10 @@ class EmbeddedServer:
         return [
             str(install.binary),
             f"--model-repository={shell_safe_repository(self.model_repository, backends.parent)}",
+            *(
+                f"--model-repository={shell_safe_repository(extra, backends.parent, f'model_repository_{k}')}"
+                for k, extra in enumerate(self.extra_repositories, 1)
+            ),
             f"--backend-directory={backends}",
             f"--grpc-address={LOOPBACK}",
             f"--grpc-port={self.grpc_port}",

@@ -17,7 +17,7 @@ _STANDARD_BIN = ("/usr/bin", "/bin")
 _SHELL_SAFE = re.compile(r"^[A-Za-z0-9_./+,:=@%-]+$")
 
 
-def shell_safe_repository(repository: Path, workdir: Path) -> Path:
+def shell_safe_repository(repository: Path, workdir: Path, link_name: str = "model_repository") -> Path:
     """The model repository under a path without spaces or shell characters.
 
     The Python backend starts each stub with `bash -c "exec <stub> <model path> ..."`
@@ -27,7 +27,7 @@ def shell_safe_repository(repository: Path, workdir: Path) -> Path:
     """
     if _SHELL_SAFE.match(str(repository)):
         return repository
-    link = workdir / "model_repository"
+    link = workdir / link_name
     if not link.is_symlink():
         link.symlink_to(repository, target_is_directory=True)
     return link

@@ -324,6 +324,11 @@ class MainWindow(QMainWindow):
         self.quit_action = self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit)
 
         self.model_menu = model_menu = self._menu("&Model")
+        self.open_model_file_action = self._action(model_menu, "Open model &file…")
+        self.open_model_file_action.setToolTip(
+            "An .onnx or .tflite file, loaded on the server as a model named after the file "
+            "(dropping the file on the window does the same)"
+        )
         self.profile_action = self._action(model_menu, "&Profile…")
         self.profile_action.setToolTip("A TOML profile file describing how to feed the model and read it")
         self.detected_profile_action = self._action(model_menu, "Use the &detected profile")

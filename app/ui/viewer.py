@@ -15,7 +15,9 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from app.inference.core.session import TritonSession
+from app.inference.model_files.reading import is_model_file_name
 from app.inference.profile_kinds import KeypointStyle
+from app.pipeline.connection.state import ConnectionState
 from app.pipeline.exports import ModelVocabulary
 from app.ui.action_states import ActionStates
 from app.ui.analyse_menu import AnalysisUi
@@ -38,6 +40,7 @@ from app.ui.image_list import ImageList
 from app.ui.live.live_controller import LiveController
 from app.ui.live.live_panel import LiveUi
 from app.ui.main_window import MainWindow
+from app.ui.model_file_opener import ModelFileOpener, model_files_among
 from app.ui.profile_choice import ProfileChoice
 from app.ui.result_router import ResultRouter
 from app.ui.screenshot import Screenshot
@@ -78,6 +81,11 @@ class Viewer(QObject):
             session_in_use=lambda: self.runner.active() or self.evaluation.controller.active(),
         )
         self.connection = self.connection_ui.controller
+        # A model file dropped or opened (Model > Open model file…): loaded on the server.
+        self.model_files = ModelFileOpener(
+            self.connection, executor, self.tasks, lambda m, e: self.report(m, e, Context.CONNECTION)
+        )
+        self.connection.state_changed.connect(self._on_connection_state)
         self.runner = BatchRunner(self.bridge)
         self.gallery = Gallery(self.state, w.view, w.strip, w.thresholds, executor, self.tasks)
         self.browser = BatchBrowser(self.gallery, w.batch_bar, w.thresholds)
@@ -228,6 +236,7 @@ class Viewer(QObject):
         )
         self.server_tools.model_reloaded.connect(self._on_model_reloaded)
         w.paths_opened.connect(self.open_paths)
+        w.open_model_file_action.triggered.connect(lambda: self.model_files.choose(w, w.open_dir))
         w.paths_added.connect(lambda paths: self.open_paths(paths, add=True))
         w.sample_requested.connect(self.try_sample)
         w.empty_state.open_camera.connect(self.live_ui.open_camera)
@@ -305,16 +314,30 @@ class Viewer(QObject):
             self.open_paths(self.options.open_paths)
         remembered = None if self.options.model else self.settings.model()
         model = self.options.model or remembered
+        if model is not None and is_model_file_name(model):  # `--model FILE.onnx`: once connected
+            self.model_files.open_when_connected(model)
+            model = None
         self.connection.connect_to(self.options.urls, model, model_is_hint=remembered is not None)
         if self.options.screenshot:
             self.tasks.spawn(self._take_screenshot(self.options.screenshot), name="screenshot")
 
     def open_paths(self, paths: list[str], add: bool = False) -> None:
-        """Files and folders: a new list, or with `add` more of the list shown (`ImageList`)."""
-        self.images.open_paths(paths, add)
+        """Files and folders: a new list, or with `add` more of the list shown (`ImageList`).
+        A model file among them (.onnx, .tflite) is loaded on the server instead
+        (app.ui.model_file_opener)."""
+        files, others = model_files_among([str(p) for p in paths])
+        if files:
+            self.model_files.open(files[0])
+            if not others:
+                return
+        self.images.open_paths(others, add)
 
     def try_sample(self) -> None:
         self.images.try_sample()
+
+    def _on_connection_state(self, state: ConnectionState, _detail: str) -> None:
+        if state is ConnectionState.CONNECTED:
+            self.model_files.on_connected()  # `--model FILE.onnx`: loaded once connected
 
     def _ok_paths(self) -> list[str]:
         """The current batch's images that ran (what the load test and the tune send)."""

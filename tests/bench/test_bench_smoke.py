@@ -42,6 +42,8 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "bench_pure.py": (False, r"decode\+NMS YOLOv8 .* [\d.]+ ms"),
     # Starts servers of its own (a test repository with fixed_cost, and the bundled one).
     "bench_tune.py": (False, r"the tune took \d+ s"),
+    # Starts an empty server of its own, to load the file on.
+    "bench_model_file.py": (False, r"upload \+ load .*: median [\d.]+ s"),
     "bench_pipelines_live.py": (True, r"face_detector +[\d.]+ frames/s shown"),
     "bench_evaluate.py": (False, r"an operating point at new thresholds +[\d.]+ ms"),
     "bench_render.py": (False, r"detections 1280x720, 10 boxes +[\d.]+ +[\d.]+"),

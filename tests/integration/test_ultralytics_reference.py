@@ -5,7 +5,7 @@ own detections: the reference is Ultralytics 8.4 itself, in its own venv
 The export (tests/ultralytics/export_model.py, cached per machine): YOLOv8n from Ultralytics'
 yolov8n.yaml, 18 classes of its own names, exported to ONNX with dynamic axes at imgsz 320.
 Triton serves it (the embedded server has no onnxruntime backend: a Python-backend model runs
-the file with onnxruntime, tests/ultralytics/onnx_model.py) with dims [3, -1, -1] and, as the
+the file with onnxruntime, resources/model_files/onnx_model.py) with dims [3, -1, -1] and, as the
 guide writes it, the exporter's metadata dict in the config parameter `metadata`. Nothing else
 tells the app the size or the names: fed 640 (the default for dynamic dims) or named
 `class N`, the records would differ.
@@ -32,6 +32,7 @@ import skimage.data
 
 from app.inference.profile_kinds import Task
 from app.inference.profiles.export_metadata import onnx_file_metadata, parse_metadata_text
+from app.resources import model_files_dir
 from app.server.embedded import EmbeddedServer
 from tests.integration.test_cli_infer import bgr, parse, run_cli
 from tests.ultralytics import venv as reference
@@ -106,7 +107,7 @@ def server(export: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[E
     model = repo / MODEL
     (model / "1").mkdir(parents=True)
     shutil.copy(export / "model.onnx", model / "1" / "model.onnx")
-    shutil.copy(Path(reference.__file__).with_name("onnx_model.py"), model / "1" / "model.py")
+    shutil.copy(model_files_dir() / "onnx_model.py", model / "1" / "model.py")
     metadata = (export / "metadata.txt").read_text(encoding="utf-8")
     names = eval_names(metadata)
     (model / "config.pbtxt").write_text(

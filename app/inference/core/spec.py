@@ -127,6 +127,9 @@ class SessionSpec:
     # Triton's Prometheus metrics (HOST:PORT or a URL); None: not known (for a server given
     # by --url, its gRPC host on port 8002 is the usual guess: default_metrics_url).
     metrics_url: str | None = None
+    # Model files (.onnx, .tflite) to load on the server before the sessions open (`--model
+    # PATH`; `model` then names the file's model): the command line's `serving` loads them.
+    model_files: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Frozen: normalised once here (a list given by a caller).

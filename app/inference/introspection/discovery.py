@@ -156,8 +156,9 @@ def models_if_listed(
 
 
 def list_models_raw(channel: Channel, headers: Headers, timeout_s: float) -> list[ModelEntry]:
-    """As list_models, raising tritonclient's error as it is (its status code decides)."""
-    return [
+    """As list_models, raising tritonclient's error as it is (its status code decides); with
+    the models loaded from uploaded files, which the index does not list."""
+    entries = [
         ModelEntry(
             str(m.get("name", "")),
             str(m.get("version", "") or ""),
@@ -166,6 +167,29 @@ def list_models_raw(channel: Channel, headers: Headers, timeout_s: float) -> lis
         )
         for m in channel.repository_index(headers=headers, timeout_s=timeout_s)
     ]
+    return entries + uploaded_models(channel, headers, timeout_s, {e.name for e in entries})
+
+
+# The reason given for a model that was uploaded (no folder in the repository).
+UPLOADED_REASON = "uploaded (its files are not in the server's repository folders)"
+
+
+def uploaded_models(
+    channel: Channel, headers: Headers, timeout_s: float, in_index: set[str]
+) -> list[ModelEntry]:
+    """Models loaded from uploaded files (`load_model(..., files=...)`, `--model PATH`):
+    Triton's index lists the repository's folders only, its statistics every loaded model.
+    [] when the server has no statistics extension or the call fails (the index stands)."""
+    try:
+        stats = channel.inference_statistics("", headers=headers, timeout_s=timeout_s)
+    except InferenceServerException:
+        return []
+    found: dict[tuple[str, str], ModelEntry] = {}
+    for m in stats.get("model_stats", []) or []:
+        name, version = str(m.get("name", "")), str(m.get("version", "") or "")
+        if name and name not in in_index:
+            found[(name, version)] = ModelEntry(name, version, ModelState.READY, UPLOADED_REASON)
+    return list(found.values())
 
 
 def model_states(models: list[ModelEntry]) -> dict[str, str]:

@@ -35,6 +35,7 @@ from app.inference.errors import (
     restricted_message,
     status_code,
 )
+from app.inference.introspection.discovery import uploaded_models
 from app.inference.introspection.model_config import ModelConfigDict, normalise, to_json, to_pbtxt
 from app.inference.introspection.model_names import ModelNameError, check_model_name
 from app.inference.protocol import Endpoint
@@ -139,6 +140,7 @@ class RepositoryControl:
             )
             for m in raw
         ]
+        entries += uploaded_models(self._client, self._headers, self.timeout_s, {e.name for e in entries})
         return sorted(entries, key=lambda e: (e.name, e.version))
 
     def config(self, name: str) -> ModelConfigDict:
@@ -169,18 +171,24 @@ class RepositoryControl:
         return True
 
     # -- changing -----------------------------------------------------------
-    def load(self, name: str, config: Mapping[str, Any] | None = None) -> None:
+    def load(
+        self, name: str, config: Mapping[str, Any] | None = None, files: Mapping[str, bytes] | None = None
+    ) -> None:
         """Load (or reload) `name`; with `config`, that config instead of the repository's file
-        (not written to disk). Returns when the model is ready; RepositoryError with the
-        server's reason otherwise, the model then being as it was before."""
+        (not written to disk); with `files` ({"1/model.onnx": bytes}, a config then being
+        mandatory), those files uploaded as the model's folder (Triton's repository extension:
+        the model needs no folder on the server). Returns when the model is ready;
+        RepositoryError with the server's reason otherwise, the model then being as it was
+        before."""
         _check_name(name)
         payload = None if config is None else to_json(config)
+        uploads = {f"file:{k}": v for k, v in files.items()} if files else None
         try:
             self._client.load_model(
-                name, headers=self._headers, timeout_s=self.load_timeout_s, config=payload
+                name, headers=self._headers, timeout_s=self.load_timeout_s, config=payload, files=uploads
             )
         except InferenceServerException as e:
-            raise self._error(e, f"load '{name}'", name) from None
+            raise self._error(e, f"load '{name}'", name, uploaded=bool(files)) from None
 
     def unload(self, name: str) -> None:
         """Unload `name`; RepositoryError NOT_FOUND when the server has no such model (Triton
@@ -204,7 +212,13 @@ class RepositoryControl:
 
     # -- errors -------------------------------------------------------------
     def _error(
-        self, e: InferenceServerException, action: str, name: str | None = None, extension: str = "repository"
+        self,
+        e: InferenceServerException,
+        action: str,
+        name: str | None = None,
+        extension: str = "repository",
+        *,
+        uploaded: bool = False,  # the model's files came with the request: no folder to look for
     ) -> RepositoryError:
         code = status_code(e)
         key = restricted_header(e)
@@ -229,7 +243,7 @@ class RepositoryControl:
             return RepositoryError(f"cannot {action}: {failure.message}", RepositoryErrorKind.UNREACHABLE)
         if code == "NOT_FOUND":
             return RepositoryError(f"cannot {action} on {self.url}: {text}", RepositoryErrorKind.NOT_FOUND)
-        if name is not None and not self._in_repository(name):
+        if name is not None and not uploaded and not self._in_repository(name):
             return RepositoryError(
                 f"cannot {action}: no model '{name}' in the repository of {self.url}",
                 RepositoryErrorKind.NOT_FOUND,

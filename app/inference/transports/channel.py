@@ -157,8 +157,16 @@ class Channel(Protocol):
     def inference_statistics(
         self, model: str, *, headers: Headers, timeout_s: float, version: str = ""
     ) -> dict[str, Any]: ...
+    # `files`: Triton's repository extension uploads them ({"file:1/model.onnx": bytes}; a
+    # config is then mandatory): the model needs no folder on the server.
     def load_model(
-        self, name: str, *, headers: Headers, timeout_s: float, config: str | None = None
+        self,
+        name: str,
+        *,
+        headers: Headers,
+        timeout_s: float,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
     ) -> None: ...
     def unload_model(self, name: str, *, headers: Headers, timeout_s: float) -> None: ...
     # Triton's trace extension: the settings of one model ("": the server's global ones), each
@@ -276,8 +284,22 @@ class GrpcChannel:
         )
         return dict(stats)
 
-    def load_model(self, name: str, *, headers: Headers, timeout_s: float, config: str | None = None) -> None:
-        self.client.load_model(name, headers=self._admin(headers), config=config, client_timeout=timeout_s)
+    def load_model(
+        self,
+        name: str,
+        *,
+        headers: Headers,
+        timeout_s: float,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+    ) -> None:
+        self.client.load_model(
+            name,
+            headers=self._admin(headers),
+            config=config,
+            files=dict(files) if files else None,
+            client_timeout=timeout_s,
+        )
 
     def unload_model(self, name: str, *, headers: Headers, timeout_s: float) -> None:
         self.client.unload_model(name, headers=self._admin(headers), client_timeout=timeout_s)

@@ -27,7 +27,7 @@ import io
 import json
 import ssl
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 import aiohttp
@@ -320,10 +320,19 @@ class HttpChannel:
             )
         )
 
-    def load_model(self, name: str, *, headers: Headers, timeout_s: float, config: str | None = None) -> None:
+    def load_model(
+        self,
+        name: str,
+        *,
+        headers: Headers,
+        timeout_s: float,
+        config: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+    ) -> None:
+        uploads = dict(files) if files else None
         self._run(
             lambda: self.client.load_model(
-                name, headers=http_headers(self._admin(headers), JSON_BODY), config=config
+                name, headers=http_headers(self._admin(headers), JSON_BODY), config=config, files=uploads
             ),
             timeout_s,
         )

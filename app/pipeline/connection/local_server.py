@@ -38,12 +38,15 @@ class LocalServer:
         keep_ports: bool = False,
         ports: dict[str, int | None] | None = None,
         factory: ServerFactory = EmbeddedServer,
+        extra_repositories: tuple[str | os.PathLike[str], ...] = (),
     ) -> None:
         """`keep_ports`: a server started again takes the first one's ports (the command
         line: its sessions keep the address). Otherwise fresh free ports (the viewer
         rebuilds its session on the new address). `ports`: grpc_port, http_port,
         metrics_port to start on (None or absent: a free one)."""
         self._repository = repository
+        # Served beside `repository` (a restarted server serves them again): `--model FILE`.
+        self._extra = {"extra_repositories": extra_repositories} if extra_repositories else {}
         self._tritonserver = tritonserver
         self.budget = budget or RestartBudget()
         self._keep_ports = keep_ports
@@ -119,6 +122,7 @@ class LocalServer:
             self._repository if self._repository is not None else model_repository(),
             tritonserver=self._tritonserver,
             **self._ports,
+            **self._extra,
         )
         with self._lock:
             self._check_not_stopped()

@@ -1,0 +1,1 @@
+"""Model files (.onnx, .tflite) served by Triton: read, configured, uploaded."""
