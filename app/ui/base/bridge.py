@@ -5,6 +5,7 @@ on the GUI thread, in call order. Each job hands its own callback: no routing by
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,12 +17,15 @@ class GuiBridge(QObject):
     queued to this object's (the GUI) thread. After `close()` nothing more is delivered, so
     nothing arriving after the window closed can touch a deleted widget."""
 
-    _call = Signal(object, object)  # fn, args
+    _call = Signal(object, object, float)  # fn, args, when it was posted (monotonic s)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._lock = threading.Lock()
         self._closed = False
+        # While a call is delivered: when its worker thread posted it (the X-ray's "hand-over
+        # to the GUI" stage reads it from the slot); None between deliveries.
+        self.posted_s: float | None = None
         # Queued explicitly: even a call made on the GUI thread itself (e.g. a request
         # cancelled from a slot) is delivered later, never re-entrantly.
         self._call.connect(self._run, Qt.ConnectionType.QueuedConnection)
@@ -35,13 +39,18 @@ class GuiBridge(QObject):
             if self._closed:
                 return
             try:
-                self._call.emit(fn, args)
+                self._call.emit(fn, args, time.monotonic())
             except RuntimeError:  # the C++ object is gone (interpreter shutting down)
                 self._closed = True
 
-    def _run(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
-        if not self._closed:  # calls queued before close() are dropped too
+    def _run(self, fn: Callable[..., None], args: tuple[Any, ...], posted_s: float) -> None:
+        if self._closed:  # calls queued before close() are dropped too
+            return
+        outer, self.posted_s = self.posted_s, posted_s  # (a nested event loop delivers inside)
+        try:
             fn(*args)
+        finally:
+            self.posted_s = outer
 
     def close(self) -> None:
         with self._lock:
