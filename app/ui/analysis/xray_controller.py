@@ -85,6 +85,7 @@ class XRayController(QObject):
         self._worker = concurrent.futures.ThreadPoolExecutor(1, "x-ray")
         self._attached: TritonSession | None = None  # (the worker's: attached there only)
         self._polling = False
+        self._closed = False
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_MS)
         self.timer.timeout.connect(self._poll)
@@ -143,7 +144,8 @@ class XRayController(QObject):
             self.mode_changed.emit(mode.value)
 
     def _submit(self, work: Callable[[], object]) -> None:
-        self._worker.submit(self._run, work, self._armed)
+        if not self._closed:  # (the viewer closing: its session closes after this part)
+            self._worker.submit(self._run, work, self._armed)
 
     # -- the worker thread ----------------------------------------------------------------
     def _attach(self, session: TritonSession | None) -> None:
@@ -271,6 +273,7 @@ class XRayController(QObject):
             self.report(message, False)
 
     def close(self) -> None:
+        self._closed = True
         self.timer.stop()
         self.bridge.close()
         self._worker.shutdown(wait=False, cancel_futures=True)
