@@ -12,7 +12,16 @@ from app.inference.tracing import spans as names
 from app.inference.tracing.diagnosis import breakdown, compute_ms, diagnose
 from app.inference.tracing.spans import RequestTrace, server_spans_total_ms
 
-COLUMNS = ("Request", "Total ms", "Queue", "Compute", "Network", "GUI", "Where it went")
+COLUMNS = ("Request", "ms", "Queue", "Compute", "Net", "GUI", "Where it went")
+TIPS = (
+    "",
+    "the whole request, as the client saw it",
+    "queued on the server (ms)",
+    "the server's compute: input, infer, output (ms)",
+    "the network both ways (ms): the time in flight less the server's part",
+    "the viewer's own share (ms): result callback, hand-over to the GUI, paint",
+    "the biggest finding of the diagnosis",
+)
 GUI_STAGES = (names.CALLBACK, names.HANDOVER, names.PAINT)
 ID_ROLE = Qt.ItemDataRole.UserRole
 
@@ -40,9 +49,14 @@ class SlowestTable(QTableWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(0, len(COLUMNS), parent)
         self.setHorizontalHeaderLabels(list(COLUMNS))
+        for col, tip in enumerate(TIPS):
+            header_item = self.horizontalHeaderItem(col)
+            if header_item is not None and tip:
+                header_item.setToolTip(tip)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.verticalHeader().setVisible(False)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.setWordWrap(False)
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
