@@ -271,7 +271,12 @@ async def shoot_xray(out: Path, executor: ThreadPoolExecutor, work: Path) -> Non
         log = window.request_log
         row = next(r for r in range(log.visible_row_count()) if log.request_id_at(r) == slowest.request_id)
         log.table.selectRow(row)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.3)
+        # The server's part in sight: the waterfall scrolled down to its compute.
+        waterfall = x.view.waterfall
+        infer = next(i for i, r in enumerate(waterfall.rows) if r.name == "compute infer")
+        x.view.waterfall_scroll.ensureVisible(0, int(waterfall.bar_rect(infer).bottom()) + 4, 0, 0)
+        await asyncio.sleep(0.3)
         await framed(window)
         grab(out / "screenshot-xray.png")
         viewer.request_close()

@@ -98,7 +98,7 @@ class XRayView(QWidget):
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(self.title)
         column.addWidget(self.clock)
-        scroll = QScrollArea()
+        self.waterfall_scroll = scroll = QScrollArea()
         scroll.setWidget(self.waterfall)
         scroll.setWidgetResizable(True)
         column.addWidget(scroll, 1)
