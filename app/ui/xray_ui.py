@@ -56,6 +56,7 @@ class XRayUi:
             ask_chrome_path=self._ask_chrome_path,
             report=report,
         )
+        self._bridge = bridge
         self.stages = GuiStages(self.xray, bridge, on_screen=self.controller.live_frame_shown)
         self._live = live
         self._build_menu(analyse_menu)
@@ -110,6 +111,10 @@ class XRayUi:
         self.show_dock()
 
     def _mode_changed(self, mode: str) -> None:
+        if mode != TraceMode.OFF.value:
+            # Results carry their posting time from now on (the hand-over stage); kept on
+            # after "off" for this session: the last traced requests may still be on their way.
+            self._bridge.timed = True
         if mode == TraceMode.OFF.value:
             self.mode_actions["off"].setChecked(True)
         elif mode == TraceMode.ALL.value:
@@ -121,6 +126,8 @@ class XRayUi:
 
     def set_session(self, session: TritonSession | None) -> None:
         self.controller.set_session(session)
+        # A new session's results carry their posting time only when it is traced from the start.
+        self._bridge.timed = self.controller.mode is not TraceMode.OFF
 
     # -- the viewer's own stages -----------------------------------------------------------
     def _live_drawn(self, result: InferenceResult) -> None:
