@@ -83,6 +83,7 @@ def test_a_gui_stage_that_comes_before_the_record_is_kept_for_its_trace() -> Non
     handover = trace.first(names.HANDOVER)
     assert handover is not None and handover.duration_ms == pytest.approx(2.0)
     assert not tracer.add_stage("a", names.PAINT, 0.02, 0.03)  # given out already
+    assert not tracer.is_traced("a")  # given out: its id is not kept (a long traced stream)
 
 
 def test_slowest_traces_all_and_keeps_only_the_n_slowest() -> None:
