@@ -46,7 +46,7 @@ class AnalysisUi:
         self.session: TritonSession | None = None
         self.load_test: LoadRampWindow | None = None  # Tools > Load test…, once opened
         self.profile_for = profile_for
-        menu = window.menuBar().addMenu("&Analyse")
+        self.menu = menu = window.menuBar().addMenu("&Analyse")
         self.compare_action = QAction("&Compare with…", window)
         self.compare_action.setShortcut("Ctrl+Shift+C")
         self.compare_action.setEnabled(False)  # once connected

@@ -51,6 +51,7 @@ from app.ui.viewer_options import ViewerOptions
 from app.ui.viewer_shutdown import Step, ViewerShutdown
 from app.ui.widgets.banner import Context, split_detail
 from app.ui.widgets.thresholds import why_not_applicable
+from app.ui.xray_ui import XRayUi
 
 __all__ = ["Viewer", "ViewerOptions"]
 
@@ -139,6 +140,8 @@ class Viewer(QObject):
             self.report,
             profile_for=lambda model: self.profiles.profile_for(model),
         )
+        # Analyse > Trace requests and the Request X-ray dock (the Request log's selection).
+        self.xray = XRayUi(w, self.analysis.menu, self.live, self.runner, self.bridge, self.report)
         self.server_tools = ServerToolsUi(
             w,
             (w.model_menu, w.tools_menu, w.view_menu),
@@ -379,6 +382,7 @@ class Viewer(QObject):
         self.images.run_pending()
         self.live.set_session(session)
         self.analysis.set_session(session)
+        self.xray.set_session(session)
         self.server_tools.set_session(session)
         self.evaluation.set_session(session)
 
@@ -387,6 +391,7 @@ class Viewer(QObject):
         self.runner.set_session(None)
         self.live.set_session(None)  # the stream stops feeding the old session
         self.analysis.set_session(None)
+        self.xray.set_session(None)  # the old session's tracer is read once more, then let go
         self.server_tools.set_session(None)
         self.evaluation.set_session(None)
         self.evaluation.controller.cancel()  # the images answered so far are evaluated
@@ -454,6 +459,7 @@ class Viewer(QObject):
             ("live", self.live.shutdown),  # stop the stream, release the capture on its thread
             ("evaluation", self.evaluation.shutdown),  # an evaluation's run stops, its thread ends
             ("analysis", self.analysis.shutdown),  # the compare's runs and sessions, a load ramp
+            ("x-ray", self.xray.shutdown),  # its polling stops (the session's close restores tracing)
             ("server tools", self.server_tools.shutdown),  # a tune restores the original config first
             ("connection", lambda: self.connection.shutdown(CLOSE_DRAIN_S)),  # cancel, close, stop
             ("tasks", self.tasks.cancel_all),  # nothing left pending when the loop closes

@@ -9,8 +9,9 @@ against labels: the worst image first, its labels dashed beside the model's boxe
 confusion matrix), screenshot-live.png (live video being recorded), screenshot-compare.png
 (two versions of the test model fixed_versions side by side), screenshot-tune.png (Tools >
 Tune… after a tune of the test model fixed_cost) and screenshot-pipeline.png (face_mesh on the
-portraits, Where the time goes showing its stages), into docs/images/ when no folder is given.
-SHOT: `window`, `compare`, `tune` or `pipeline` (default all). Each is the whole screen: the
+portraits, Where the time goes showing its stages), screenshot-xray.png (the Request X-ray of
+fixed_40ms's slowest request of a batch), into docs/images/ when no folder is given.
+SHOT: `window`, `compare`, `tune`, `pipeline` or `xray` (default all). Each is the whole screen: the
 window as a user sees it, title bar included. Settings go to a temporary folder: the user's
 own are never touched.
 """
@@ -247,7 +248,50 @@ async def shoot_tune(out: Path, executor: ThreadPoolExecutor, work: Path) -> Non
         await asyncio.get_running_loop().run_in_executor(executor, server.stop)
 
 
-SHOTS = {"window": shoot, "compare": shoot_compare, "tune": shoot_tune, "pipeline": shoot_pipeline}
+async def shoot_xray(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
+    """Analyse > Trace requests > All on fixed_40ms (one instance, 40 ms a request): a batch of
+    six photographs, the slowest request selected in the Request log, its X-ray under the
+    picture (it queued on the server behind the others)."""
+    server = EmbeddedServer(repository_with(work / "xray-repository", "fixed_40ms"))
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(executor, server.start)
+    try:
+        viewer = Viewer(ViewerOptions(urls=[server.grpc_url], model="fixed_40ms"), executor)
+        window = viewer.window
+        viewer.start()
+        await until(lambda: viewer.connection.state == "connected")
+        x = viewer.xray
+        x.mode_actions["all"].trigger()
+        await until(lambda: x.xray.tracer is not None)
+        viewer.open_paths([str(sample_folder(work / "xray"))])
+        await until(lambda: not viewer.runner.active() and len(x.xray.kept()) >= 6, timeout=60)
+        viewer.router.flush_log()
+        slowest = x.xray.slowest(1)[0]
+        window.show_dock(window.log_dock)
+        log = window.request_log
+        row = next(r for r in range(log.visible_row_count()) if log.request_id_at(r) == slowest.request_id)
+        log.table.selectRow(row)
+        await asyncio.sleep(0.3)
+        # The server's part in sight: the waterfall scrolled down to its compute.
+        waterfall = x.view.waterfall
+        infer = next(i for i, r in enumerate(waterfall.rows) if r.name == "compute infer")
+        x.view.waterfall_scroll.ensureVisible(0, int(waterfall.bar_rect(infer).bottom()) + 4, 0, 0)
+        await asyncio.sleep(0.3)
+        await framed(window)
+        grab(out / "screenshot-xray.png")
+        viewer.request_close()
+        await viewer.closed.wait()
+    finally:
+        await loop.run_in_executor(executor, server.stop)
+
+
+SHOTS = {
+    "window": shoot,
+    "compare": shoot_compare,
+    "tune": shoot_tune,
+    "pipeline": shoot_pipeline,
+    "xray": shoot_xray,
+}
 
 
 def main(out_dir: str, shots: list[str]) -> None:

@@ -15,7 +15,8 @@ from app.inference.tracing.perf_analyzer import read_input_data
 from app.pipeline.xray import XRay
 from app.server.embedded import EmbeddedServer
 from app.ui.analysis.request_log import RequestLog
-from app.ui.analysis.xray_view import XRayController, XRayView
+from app.ui.analysis.xray_controller import XRayController
+from app.ui.analysis.xray_view import XRayView
 from tests.integration.test_traces_session import spec_for
 from tests.unit.test_trace_diagnosis import server, traced
 
@@ -69,10 +70,10 @@ def test_trace_the_next_requests_then_select_one_in_the_log(
     qtbot.addWidget(view)
     xray = XRay()
     with TritonSession(spec_for(triton.grpc_url, max_in_flight=2)) as session:
-        xray.attach(session)
         replay = {"model": "fixed_40ms", "url": triton.grpc_url}
         controller = XRayController(view, xray, replay=replay)
-        log.selected.connect(lambda rid: controller.select(rid or None))
+        controller.attach_now(session).result(10)
+        log.selected.connect(lambda rid: controller.choose(rid or None))
         try:
             view.count.setValue(2)
             view.trace_button.click()
@@ -82,8 +83,12 @@ def test_trace_the_next_requests_then_select_one_in_the_log(
             results = [f.result(30) for f in futures]
             log.add_results(results)
             # The two traced appear in the slowest list once their traces are in.
-            qtbot.waitUntil(lambda: view.slowest.count() == 2, timeout=20_000)
-            assert all("ms" in view.slowest.item(i).text() for i in range(2))
+            qtbot.waitUntil(lambda: view.slowest.rowCount() == 2, timeout=20_000)
+            traced_ids = {view.slowest.row_texts(i)[0] for i in range(2)}
+            assert traced_ids == {results[0].request_id, results[1].request_id}
+            for i in range(2):  # its breakdown: the compute of about 40 ms, a finding in words
+                _rid, total, _queue, compute, _net, _gui, finding = view.slowest.row_texts(i)
+                assert float(compute) >= 40.0 and float(total) >= float(compute) and finding
             # Selecting the first request's row shows its X-ray.
             log.table.selectRow(0)
             qtbot.waitUntil(lambda: view.trace is not None, timeout=5_000)

@@ -69,6 +69,23 @@ def test_a_client_batch_members_share_the_server_trace_and_the_gui_adds_its_stag
     assert not tracer.add_stage("b", names.PAINT, 0.03, 0.04)  # given out already
 
 
+def test_a_gui_stage_that_comes_before_the_record_is_kept_for_its_trace() -> None:
+    # The GUI thread may run the result's slot (the hand-over) before the request path's
+    # thread has handed the record to the tracer.
+    tracer = Tracer(TraceSelection.parse("all"), "m")
+    recorder = tracer.begin("a")
+    assert recorder is not None
+    recorder.stage(names.IN_FLIGHT, 0.0, 0.010)
+    assert tracer.add_stage("a", names.HANDOVER, 0.011, 0.013)
+    assert not tracer.add_stage("untraced", names.HANDOVER, 0.011, 0.013)
+    tracer.finished(recorder, send_s=0.0, reply_s=0.010)
+    (trace,) = tracer.poll(flush=True)
+    handover = trace.first(names.HANDOVER)
+    assert handover is not None and handover.duration_ms == pytest.approx(2.0)
+    assert not tracer.add_stage("a", names.PAINT, 0.02, 0.03)  # given out already
+    assert not tracer.is_traced("a")  # given out: its id is not kept (a long traced stream)
+
+
 def test_slowest_traces_all_and_keeps_only_the_n_slowest() -> None:
     tracer = Tracer(TraceSelection.parse("slowest:2"), "m")
     tracer.collector.wait_s = 0.0

@@ -306,7 +306,11 @@ def nest_in_client_stages(spans: list[Span]) -> list[Span]:
 
 def server_spans_total_ms(trace: RequestTrace, names: Iterable[str], *, top_level_only: bool = True) -> float:
     """The summed durations of the server phases named (the request's own, not its stages')."""
-    server = next((i for i, s in enumerate(trace.spans) if s.name == SERVER and s.parent == 0), None)
+    # The request's own server part (nested in `in flight`, not a child of the top span; a
+    # pipeline's stages are named after their models).
+    server = next(
+        (i for i, s in enumerate(trace.spans) if s.name == SERVER and s.kind is SpanKind.SERVER), None
+    )
     wanted = set(names)
     return sum(
         s.duration_ms for s in trace.spans if s.name in wanted and (not top_level_only or s.parent == server)

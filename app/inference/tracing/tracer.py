@@ -244,6 +244,13 @@ class Tracer:
         self.keep_inputs = False
         # The traced requests not given out yet (the command line holds their records back).
         self._open_ids: set[str] = set()
+        # The traced requests whose record has not reached the collector yet, and the GUI's
+        # stages that came for them meanwhile (the GUI thread may run the result's slot
+        # before the request path's thread has handed the record on); the lock makes "not
+        # in the collector yet" and the record's arrival one step: no stage falls between.
+        self._unfinished: set[str] = set()
+        self._early_stages: dict[str, list[ClientStage]] = {}
+        self._stages_lock = threading.Lock()
         self._server_on = control is not None and source is not None
 
     # -- the session's side (any thread) -------------------------------------------
@@ -252,6 +259,7 @@ class Tracer:
         if not self.selection.active or not self.selection.take():
             return None
         self._open_ids.add(request_id)
+        self._unfinished.add(request_id)
         if self.traceparent:
             header, trace_id = new_traceparent()
             return RequestRecorder(request_id, {TRACEPARENT: header}, trace_id)
@@ -266,23 +274,32 @@ class Tracer:
         reply_s: float | None = None,
     ) -> None:
         """The request ended (its result handed on): its record waits for the server's side."""
-        self.collector.add_client(
-            ClientRecord(
-                recorder.request_id,
-                self.model,
-                recorder.stages,
-                send_ns=None if send_s is None else int(send_s * 1e9),
-                reply_ns=None if reply_s is None else int(reply_s * 1e9),
-                facts=recorder.facts,
-                server_request_id=server_request_id or recorder.request_id,
-                inputs=recorder.inputs,
-            )
+        record = ClientRecord(
+            recorder.request_id,
+            self.model,
+            recorder.stages,
+            send_ns=None if send_s is None else int(send_s * 1e9),
+            reply_ns=None if reply_s is None else int(reply_s * 1e9),
+            facts=recorder.facts,
+            server_request_id=server_request_id or recorder.request_id,
+            inputs=recorder.inputs,
         )
+        with self._stages_lock:
+            self._unfinished.discard(recorder.request_id)
+            record.stages.extend(self._early_stages.pop(recorder.request_id, ()))
+            self.collector.add_client(record)
 
     def add_stage(self, request_id: str, name: str, start_s: float, end_s: float) -> bool:
-        """A stage the GUI timed after the result (the hand-over, the paint); False when the
-        request's trace was already given out."""
-        return self.collector.add_stage(request_id, ClientStage(name, int(start_s * 1e9), int(end_s * 1e9)))
+        """A stage the GUI timed around the result (the hand-over, the paint): kept for the
+        request's trace until it is given out (False after that, or when not traced)."""
+        stage = ClientStage(name, int(start_s * 1e9), int(end_s * 1e9))
+        with self._stages_lock:
+            if self.collector.add_stage(request_id, stage):
+                return True
+            if request_id in self._unfinished:  # its record is still on its way to the collector
+                self._early_stages.setdefault(request_id, []).append(stage)
+                return True
+        return False
 
     # -- the caller's side (a worker thread) ---------------------------------------
     def poll(self, *, flush: bool = False) -> list[RequestTrace]:
@@ -296,6 +313,11 @@ class Tracer:
             except OSError as e:  # a trace folder gone (the server stopped): client stages only
                 log.warning("cannot read the server's traces: %s", e)
         found = self.collector.ready(flush=flush)
+        if self.selection.kind is not SelectionKind.SLOWEST:
+            # Given out: no longer "traced and waiting" (a long traced live stream would keep
+            # every id otherwise). slowest:N keeps them: its records are held to the end.
+            for trace in found:
+                self._open_ids.discard(trace.request_id)
         if (
             self.selection.kind is SelectionKind.NEXT
             and not self.selection.active

@@ -1,58 +1,49 @@
-"""The Request log's X-ray view: one request's whole life on one timeline, client and server.
-
-`XRayView` (widgets only): the selected request's waterfall (WaterfallView), where its time
-went in words (app.inference.tracing.diagnosis), "Trace the next N requests", the slowest
-traced requests with their breakdown, and the export of a traced request's tensors for
-perf_analyzer with the command line that replays them.
-
-`XRayController` drives it from an `XRay` (app.pipeline.xray): what touches the server or
-the disk (arming the tracer, polling the trace files, writing the export) runs on one worker
-thread of its own, and its answers come back through a GuiBridge: the GUI thread never waits
-on either.
+"""The Request log's X-ray view (widgets only): the selected request's waterfall (WaterfallView)
+with where its time went in words (app.inference.tracing.diagnosis), "Trace the next N
+requests", "Follow the live picture", the slowest traced requests with their breakdown
+(SlowestTable), and the exports: the Chrome trace of this request or of every traced one, and
+this request's tensors for perf_analyzer with the command line that replays them. Driven by
+`XRayController` (app/ui/analysis/xray_controller.py).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
-
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QListWidget,
-    QListWidgetItem,
+    QMenu,
     QPushButton,
+    QScrollArea,
     QSpinBox,
+    QSplitter,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from app.inference.tracing.diagnosis import breakdown, diagnose
-from app.inference.tracing.perf_analyzer import replay_command, write_input_data
+from app.inference.tracing.diagnosis import diagnose
 from app.inference.tracing.spans import RequestTrace
-from app.pipeline.xray import XRay
+from app.ui.analysis.slowest_table import SlowestTable
 from app.ui.analysis.waterfall_view import WaterfallView
-from app.ui.base.bridge import GuiBridge
 
-POLL_MS = 200
 SLOWEST_LISTED = 10
 NOT_TRACED = "Request {id} was not traced: press “Trace the next requests”, then select one of them."
 NOTHING = "Select a request in the log to see its X-ray."
 
 
 def summary_line(trace: RequestTrace) -> str:
-    """One request in the slowest list: its time, then its biggest finding."""
+    """One request in short: its time, then its biggest finding."""
     return f"request {trace.request_id}: {trace.duration_ms:.1f} ms: {diagnose(trace)[0].message}"
 
 
 class XRayView(QWidget):
     trace_next_requested = Signal(int)
-    export_requested = Signal(str)  # the request id
-    request_chosen = Signal(str)  # a request picked in the slowest list
+    export_requested = Signal(str)  # the request id: its tensors for perf_analyzer
+    chrome_requested = Signal(bool)  # True: every traced request; False: the one shown
+    request_chosen = Signal(str)  # a request picked in the slowest table
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -65,18 +56,32 @@ class XRayView(QWidget):
         self.waterfall = WaterfallView()
         self.diagnosis = QLabel("")
         self.diagnosis.setWordWrap(True)
+        self.diagnosis.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.count = QSpinBox()
         self.count.setRange(1, 1000)
         self.count.setValue(10)
         self.trace_button = QPushButton("Trace the next requests")
         self.armed = QLabel("")
-        self.export_button = QPushButton("Export for perf_analyzer…")
+        self.follow = QCheckBox("Follow the live picture")
+        self.follow.setToolTip("Show the newest traced frame of the live video once its trace is in")
+        self.follow.setChecked(True)
+        self.export_button = QPushButton("Tensors for perf_analyzer…")
+        self.export_button.setToolTip("This request's exact tensors as perf_analyzer --input-data JSON")
         self.export_button.setEnabled(False)
+        self.chrome_button = QToolButton()
+        self.chrome_button.setText("Chrome trace…")
+        self.chrome_button.setToolTip("Traced requests as Chrome trace-event JSON (for ui.perfetto.dev)")
+        self.chrome_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        chrome_menu = QMenu(self.chrome_button)
+        self.chrome_one_action = chrome_menu.addAction("This request…")
+        self.chrome_all_action = chrome_menu.addAction("Every traced request…")
+        self.chrome_button.setMenu(chrome_menu)
+        self.chrome_one_action.setEnabled(False)
+        self.chrome_all_action.setEnabled(False)
         self.command = QLineEdit()
         self.command.setReadOnly(True)
         self.command.setPlaceholderText("the perf_analyzer command line that replays the exported tensors")
-        self.slowest = QListWidget()
-        self.slowest.setMaximumHeight(self.fontMetrics().height() * 7)
+        self.slowest = SlowestTable()
         self.notes = QLabel("")
         self.notes.setWordWrap(True)
 
@@ -85,29 +90,48 @@ class XRayView(QWidget):
         controls.addWidget(self.count)
         controls.addWidget(self.trace_button)
         controls.addWidget(self.armed, 1)
+        controls.addWidget(self.follow)
+        controls.addWidget(self.chrome_button)
         controls.addWidget(self.export_button)
+        left = QWidget()
+        column = QVBoxLayout(left)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.title)
+        column.addWidget(self.clock)
+        self.waterfall_scroll = scroll = QScrollArea()
+        scroll.setWidget(self.waterfall)
+        scroll.setWidgetResizable(True)
+        column.addWidget(scroll, 1)
+        column.addWidget(self.diagnosis)
+        right = QWidget()
+        column = QVBoxLayout(right)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(QLabel(f"Slowest traced requests (up to {SLOWEST_LISTED}):"))
+        column.addWidget(self.slowest, 1)
+        column.addWidget(self.command)
+        self.split = QSplitter(Qt.Orientation.Horizontal)
+        self.split.addWidget(left)
+        self.split.addWidget(right)
+        self.split.setStretchFactor(0, 3)
+        self.split.setStretchFactor(1, 2)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(controls)
         layout.addWidget(self.notes)
-        layout.addWidget(self.title)
-        layout.addWidget(self.clock)
-        layout.addWidget(self.waterfall)
-        layout.addWidget(self.diagnosis)
-        layout.addWidget(self.command)
-        layout.addWidget(QLabel("Slowest traced requests:"))
-        layout.addWidget(self.slowest)
+        layout.addWidget(self.split, 1)
 
         self.trace_button.clicked.connect(lambda: self.trace_next_requested.emit(self.count.value()))
         self.export_button.clicked.connect(self._export_clicked)
-        self.slowest.itemActivated.connect(self._slowest_chosen)
-        self.slowest.itemClicked.connect(self._slowest_chosen)
+        self.chrome_one_action.triggered.connect(lambda: self.chrome_requested.emit(False))
+        self.chrome_all_action.triggered.connect(lambda: self.chrome_requested.emit(True))
+        self.slowest.chosen.connect(self.request_chosen)
 
     def show_request(self, request_id: str | None, trace: RequestTrace | None) -> None:
         """The X-ray of `request_id` (its trace, or a sentence saying it was not traced)."""
         self.request_id, self.trace = request_id, trace
         self.waterfall.set_trace(trace)
         self.export_button.setEnabled(trace is not None and bool(trace.inputs))
+        self.chrome_one_action.setEnabled(trace is not None)
         if request_id is None:
             self.title.setText(NOTHING)
             self.clock.setText("")
@@ -123,18 +147,15 @@ class XRayView(QWidget):
         self.diagnosis.setText("\n".join(f"• {d.text()}" for d in diagnose(trace)))
 
     def set_slowest(self, traces: list[RequestTrace]) -> None:
-        self.slowest.clear()
-        for trace in traces:
-            item = QListWidgetItem(summary_line(trace))
-            item.setToolTip("; ".join(p.label for p in breakdown(trace)))
-            item.setData(0x0100, trace.request_id)  # Qt.UserRole
-            self.slowest.addItem(item)
+        self.slowest.set_traces(traces)
+        self.chrome_all_action.setEnabled(bool(traces))
 
     def set_armed(self, left: int) -> None:
         self.armed.setText(f"{left} to trace" if left else "")
 
     def set_notes(self, notes: list[str]) -> None:
         self.notes.setText("\n".join(notes))
+        self.notes.setVisible(bool(notes))
 
     def set_command(self, text: str) -> None:
         self.command.setText(text)
@@ -142,111 +163,3 @@ class XRayView(QWidget):
     def _export_clicked(self) -> None:
         if self.request_id is not None:
             self.export_requested.emit(self.request_id)
-
-    def _slowest_chosen(self, item: QListWidgetItem) -> None:
-        request_id = item.data(0x0100)
-        if request_id:
-            self.request_chosen.emit(str(request_id))
-
-
-class XRayController(QObject):
-    """`view` shown from `xray`; `ask_path(request_id)` asks the user where to export (a
-    file dialog in the viewer; None: cancelled)."""
-
-    def __init__(
-        self,
-        view: XRayView,
-        xray: XRay,
-        *,
-        ask_path: Callable[[str], str | None] | None = None,
-        replay: dict[str, Any] | None = None,
-        parent: QObject | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self.view = view
-        self.xray = xray
-        self.ask_path = ask_path
-        self.replay = dict(replay or {})  # model, url, protocol, batch, concurrency, version, batched
-        self.bridge = GuiBridge(self)
-        self._worker = concurrent.futures.ThreadPoolExecutor(1, "x-ray")
-        self._polling = False
-        self.timer = QTimer(self)
-        self.timer.setInterval(POLL_MS)
-        self.timer.timeout.connect(self._poll)
-        view.trace_next_requested.connect(self.trace_next)
-        view.export_requested.connect(self._export_asked)
-        view.request_chosen.connect(self.select)
-        self.timer.start()
-
-    def trace_next(self, n: int) -> None:
-        self._worker.submit(self._run, lambda: self.xray.trace_next(n), self._armed)
-
-    def select(self, request_id: str | None) -> None:
-        self.view.show_request(request_id, self.xray.get(request_id) if request_id else None)
-
-    def _armed(self, _result: object = None) -> None:
-        self.view.set_armed(self.xray.armed)
-        self.view.set_notes(self.xray.notes)
-
-    def _poll(self) -> None:
-        if self._polling or self.xray.tracer is None:
-            return
-        self._polling = True
-        self._worker.submit(self._run, self.xray.poll, self._polled)
-
-    def _polled(self, found: object) -> None:
-        self._polling = False
-        if not isinstance(found, list) or not found:
-            self.view.set_armed(self.xray.armed)
-            return
-        self.view.set_armed(self.xray.armed)
-        self.view.set_slowest(self.xray.slowest(SLOWEST_LISTED))
-        if self.view.request_id is not None and self.view.trace is None:
-            self.select(self.view.request_id)  # its trace just came
-
-    def _run(self, work: Callable[[], object], then: Callable[[object], None]) -> None:
-        # The worker thread: the result (or the error's text) goes back to the GUI thread.
-        try:
-            result: object = work()
-        except Exception as e:
-            self.bridge.post(self._failed, str(e))
-            self.bridge.post(then, None)
-            return
-        self.bridge.post(then, result)
-
-    def _failed(self, message: str) -> None:
-        self.view.set_notes([*self.xray.notes, message])
-
-    def _export_asked(self, request_id: str) -> None:
-        path = self.ask_path(request_id) if self.ask_path is not None else None
-        if path:
-            self.export(request_id, path)
-
-    def export(self, request_id: str, path: str) -> concurrent.futures.Future[Any]:
-        """Write `request_id`'s tensors for perf_analyzer (worker thread), then show the
-        command line that replays them."""
-        trace = self.xray.get(request_id)
-        return self._worker.submit(self._run, lambda: self._write(trace, path), self._exported)
-
-    def _write(self, trace: RequestTrace | None, path: str) -> str:
-        if trace is None or not trace.inputs:
-            raise ValueError("this request's tensors were not kept: trace it again to export it")
-        write_input_data(path, [trace.inputs], batched=bool(self.replay.get("batched", True)))
-        return replay_command(
-            model=str(self.replay.get("model", trace.model)),
-            url=str(self.replay.get("url", "localhost:8001")),
-            protocol=str(self.replay.get("protocol", "grpc")),
-            input_file=Path(path),
-            batch=int(self.replay.get("batch", 1)),
-            concurrency=int(self.replay.get("concurrency", 1)),
-            version=str(self.replay.get("version", "")),
-        )
-
-    def _exported(self, command: object) -> None:
-        if isinstance(command, str):
-            self.view.set_command(command)
-
-    def close(self) -> None:
-        self.timer.stop()
-        self.bridge.close()
-        self._worker.shutdown(wait=False, cancel_futures=True)

@@ -121,6 +121,7 @@ class LiveController(QObject):
         self.trails_hook: Callable[[], Sequence[TrailSource]] | None = None
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
+        self.paint_started_s = 0.0  # when the last paint pass began (the X-ray's "paint" stage)
         self._pending_index = -1
         self._shown: InferenceResult | None = None
         self._shown_index = -1
@@ -267,6 +268,7 @@ class LiveController(QObject):
         self._paint_pass.throttle()
 
     def _paint(self) -> None:
+        self.paint_started_s = time.monotonic()
         result, self._pending = self._pending, None
         if result is None:
             return

@@ -10,7 +10,16 @@ from collections.abc import Sequence
 
 import numpy as np
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QResizeEvent, QShowEvent, QTransform, QWheelEvent
+from PySide6.QtGui import (
+    QColor,
+    QImage,
+    QPainter,
+    QPaintEvent,
+    QResizeEvent,
+    QShowEvent,
+    QTransform,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import QFrame, QGraphicsScene, QGraphicsView, QWidget
 
 from app.drawing.draw_list import classes_text, semantic_fill
@@ -43,6 +52,7 @@ class ImageView(QGraphicsView):
     # The zoom, the viewport's size or the screen's device pixel ratio changed: how many
     # device pixels one image pixel covers (`detail_shown`) may have changed.
     detail_changed = Signal()
+    painted = Signal()  # the viewport was just painted (the X-ray's "paint" stage ends here)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -329,6 +339,10 @@ class ImageView(QGraphicsView):
         if self._fit_mode:
             self._apply_fit()
         self.detail_changed.emit()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        super().paintEvent(event)
+        self.painted.emit()
 
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
