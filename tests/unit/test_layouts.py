@@ -132,10 +132,8 @@ def test_detr_softmax_and_sigmoid_and_torchvision_sets() -> None:
     assert det.class_id == 2 and det.score == pytest.approx(1 / (1 + math.exp(-2)))
     tv = _profile([("boxes", "FP32", [-1, 4]), ("labels", "INT64", [-1]), ("scores", "FP32", [-1])], batch=0)
     assert tv.output_format == "torchvision"
-    none = decode_outputs(
-        {"boxes": np.zeros((0, 4), np.float32), "labels": np.zeros(0, np.int64), "scores": np.zeros(0, np.float32)},
-        tv, _identity(),
-    ).detections  # fmt: skip
+    empty = {"boxes": np.zeros((0, 4), np.float32), "labels": np.zeros(0, np.int64)}
+    none = decode_outputs({**empty, "scores": np.zeros(0, np.float32)}, tv, _identity()).detections
     assert none == []
     two = decode_outputs(
         {"boxes": np.array([[1, 2, 30, 40], [5, 5, 9, 9]], np.float32), "labels": np.array([3, 4]),
