@@ -3,9 +3,12 @@
 
 Reads JSON on stdin: {"url": "grpc://127.0.0.1:PORT/MODEL", "images": [path, ...],
                       "conf": 0.25, "iou": 0.7, "imgsz": 320, "rect": false}
+Optional: "task" (detect, pose, obb; default detect).
 Writes JSON on stdout: {"ultralytics": version, "imgsz": [H, W] (what its predictor fed),
   "names": {id: name}, "results": [{"width", "height",
   "detections": [{"box": [x1, y1, x2, y2], "score", "class_id"}]}]}
+  (pose: each detection also has "keypoints" [[x, y, score], ...]; obb: "obb" [cx, cy, w, h,
+  angle] and "box" the axis-aligned box around it, unclipped, as Ultralytics gives both)
 
 `YOLO(url)` is Ultralytics' Triton client (TritonRemoteModel): it reads the config parameter
 `metadata` with ast.literal_eval for the names, imgsz and stride, letterboxes each image and
@@ -29,7 +32,7 @@ def main() -> int:
     # Ultralytics prints (its settings file, warnings) on stdout: the answer alone goes there.
     answer = sys.stdout
     sys.stdout = sys.stderr
-    model = YOLO(request["url"], task="detect")
+    model = YOLO(request["url"], task=request.get("task", "detect"))
     results = []
     imgsz = None
     for path in request["images"]:
@@ -43,19 +46,20 @@ def main() -> int:
         )
         imgsz = list(model.predictor.imgsz)
         h, w = result.orig_shape
-        boxes = result.boxes
-        results.append(
-            {
-                "width": int(w),
-                "height": int(h),
-                "detections": [
-                    {"box": [float(v) for v in box], "score": float(score), "class_id": int(cls)}
-                    for box, score, cls in zip(
-                        boxes.xyxy.tolist(), boxes.conf.tolist(), boxes.cls.tolist(), strict=True
-                    )
-                ],
-            }
-        )
+        boxes = result.obb if result.obb is not None else result.boxes
+        detections = [
+            {"box": [float(v) for v in box], "score": float(score), "class_id": int(cls)}
+            for box, score, cls in zip(
+                boxes.xyxy.tolist(), boxes.conf.tolist(), boxes.cls.tolist(), strict=True
+            )
+        ]
+        if result.obb is not None:
+            for detection, xywhr in zip(detections, result.obb.xywhr.tolist(), strict=True):
+                detection["obb"] = [float(v) for v in xywhr]
+        if result.keypoints is not None:
+            for detection, points in zip(detections, result.keypoints.data.tolist(), strict=True):
+                detection["keypoints"] = points
+        results.append({"width": int(w), "height": int(h), "detections": detections})
     json.dump(
         {
             "ultralytics": ultralytics.__version__,
