@@ -167,3 +167,23 @@ def test_an_unknown_layout_names_what_it_saw_and_the_profile_file() -> None:
     with pytest.raises(ProfileError) as err:
         _profile([("weird", "FP32", [3, 5, 7, 9])])
     assert "weird FP32 [-1, 3, 5, 7, 9]" in str(err.value) and "--profile FILE" in str(err.value)
+
+
+def test_an_oriented_box_is_drawn_rotated_and_exported_as_yolo_obb_and_dota() -> None:
+    from app.drawing.draw_list import Outline, Polyline, detection_shape
+    from app.drawing.style import AnnotationStyle
+    from app.inference.result import Detection
+    from app.pipeline.exports.dota import dota_text
+    from app.pipeline.exports.images import ExportImage
+    from app.pipeline.exports.yolo import yolo_text
+
+    det = Detection((150, 110, 170, 210), 0.9, 1, "small vehicle", obb=(160, 160, 100, 20, math.pi / 2))
+    shape = detection_shape(det, AnnotationStyle())
+    drawn = list(shape.primitives())
+    assert not any(isinstance(p, Outline) for p in drawn)
+    (outline,) = [p for p in drawn if isinstance(p, Polyline)]
+    assert len(outline.points) == 5 and outline.points[0] == outline.points[-1]
+    assert outline.points[0] == pytest.approx((150, 210))  # Ultralytics' first corner
+    image = ExportImage("cars.png", "cars.png", 320, 320, [det])
+    assert dota_text(image) == "150.0 210.0 170.0 210.0 170.0 110.0 150.0 110.0 small_vehicle 0\n"
+    assert yolo_text(image) == "1 0.468750 0.656250 0.531250 0.656250 0.531250 0.343750 0.468750 0.343750\n"
