@@ -1,7 +1,7 @@
 """Ultralytics' heads beyond YOLOv8 detect, each exported by Ultralytics 8.4 itself and served
 as its Triton guide says, give Ultralytics' own predictions through the same server: the
-end-to-end (NMS-free) YOLOv10 / YOLO26 heads (detect, pose, OBB) and the raw YOLOv8/11
-ones (detect, pose, OBB), at two input sizes.
+end-to-end (NMS-free) YOLOv10 / YOLO26 heads (detect, pose, OBB), the raw YOLOv8 ones (pose,
+OBB) and RT-DETR, at two input sizes.
 
 The exports (tests/ultralytics/export_heads.py, cached per machine): random weights from
 Ultralytics' yaml files, seeded, initialised on the photos so that they give detections of
@@ -11,7 +11,10 @@ onnx_model.py) with the exporter's metadata in the config parameter `metadata`; 
 tells the app the layout, the task or the names.
 
 Ultralytics keeps a box that lies wholly outside the image (empty once clipped); the app
-does not report such a box (postprocess.py): those are left out of the comparison.
+does not report such a box (postprocess.py): those are left out of the comparison. RT-DETR
+(Ultralytics' own RTDETR predictor: the image stretched to imgsz, normalised boxes, no NMS)
+is left with its seeded weights; its boxes are compared clipped to the image, as the app
+reports every box.
 """
 
 from __future__ import annotations
@@ -42,10 +45,12 @@ HEADS = {
     "yolov8n-pose:256": "pose",
     "yolo26n-obb:320": "obb",
     "yolov8n-obb:256": "obb",
+    "rtdetr-l:320": "detect",
 }
 # The score threshold of each comparison: Ultralytics' default, lower for the one-class raw
-# pose head, whose person scores on these photos stay below it (one detection at 0.25).
-CONF = {"yolov8n-pose:256": 0.02}
+# pose head, whose person scores on these photos stay below it (one detection at 0.25), and
+# RT-DETR, left with its seeded weights (scores ~0.03).
+CONF = {"yolov8n-pose:256": 0.02, "rtdetr-l:320": 0.02}
 BOX_PX, SCORE, KEYPOINT_PX, ANGLE = 0.5, 1e-3, 1.0, 1e-3
 
 CONFIG = """name: "%(name)s"
@@ -102,6 +107,11 @@ def _visible(detection: dict[str, Any], width: int, height: int) -> bool:
     return min(x2, width) > max(x1, 0) and min(y2, height) > max(y1, 0)
 
 
+def _clipped(box: list[float], width: int, height: int) -> list[float]:
+    x1, y1, x2, y2 = box
+    return [min(max(x1, 0), width), min(max(y1, 0), height), min(max(x2, 0), width), min(max(y2, 0), height)]
+
+
 def _paired(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], key: str) -> list[tuple[dict, dict]]:
     """Each of Ultralytics' detections with the app's of its class nearest to it (by `key`:
     box or obb); scores a few 1e-7 apart may come in either order."""
@@ -127,7 +137,14 @@ def test_the_records_equal_ultralytics_predictions(
     task, name, size = HEADS[spec], _name(spec), int(spec.split(":")[1])
     url = f"grpc://{server.grpc_url}/{name}"
     theirs_all = reference.ultralytics_predictions(
-        url, photos, conf=CONF.get(spec, 0.25), iou=0.7, imgsz=size, rect=False, task=task
+        url,
+        photos,
+        conf=CONF.get(spec, 0.25),
+        iou=0.7,
+        imgsz=size,
+        rect=False,
+        task=task,
+        family="rtdetr" if spec.startswith("rtdetr") else "yolo",
     )
     assert theirs_all["imgsz"] == [size, size]
     score = str(CONF.get(spec, 0.25))
@@ -140,7 +157,8 @@ def test_the_records_equal_ultralytics_predictions(
     compared, worst = 0, {"box": 0.0, "score": 0.0, "keypoint": 0.0, "angle": 0.0}
     for record, result in zip(records, theirs_all["results"], strict=True):
         w, h = result["width"], result["height"]
-        theirs = [d for d in result["detections"] if _visible(d, w, h)]
+        # The app clips every box to the image; Ultralytics' RT-DETR predictor does not.
+        theirs = [{**d, "box": _clipped(d["box"], w, h)} for d in result["detections"] if _visible(d, w, h)]
         mine = record["detections"]
         assert len(mine) == len(theirs), (spec, record["source"])
         for a, b in _paired(mine, theirs, key):

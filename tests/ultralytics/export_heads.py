@@ -4,7 +4,7 @@ Ultralytics venv (tests/ultralytics/setup_ultralytics.sh), never imported by the
     python export_heads.py OUT_DIR SPEC... -- PHOTO...
 
 SPEC is `MODEL:IMGSZ`, MODEL an Ultralytics yaml stem (yolo26n, yolov10n, yolo26n-pose,
-yolov8n-obb, ...). Each goes to OUT_DIR/MODEL-IMGSZ/: model.onnx, metadata.txt (`str(exporter.
+yolov8n-obb, rtdetr-l, ...). Each goes to OUT_DIR/MODEL-IMGSZ/: model.onnx, metadata.txt (`str(exporter.
 metadata)`, what Ultralytics' Triton guide writes into config.pbtxt) and outputs.json (the
 file's output names and shapes, for the Triton config).
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import onnx
 import torch
-from ultralytics import YOLO
+from ultralytics import RTDETR, YOLO
 
 SEED = 29
 CLASS_BIAS = -3.0
@@ -72,8 +72,11 @@ def export(spec: str, out: Path, photos: list[str]) -> None:
     name, imgsz_text = spec.split(":")
     imgsz = int(imgsz_text)
     torch.manual_seed(SEED)
-    model = YOLO(f"{name}.yaml")
-    _initialise(model.model, _photos(photos, imgsz))
+    if name.startswith("rtdetr"):  # its decoder trains with targets: left as seeded
+        model = RTDETR(f"{name}.yaml")
+    else:
+        model = YOLO(f"{name}.yaml")
+        _initialise(model.model, _photos(photos, imgsz))
     metadata: list[dict] = []
     model.add_callback("on_export_end", lambda exporter: metadata.append(exporter.metadata))
     exported = Path(model.export(format="onnx", imgsz=imgsz, nms=False, simplify=True, verbose=False))

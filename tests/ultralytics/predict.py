@@ -3,7 +3,8 @@
 
 Reads JSON on stdin: {"url": "grpc://127.0.0.1:PORT/MODEL", "images": [path, ...],
                       "conf": 0.25, "iou": 0.7, "imgsz": 320, "rect": false}
-Optional: "task" (detect, segment, pose, obb; default detect).
+Optional: "task" (detect, segment, pose, obb; default detect), "family": "rtdetr" for an
+RT-DETR export (Ultralytics' RTDETR class and its predictor).
 Writes JSON on stdout: {"ultralytics": version, "imgsz": [H, W] (what its predictor fed),
   "names": {id: name}, "results": [{"width", "height",
   "detections": [{"box": [x1, y1, x2, y2], "score", "class_id"}]}]}
@@ -25,7 +26,7 @@ import json
 import sys
 
 import ultralytics
-from ultralytics import YOLO
+from ultralytics import RTDETR, YOLO
 
 
 def _run_lengths(mask: object) -> list[int]:
@@ -43,7 +44,10 @@ def main() -> int:
     # Ultralytics prints (its settings file, warnings) on stdout: the answer alone goes there.
     answer = sys.stdout
     sys.stdout = sys.stderr
-    model = YOLO(request["url"], task=request.get("task", "detect"))
+    if request.get("family") == "rtdetr":  # its own predictor (normalised boxes, no NMS)
+        model = RTDETR(request["url"])
+    else:
+        model = YOLO(request["url"], task=request.get("task", "detect"))
     results = []
     imgsz = None
     for path in request["images"]:

@@ -131,10 +131,18 @@ def exported_heads(specs: list[str], photos: list[Path]) -> dict[str, Path]:
 
 
 def ultralytics_predictions(
-    url: str, images: list[Path], *, conf: float, iou: float, imgsz: int, rect: bool, task: str = "detect"
+    url: str,
+    images: list[Path],
+    *,
+    conf: float,
+    iou: float,
+    imgsz: int,
+    rect: bool,
+    task: str = "detect",
+    family: str = "yolo",
 ) -> dict[str, Any]:
     """Ultralytics' own predictions through Triton (predict.py's answer)."""
     request = {"url": url, "images": [str(p) for p in images], "conf": conf, "iou": iou}
-    request.update(imgsz=imgsz, rect=rect, task=task)
+    request.update(imgsz=imgsz, rect=rect, task=task, family=family)
     answer: dict[str, Any] = json.loads(run_script(PREDICT_SCRIPT, [], json.dumps(request)))
     return answer
