@@ -84,15 +84,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--format",
         choices=[f.value for f in FORMATS],
         default=ExportFormat.JSONL.value,
-        help="jsonl: the records (default); coco: one COCO JSON file; yolo, voc, labelme: a folder "
-        "of one file per image, named after it (photo.txt, photo.xml, photo.json)",
+        help="jsonl: the records (default); coco: one COCO JSON file; yolo, voc, labelme, dota: a "
+        "folder of one file per image, named after it (photo.txt, photo.xml, photo.json); "
+        "yolo writes YOLO-OBB lines and dota the corners of an OBB model's oriented boxes",
     )
     p.add_argument(
         "--output",
         type=path_argument,
         default=None,
         metavar="PATH",
-        help="jsonl: a file (default stdout); coco: the file to write; yolo/voc/labelme: the folder",
+        help="jsonl: a file (default stdout); coco: the file to write; yolo/voc/labelme/dota: the folder",
     )
     p.add_argument(
         "--track",

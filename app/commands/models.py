@@ -231,6 +231,7 @@ def describe_profile(profile: ModelProfile) -> list[str]:
         f"size {size}, {'with' if profile.has_batch_dim else 'no'} batch dim, "
         f"preprocess {profile.preprocess}{norm}",
         f"output: {profile.output_format} ({', '.join(profile.output_names)}){boxes}",
+        *([f"layout: {profile.layout_reason}"] if profile.layout_reason else []),
         task_summary(profile),
         f"thresholds: score {profile.score_threshold:g}, iou {profile.iou_threshold:g}, "
         f"max {profile.max_detections} detections",

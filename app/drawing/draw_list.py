@@ -128,11 +128,14 @@ class DetectionShape:
     # With keypoint_dots off: the visible points' dots, for a view to show under the mouse only
     # (a face mesh's contours stay readable); never painted in a picture. None otherwise.
     hover_dots: Dots | None = None
+    # An oriented box (OBB models): its closed outline, drawn instead of `outline` (which
+    # stays the axis-aligned box around it, for the tag and hit tests).
+    rotated: Polyline | None = None
 
     def primitives(self) -> Iterator[Primitive]:
         if self.fill is not None:
             yield self.fill
-        yield self.outline
+        yield self.outline if self.rotated is None else self.rotated
         yield self.tag
         if self.skeleton is not None:
             yield self.skeleton
@@ -228,7 +231,9 @@ def detection_shape(detection: Detection, style: AnnotationStyle, color: RGB | N
         )
     dots, hover_dots = (point_dots, None) if style.keypoint_dots else (None, point_dots)
     outline = Outline((x1, y1, x2, y2), color, style.box_width)
-    return DetectionShape(detection, fill, outline, tag, shown, edges, skeleton, dots, hover_dots)
+    corners = detection.polygon()
+    rotated = Polyline((*corners, corners[0]), color, style.box_width) if corners else None
+    return DetectionShape(detection, fill, outline, tag, shown, edges, skeleton, dots, hover_dots, rotated)
 
 
 def semantic_fill(mask: SemanticMask, style: AnnotationStyle, color: RGB | None = None) -> Fill | None:

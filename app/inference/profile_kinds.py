@@ -13,6 +13,7 @@ class Task(enum.StrEnum):
     SEGMENT = "segment"  # detections with instance masks
     SEMANTIC = "semantic"  # a per-pixel class map
     CLASSIFY = "classify"  # top-k classes of the whole image
+    OBB = "obb"  # oriented (rotated) boxes
 
 
 class OutputFormat(enum.StrEnum):
@@ -20,12 +21,19 @@ class OutputFormat(enum.StrEnum):
     TFOD = "tfod"  # TF Object Detection API: normalised ymin, xmin, ymax, xmax
     YOLOV5 = "yolov5"  # raw [N, 5 + C] rows, decoded and NMS'd by the app
     YOLOV8 = "yolov8"  # raw [4 + C, N], decoded and NMS'd by the app
+    END2END = "end2end"  # YOLOv10 / YOLO26 NMS-free [N, K, 6 + E]: x1 y1 x2 y2 score class ...
+    YOLOX = "yolox"  # raw YOLOX grid [N, A, 5 + C]: grid + stride, exp w/h, obj x cls
+    DETR = "detr"  # normalised cxcywh boxes [N, Q, 4] + class logits [N, Q, C], no NMS
+    RTDETR = "rtdetr"  # Ultralytics' RT-DETR export [N, 300, 6]: normalised cxcywh, score, class
+    TORCHVISION = "torchvision"  # boxes [K, 4], labels [K], scores [K]; K varies
+    SCRFD = "scrfd"  # face detector: score_/bbox_/kps_ per stride 8, 16, 32
     SEMANTIC = "semantic"  # a map
     CLASSIFY = "classify"  # a score vector
 
 
 class Preprocess(enum.StrEnum):
     LETTERBOX = "letterbox"  # keep the aspect ratio, pad (Ultralytics' convention)
+    LETTERBOX_TOP_LEFT = "letterbox_top_left"  # YOLOX: the image top-left, padded right/bottom
     RESIZE = "resize"  # stretch to the input size
     RAW = "raw"  # the image as it is (any size)
 

@@ -55,6 +55,23 @@ class Detection:
     mask: BinaryMask | None = None
     # The object's identity across the frames of a stream (set by a tracker, else None).
     track_id: int | None = None
+    # An oriented box (OBB models): cx, cy, w, h in original pixels and the angle in radians;
+    # `box` is then the axis-aligned box around it, clipped to the image.
+    obb: tuple[float, float, float, float, float] | None = None
+
+    def polygon(self) -> list[tuple[float, float]] | None:
+        """The oriented box's four corners (Ultralytics' xyxyxyxy order), None without one."""
+        if self.obb is None:
+            return None
+        cx, cy, w, h, a = self.obb
+        c, s = math.cos(a), math.sin(a)
+        v1, v2 = (w / 2 * c, w / 2 * s), (-h / 2 * s, h / 2 * c)
+        return [
+            (cx + v1[0] + v2[0], cy + v1[1] + v2[1]),
+            (cx + v1[0] - v2[0], cy + v1[1] - v2[1]),
+            (cx - v1[0] - v2[0], cy - v1[1] - v2[1]),
+            (cx - v1[0] + v2[0], cy - v1[1] + v2[1]),
+        ]
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {
@@ -71,6 +88,9 @@ class Detection:
             record["area"] = self.mask.area
         if self.track_id is not None:
             record["track_id"] = self.track_id
+        if self.obb is not None:
+            record["obb"] = [round(v, 2) for v in self.obb[:4]] + [round(self.obb[4], 5)]
+            record["polygon"] = [[round(x, 2), round(y, 2)] for x, y in self.polygon() or ()]
         return record
 
 

@@ -312,6 +312,7 @@ class MainWindow(QMainWindow):
             (ExportFormat.YOLO, "All images: YOLO labels (folder)…"),
             (ExportFormat.VOC, "All images: Pascal VOC XML (folder)…"),
             (ExportFormat.LABELME, "All images: labelme JSON (folder)…"),
+            (ExportFormat.DOTA, "All images: DOTA oriented boxes (folder)…"),
             (ExportFormat.CROPS, "All images: object crops (folder)…"),
         ):
             self.export_all_actions[fmt] = self._action(export, text)

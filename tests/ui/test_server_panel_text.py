@@ -22,3 +22,8 @@ def test_the_panel_names_where_the_input_size_came_from() -> None:
     assert "labels: cat, dog, face" in exported and "IoU 0.70" in exported
     bare = describe_model(_info(None))
     assert "letterbox 640x640 (from a default: the input's height and width are dynamic" in bare
+
+
+def test_the_panel_says_which_layout_and_why() -> None:
+    text = describe_model(_info({"metadata": str(ULTRA)}))
+    assert "layout: raw YOLOv8/11 [4 + C, N] output0 [-1, 22, -1], 18 classes" in text

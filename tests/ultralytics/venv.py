@@ -23,6 +23,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "requirements.txt"
 EXPORT_SCRIPT = HERE / "export_model.py"
+HEADS_SCRIPT = HERE / "export_heads.py"
 PREDICT_SCRIPT = HERE / "predict.py"
 
 
@@ -105,11 +106,43 @@ def exported_model(photos: list[Path]) -> Path:
     return folder
 
 
+def exported_heads(specs: list[str], photos: list[Path]) -> dict[str, Path]:
+    """Each SPEC (`MODEL:IMGSZ`, export_heads.py) -> its folder (model.onnx, metadata.txt,
+    outputs.json), all exported in one run of the venv unless cached."""
+    key = _sha(
+        REQUIREMENTS.read_bytes(), HEADS_SCRIPT.read_bytes(), *(s.encode() for s in specs),
+        *(p.read_bytes() for p in photos),
+    )  # fmt: skip
+    folder = cache_root() / "exports" / f"heads-{key}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    names = {spec: f"{spec.split(':')[0]}-{spec.split(':')[1]}" for spec in specs}
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not all((folder / n / "outputs.json").is_file() for n in names.values()):
+            staging = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+            try:
+                arguments = [str(staging), *specs, "--", *(str(p) for p in photos)]
+                run_script(HEADS_SCRIPT, arguments, timeout=1200)
+                shutil.rmtree(folder, ignore_errors=True)
+                staging.rename(folder)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    return {spec: folder / name for spec, name in names.items()}
+
+
 def ultralytics_predictions(
-    url: str, images: list[Path], *, conf: float, iou: float, imgsz: int, rect: bool
+    url: str,
+    images: list[Path],
+    *,
+    conf: float,
+    iou: float,
+    imgsz: int,
+    rect: bool,
+    task: str = "detect",
+    family: str = "yolo",
 ) -> dict[str, Any]:
     """Ultralytics' own predictions through Triton (predict.py's answer)."""
     request = {"url": url, "images": [str(p) for p in images], "conf": conf, "iou": iou}
-    request.update(imgsz=imgsz, rect=rect)
+    request.update(imgsz=imgsz, rect=rect, task=task, family=family)
     answer: dict[str, Any] = json.loads(run_script(PREDICT_SCRIPT, [], json.dumps(request)))
     return answer

@@ -34,7 +34,7 @@ def test_each_sub_command_has_examples(command: str) -> None:
 
 def test_infer_help_names_the_formats() -> None:
     text = build_parser("infer").format_help()
-    assert "{jsonl,coco,yolo,voc,labelme}" in text and "photo.txt" in text
+    assert "{jsonl,coco,yolo,voc,labelme,dota}" in text and "photo.txt" in text
 
 
 def test_progress_says_what_stage_and_how_long_is_left() -> None:

@@ -77,7 +77,7 @@ def test_names_with_gaps_keep_their_ids() -> None:
         ("[1, 2]", "expected a dict"),
         ("{'imgsz': [0, 320]}", "imgsz"),
         ("{'names': {'x': 'a'}}", "key 'x' is not a class id"),
-        ("{'task': 'obb'}", "oriented boxes are not supported yet"),
+        ("{'task': 'depth'}", "the app decodes detect, segment, pose, classify, obb"),
         ("{'kpt_shape': [17, 5]}", "kpt_shape"),
     ],
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def _with_scores(points: np.ndarray) -> np.ndarray:
+def with_scores(points: np.ndarray) -> np.ndarray:
     """(n, K, 2|3) -> (n, K, 3): a missing score column is 1.0."""
     if points.shape[-1] == 3:
         return points.astype(np.float32, copy=False)
@@ -30,7 +30,7 @@ def yolov8_keypoints(
             f"pose output: {rows.shape[0]} channels leave {block.shape[0]} for keypoints, "
             f"kpt_shape {k}x{d} needs {k * d}"
         )
-    return _with_scores(block[:, columns].T.reshape(-1, k, d))
+    return with_scores(block[:, columns].T.reshape(-1, k, d))
 
 
 def keypoints_shape(shape: tuple[int, ...]) -> tuple[int, int] | None:
@@ -55,4 +55,4 @@ def selected_keypoints(tensor: np.ndarray, rows: np.ndarray, kpt_shape: tuple[in
         raise ValueError(
             f"keypoints output {list(a.shape)} has {len(per_slot)} slots, detection row {rows.max()}"
         )
-    return _with_scores(per_slot[rows])
+    return with_scores(per_slot[rows])

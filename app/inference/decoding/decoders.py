@@ -20,7 +20,7 @@ def empty() -> Decoded:
     return np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64)
 
 
-def _drop_batch(name: str, array: np.ndarray, rank: int) -> np.ndarray:
+def drop_batch(name: str, array: np.ndarray, rank: int) -> np.ndarray:
     """Remove leading batch dims of 1 until `array` has `rank` dims."""
     a = np.asarray(array)
     while a.ndim > rank:
@@ -84,9 +84,9 @@ def select_efficientnms(
 ) -> tuple[Decoded, np.ndarray]:
     """`decode_efficientnms` and the rows kept, in the same order (to pick each detection's
     row of an extra output such as keypoints)."""
-    boxes = _drop_batch("det_boxes", det_boxes, 2)
-    scores = _drop_batch("det_scores", det_scores, 1)
-    classes = _drop_batch("det_classes", det_classes, 1)
+    boxes = drop_batch("det_boxes", det_boxes, 2)
+    scores = drop_batch("det_scores", det_scores, 1)
+    classes = drop_batch("det_classes", det_classes, 1)
     n = _count("num_dets", num_dets, min(len(boxes), len(scores), len(classes)))
     scores = scores[:n].astype(np.float32)
     rows = np.flatnonzero(scores >= score_threshold)
@@ -111,9 +111,9 @@ def decode_tfod(
 ) -> Decoded:
     """TF Object Detection API: boxes normalised ymin, xmin, ymax, xmax (of the model input);
     classes are floats, kept as given (often 1-based: the label list decides)."""
-    boxes = _drop_batch("detection_boxes", detection_boxes, 2).astype(np.float32)
-    scores = _drop_batch("detection_scores", detection_scores, 1).astype(np.float32)
-    classes = _drop_batch("detection_classes", detection_classes, 1)
+    boxes = drop_batch("detection_boxes", detection_boxes, 2).astype(np.float32)
+    scores = drop_batch("detection_scores", detection_scores, 1).astype(np.float32)
+    classes = drop_batch("detection_classes", detection_classes, 1)
     n = _count("num_detections", num_detections, min(len(boxes), len(scores), len(classes)))
     boxes, scores, classes = boxes[:n], scores[:n], classes[:n]
     keep = scores >= score_threshold
@@ -152,7 +152,7 @@ def decode_yolov5(
     max_detections: int = 300,
 ) -> Decoded:
     """Raw YOLOv5 rows [N, 5 + C] (cx, cy, w, h, objectness, class scores); score = obj * cls."""
-    rows = _drop_batch("YOLOv5 output", output, 2)
+    rows = drop_batch("YOLOv5 output", output, 2)
     if rows.shape[1] < 6:
         raise ValueError(f"YOLOv5 output: rows need 5 + classes values, got shape {rows.shape}")
     obj = rows[:, 4].astype(np.float32)
@@ -173,7 +173,7 @@ def yolov8_rows(output: np.ndarray, num_classes: int | None = None) -> np.ndarra
     The transposed [N, 4 + C] is accepted only when unambiguous: `num_classes` known and
     exactly one axis equal to 4 + num_classes; without it, only the smaller axis can be the
     channel axis (there are always far more candidates than classes)."""
-    a = _drop_batch("YOLOv8 output", output, 2)
+    a = drop_batch("YOLOv8 output", output, 2)
     rows, cols = a.shape
     if num_classes is not None:
         want = 4 + num_classes

@@ -197,6 +197,24 @@ def letterbox(
     return out, LetterboxTransform(r, left, top, w, h, w_in, h_in)
 
 
+def letterbox_top_left(
+    image: np.ndarray, size: tuple[int, int], pad_value: float = 114
+) -> tuple[np.ndarray, ResizeTransform]:
+    """YOLOX's preproc: resize by r = min(H_in / h, W_in / w) to (int(w r), int(h r)), the
+    image in the top-left corner, padded right and bottom; boxes go back divided by r."""
+    h, w = _check_image(image, size)
+    h_in, w_in = size
+    r = min(h_in / h, w_in / w)
+    new_w, new_h = max(1, int(w * r)), max(1, int(h * r))
+    if (new_w, new_h) != (w, h):
+        image = cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR)
+    if image.ndim == 2:
+        image = image[:, :, None]
+    out = np.full((h_in, w_in, image.shape[2]), pad_value, dtype=image.dtype)
+    out[:new_h, :new_w] = image
+    return out, ResizeTransform(r, r, w, h, w_in, h_in)
+
+
 def stretch_resize(image: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, ResizeTransform]:
     """Resize to `size` (H_in, W_in) without keeping the aspect ratio."""
     h, w = _check_image(image, size)

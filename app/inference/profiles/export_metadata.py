@@ -26,7 +26,13 @@ METADATA_PARAMETER = "metadata"
 # A metadata text longer than this is not an exporter's (Ultralytics': a few kB with 80 names).
 MAX_METADATA_CHARS = 1_000_000
 # Ultralytics' task names that the app decodes, as its own tasks.
-_TASKS = {"detect": Task.DETECT, "segment": Task.SEGMENT, "pose": Task.POSE, "classify": Task.CLASSIFY}
+_TASKS = {
+    "detect": Task.DETECT,
+    "segment": Task.SEGMENT,
+    "pose": Task.POSE,
+    "classify": Task.CLASSIFY,
+    "obb": Task.OBB,
+}
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,9 @@ class ExportMetadata:
     stride: int | None = None
     task: Task | None = None
     kpt_shape: tuple[int, int] | None = None
+    # Ultralytics 8.4 writes whether the head is NMS-free (YOLOv10/YOLO26 with nms=False:
+    # [N, 300, 6 + E]); False on an RT-DETR export, whose [N, 300, 6] rows mean cxcywh.
+    end2end: bool | None = None
 
     @property
     def is_ultralytics(self) -> bool:
@@ -112,14 +121,27 @@ def _stride(value: Any) -> int:
 def _task(value: Any) -> Task:
     text = str(value).strip().lower()
     if text not in _TASKS:
-        raise ValueError(
-            f"task {value!r}: the app decodes {', '.join(_TASKS)} exports"
-            + (" (oriented boxes are not supported yet)" if text == "obb" else "")
-        )
+        raise ValueError(f"task {value!r}: the app decodes {', '.join(_TASKS)} exports")
     return _TASKS[text]
 
 
-_FIELDS = {"names": _names, "imgsz": _imgsz, "stride": _stride, "task": _task, "kpt_shape": parse_kpt_shape}
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"end2end: expected True or False, got {value!r}")
+    return text == "true"
+
+
+_FIELDS = {
+    "end2end": _flag,
+    "names": _names,
+    "imgsz": _imgsz,
+    "stride": _stride,
+    "task": _task,
+    "kpt_shape": parse_kpt_shape,
+}
 
 
 def metadata_from_mapping(raw: Mapping[str, Any], source: str) -> ExportMetadata:

@@ -13,17 +13,17 @@ only) is kept for callers that only want boxes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from app.inference.decoding.decode_classify import non_finite_scores, top_k
 from app.inference.decoding.decode_masks import instance_masks
+from app.inference.decoding.decode_obb import obb_to_original
 from app.inference.decoding.decode_pose import selected_keypoints, yolov8_keypoints
 from app.inference.decoding.decode_semantic import semantic_masks
 from app.inference.decoding.decoders import (
-    Decoded,
     decode_tfod,
     decode_yolov5,
     select_efficientnms,
@@ -35,7 +35,10 @@ from app.inference.decoding.labels import label_name, resolve_labels
 from app.inference.decoding.letterbox import BoxTransform, clip_boxes
 from app.inference.masks import BinaryMask
 from app.inference.profile_kinds import BoxesIn, OutputFormat, Preprocess, Task
+from app.inference.profiles.layout_decoders import LAYOUT_DECODERS, aabb, yolov8_obb
 from app.inference.profiles.profile_types import ModelProfile, ProfileError
+from app.inference.profiles.raw_detections import RawDecoder
+from app.inference.profiles.raw_detections import RawDetections as _Raw
 from app.inference.result import ClassScore, Detection, SemanticMask
 
 
@@ -47,17 +50,6 @@ class DecodedOutputs:
     masks: list[SemanticMask] | None = None
     classes: list[ClassScore] | None = None
     dropped_invalid: int = 0  # detections (or classes) with numbers no model should give
-
-
-@dataclass
-class _Raw:
-    """Decoded detections in the profile's box space, with their extras."""
-
-    decoded: Decoded
-    n_classes: int | None = None  # of a raw YOLO output (for the COCO-names default)
-    keypoints: np.ndarray | None = None  # (n, K, 3) where the boxes live
-    coefficients: np.ndarray | None = None  # (n, nm) mask coefficients
-    protos: np.ndarray | None = None  # (nm, Hm, Wm)
 
 
 def _tensors(outputs: Mapping[str, np.ndarray], profile: ModelProfile) -> list[np.ndarray]:
@@ -91,10 +83,6 @@ def _raw_rows(output: np.ndarray, profile: ModelProfile, extra: int) -> tuple[np
             f"raw YOLOv8 output {list(output.shape)}: no room for classes after {extra} extra values"
         )
     return rows, n_classes
-
-
-# One decoder per detection output format: (tensors, profile, transform, score, iou) -> _Raw.
-RawDecoder = Callable[[list[np.ndarray], ModelProfile, BoxTransform, float, float], _Raw]
 
 
 def _efficientnms(
@@ -136,6 +124,9 @@ def _yolov8(
         rows, nc = _raw_rows(tensors[0], profile, protos.shape[0])
         decoded, columns = select_yolov8(rows, nc, score, iou, limit)
         return _Raw(decoded, nc, coefficients=rows[4 + nc :, columns].T, protos=protos)
+    if profile.task is Task.OBB:
+        rows, nc = _raw_rows(tensors[0], profile, 1)
+        return yolov8_obb(rows, nc, profile, score, iou)
     rows, nc = _raw_rows(tensors[0], profile, 0)
     return _Raw(select_yolov8(rows, nc, score, iou, limit)[0], nc)
 
@@ -145,6 +136,7 @@ DETECTION_DECODERS: dict[OutputFormat, RawDecoder] = {
     OutputFormat.TFOD: _tfod,
     OutputFormat.YOLOV5: _yolov5,
     OutputFormat.YOLOV8: _yolov8,
+    **LAYOUT_DECODERS,
 }
 
 
@@ -201,6 +193,8 @@ def _drop_invalid(raw: _Raw) -> tuple[_Raw, int]:
         valid &= (boxes[:, 2] >= boxes[:, 0]) & (boxes[:, 3] >= boxes[:, 1])
     if raw.keypoints is not None:
         valid &= np.isfinite(raw.keypoints).all(axis=(1, 2))
+    if raw.rotated is not None:
+        valid &= np.isfinite(raw.rotated).all(axis=1)
     dropped = int(np.count_nonzero(~valid))
     if not dropped:
         return raw, 0
@@ -211,6 +205,7 @@ def _drop_invalid(raw: _Raw) -> tuple[_Raw, int]:
             decoded=kept,
             keypoints=None if raw.keypoints is None else raw.keypoints[valid],
             coefficients=None if raw.coefficients is None else raw.coefficients[valid],
+            rotated=None if raw.rotated is None else raw.rotated[valid],
         ),
         dropped,
     )
@@ -231,7 +226,13 @@ def _unscored(tensors: list[np.ndarray], profile: ModelProfile) -> int:
 
 def _detections(raw: _Raw, profile: ModelProfile, transform: BoxTransform) -> list[Detection]:
     boxes, scores, classes = raw.decoded
-    boxes = _to_original(boxes, profile, transform)
+    rotated: list[tuple[float, float, float, float, float] | None] = [None] * len(boxes)
+    if raw.rotated is not None:
+        xywhr = obb_to_original(raw.rotated, transform.affine())
+        rotated = [(b[0], b[1], b[2], b[3], b[4]) for b in xywhr.tolist()]
+        boxes = clip_boxes(aabb(xywhr), transform.src_w, transform.src_h)
+    else:
+        boxes = _to_original(boxes, profile, transform)
     # A box entirely outside the image is empty after clipping: not a detection.
     visible = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
     labels = profile.labels or resolve_labels(raw_yolo_classes=raw.n_classes)
@@ -252,8 +253,11 @@ def _detections(raw: _Raw, profile: ModelProfile, transform: BoxTransform) -> li
             label=label_name(labels, int(c)),
             keypoints=k,
             mask=m,
+            obb=o,
         )
-        for b, s, c, k, m, v in zip(boxes, scores, classes, keypoints, masks, visible, strict=True)
+        for b, s, c, k, m, o, v in zip(
+            boxes, scores, classes, keypoints, masks, rotated, visible, strict=True
+        )
         if v
     ]
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.inference.decoding.letterbox import BoxTransform, fit_within, identity, letterbox, stretch_resize
+from app.inference.decoding.letterbox import (
+    BoxTransform,
+    fit_within,
+    identity,
+    letterbox,
+    letterbox_top_left,
+    stretch_resize,
+)
 from app.inference.profile_kinds import Preprocess
 from app.inference.profiles.postprocess import DecodedOutputs, decode_outputs, postprocess
 from app.inference.profiles.profile_detect import detect_profile
@@ -45,7 +52,7 @@ def input_side_needed(profile: ModelProfile) -> int | None:
         return None
     if profile.preprocess is Preprocess.RAW:
         return profile.max_input_side or None
-    if profile.preprocess is Preprocess.LETTERBOX:
+    if profile.preprocess in (Preprocess.LETTERBOX, Preprocess.LETTERBOX_TOP_LEFT):
         return max(profile.input_size or DEFAULT_SIZE)
     return None
 
@@ -62,6 +69,8 @@ def preprocess(image: np.ndarray, profile: ModelProfile) -> tuple[np.ndarray, Bo
     transform: BoxTransform
     if profile.preprocess is Preprocess.LETTERBOX:
         img, transform = letterbox(image, size, profile.pad_value)
+    elif profile.preprocess is Preprocess.LETTERBOX_TOP_LEFT:
+        img, transform = letterbox_top_left(image, size, profile.pad_value)
     elif profile.preprocess is Preprocess.RESIZE:
         img, transform = stretch_resize(image, size)
     elif profile.max_input_side:

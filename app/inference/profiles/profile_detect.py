@@ -15,6 +15,13 @@ from app.inference.decoding.labels import config_labels, resolve_labels
 from app.inference.profile_kinds import BoxesIn, OutputFormat, Preprocess, Task
 from app.inference.profiles.export_metadata import ExportMetadata, config_metadata
 from app.inference.profiles.profile_file import normalise_overrides
+from app.inference.profiles.profile_layouts import (
+    end2end_output,
+    rtdetr_output,
+    scrfd_outputs,
+    set_outputs,
+    yolox_output,
+)
 from app.inference.profiles.profile_tasks import (
     Found,
     classify_output,
@@ -157,6 +164,7 @@ def _detect_output(
     size: tuple[int, int] | None,
     n_labels: int,
     hints: Mapping[str, Any],
+    export: ExportMetadata | None = None,
 ) -> Found:
     """The output layout, trying each task unless `hints` (config parameters / overrides)
     name one: boxes (+ keypoints), instance masks, raw YOLO (+ pose), classes, maps."""
@@ -174,7 +182,23 @@ def _detect_output(
                     return kpts
                 if wanted is Task.POSE:
                     raise ProfileError(f"a pose model, but no keypoints output next to {', '.join(roles)}")
-                return Found(fmt, roles)
+                return Found(fmt, roles, None, {"layout_reason": f"outputs named {', '.join(roles)}"})
+    if wanted in (None, Task.DETECT, Task.POSE) and (faces := scrfd_outputs(outputs, size)) is not None:
+        return faces
+    if wanted in (None, Task.DETECT) and (sets := set_outputs(outputs, batched, n_labels)) is not None:
+        return sets
+    if (e2e := end2end_output(outputs, batched, export, wanted, kpt_shape)) is not None:
+        return e2e
+    if wanted in (None, Task.DETECT) and (detr := rtdetr_output(outputs, batched, export)) is not None:
+        return detr
+    if wanted in (None, Task.DETECT) and (yx := yolox_output(outputs, batched, size, n_labels)) is not None:
+        return yx
+    if wanted is Task.OBB:
+        for t in outputs:
+            found = _raw_yolo(t, size, n_labels + 1 if n_labels else 0)
+            if found is not None and found[0] is OutputFormat.YOLOV8 and found[1] >= 2:
+                reason = f"raw YOLOv8/11-OBB {t.name} {list(t.shape)}: 4 + {found[1] - 1} classes + angle"
+                return Found(OutputFormat.YOLOV8, (t.name,), found[1] - 1, {"layout_reason": reason})
     if wanted in (None, Task.SEGMENT) and (seg := segment_outputs(outputs, batched, n_labels)) is not None:
         return seg
     if wanted in (None, Task.DETECT, Task.POSE):
@@ -188,9 +212,12 @@ def _detect_output(
             if fmt is OutputFormat.YOLOV8 and wanted is not Task.DETECT:
                 pose = raw_pose(n_classes, n_labels, kpt_shape, wanted)
             if pose is not None:
-                return Found(fmt, (t.name,), pose.num_classes, pose.fields)
+                reason = f"raw YOLOv8/11 pose {t.name} {list(t.shape)}"
+                return Found(fmt, (t.name,), pose.num_classes, {**pose.fields, "layout_reason": reason})
             if wanted is not Task.POSE:
-                return Found(fmt, (t.name,), n_classes)
+                kind = "YOLOv5 [N, 5 + C]" if fmt is OutputFormat.YOLOV5 else "YOLOv8/11 [4 + C, N]"
+                reason = f"raw {kind} {t.name} {list(t.shape)}, {n_classes} classes"
+                return Found(fmt, (t.name,), n_classes, {"layout_reason": reason})
     if wanted in (None, Task.CLASSIFY) and (cls := classify_output(outputs, batched)) is not None:
         return cls
     if wanted in (None, Task.SEMANTIC) and (sem := semantic_output(outputs, batched, size)) is not None:
@@ -200,8 +227,10 @@ def _detect_output(
         f"{task}output layout not recognised (outputs: {_describe(outputs)}). Known: num_dets/det_boxes/"
         "det_scores/det_classes (+ a keypoints output), num_detections/detection_boxes/detection_scores/"
         "detection_classes, raw YOLOv5 [N, 5+C], raw YOLOv8 [4+C, N] (pose [4+C+K*3, N], segment "
-        "[4+C+32, N] + prototypes [32, H, W]), a score vector [C], a map [C, H, W] / [H, W, C]. "
-        "Pass --profile FILE to describe the model."
+        "[4+C+32, N] + prototypes [32, H, W], OBB [4+C+1, N]), end-to-end YOLOv10/YOLO26 [300, 6+E], "
+        "YOLOX [A, 5+C], DETR boxes [Q, 4] + logits [Q, C], boxes/labels/scores, SCRFD score_/bbox_/kps_, "
+        "a score vector [C], a map [C, H, W] / [H, W, C]. "
+        "Pass --profile FILE to describe the model (docs: profiles.md, 'Profile files')."
     )
 
 
@@ -211,7 +240,16 @@ def _defaults(dtype: str, size: tuple[int, int] | None, fmt: OutputFormat) -> di
         # A raw image of any size: the model resizes itself and answers in its own terms.
         return {"preprocess": Preprocess.RAW, "pad_value": 0.0, "scale": 1.0,
                 "boxes_in": BoxesIn.NORMALIZED if tfod else BoxesIn.ORIGINAL}  # fmt: skip
-    yolo = fmt in (OutputFormat.YOLOV5, OutputFormat.YOLOV8, OutputFormat.EFFICIENTNMS)
+    if fmt is OutputFormat.YOLOX:  # YOLOX's own preproc: top-left, BGR, 0..255
+        return {
+            "preprocess": Preprocess.LETTERBOX_TOP_LEFT,
+            "pad_value": 114.0,
+            "scale": 1.0,
+            "channel_order": "BGR",
+            "boxes_in": BoxesIn.INPUT,
+            "input_size": size or DEFAULT_SIZE,
+        }
+    yolo = fmt in (OutputFormat.YOLOV5, OutputFormat.YOLOV8, OutputFormat.EFFICIENTNMS, OutputFormat.END2END)
     return {
         "preprocess": Preprocess.LETTERBOX if yolo else Preprocess.RESIZE,
         "pad_value": 114.0 if yolo else 0.0,
@@ -272,7 +310,7 @@ def detect_profile(
     hints = {**export_hints, **task_parameters(cfg), **overrides}
     batched = int(cfg.get("max_batch_size", 0) or 0) > 0
     try:
-        found = _detect_output(_tensors(metadata, cfg, "output"), batched, size, n_labels, hints)
+        found = _detect_output(_tensors(metadata, cfg, "output"), batched, size, n_labels, hints, export)
     except ProfileError:
         if "output_format" not in overrides or "output_names" not in overrides:
             raise
@@ -287,7 +325,8 @@ def detect_profile(
     fields.update(_defaults(inp["input_dtype"], size, fmt))
     if fields["preprocess"] is not Preprocess.RAW:
         fields["input_size_source"] = size_source or SIZE_DEFAULT
-    raw_classes = found.num_classes if fmt in (OutputFormat.YOLOV5, OutputFormat.YOLOV8) else None
+    raw_formats = (OutputFormat.YOLOV5, OutputFormat.YOLOV8, OutputFormat.YOLOX)
+    raw_classes = found.num_classes if fmt in raw_formats else None
     fields["labels"] = resolve_labels(None, labels_cfg, raw_classes)
     fields.update({k: v for k, v in export_hints.items() if k.endswith("_threshold")})
     fields.update(_threshold_parameters(cfg))

@@ -19,7 +19,7 @@ it detected. Every key is optional; keys given win over the detected values::
     dtype = "FP32"                   # FP32 | FP16 | UINT8
     size = [640, 640]                # [H, W] the image is resized/letterboxed to
     batch = true                     # send a leading batch dim of 1
-    preprocess = "letterbox"         # letterbox | resize | raw (image as it is, any size)
+    preprocess = "letterbox"         # letterbox | letterbox_top_left | resize | raw (image as it is)
     pad_value = 114                  # letterbox padding (114 for YOLO)
     scale = 0.00392156862745098      # float inputs: x = (pixel * scale - mean) / std
     mean = [0.0, 0.0, 0.0]           # optional, per channel, after scale
@@ -27,7 +27,8 @@ it detected. Every key is optional; keys given win over the detected values::
     channel_order = "RGB"            # RGB | BGR
 
     [output]
-    format = "yolov8"                # efficientnms | tfod | yolov5 | yolov8
+    format = "yolov8"                # efficientnms | tfod | yolov5 | yolov8 | end2end | yolox
+                                     # | detr | rtdetr | torchvision | scrfd
     names = ["output0"]              # efficientnms/tfod: 4 names (count, boxes, scores, classes)
     boxes_in = "input"               # input (model-input pixels) | original | normalized
     num_classes = 80                 # raw YOLO: class count, when the shape leaves it ambiguous
@@ -35,6 +36,7 @@ it detected. Every key is optional; keys given win over the detected values::
                                      # (detections, mask prototypes); efficientnms pose: 5
                                      # names (the 4 + keypoints); semantic/classify: 1 name
     map_layout = "CHW"               # semantic: CHW | HWC | HW (class ids), else from the shape
+    score_activation = "sigmoid"     # detr: sigmoid (RT-DETR, D-FINE) | softmax (DETR, no-object last)
 
     [postprocess]
     score_threshold = 0.25
@@ -177,6 +179,8 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "map_layout": _upper_or_none,
     "input_size_source": _str,
     "full_decode": _bool,
+    "score_activation": _lower,
+    "layout_reason": _str,
 }
 assert set(_CONVERT) == {f.name for f in dataclasses.fields(ModelProfile)}
 
@@ -225,6 +229,7 @@ _TOML_KEYS: dict[str, dict[str, str]] = {
     "output": {
         "format": "output_format", "names": "output_names", "boxes_in": "boxes_in",
         "num_classes": "num_classes", "map_layout": "map_layout",
+        "score_activation": "score_activation",
     },
     "postprocess": {
         "score_threshold": "score_threshold", "iou_threshold": "iou_threshold",

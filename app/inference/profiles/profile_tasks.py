@@ -107,7 +107,7 @@ def task_parameters(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _core(t: Tensor, batched: bool, rank: int) -> tuple[int, ...]:
+def core_shape(t: Tensor, batched: bool, rank: int) -> tuple[int, ...]:
     """The shape of one image's output: without Triton's batch dim (`batched`: the model's
     max_batch_size > 0), then without leading dims of 1 beyond `rank`."""
     dims = tuple(t.shape[1:] if batched else t.shape)
@@ -141,16 +141,16 @@ def keypoints_output(
 
 def segment_outputs(outputs: Sequence[Tensor], batched: bool, n_labels: int) -> Found | None:
     """Raw YOLOv8-seg: detections [4 + C + nm, N] (or transposed) and prototypes [nm, Hm, Wm]."""
-    protos = [t for t in outputs if len(_core(t, batched, 3)) == 3]
-    rows = [t for t in outputs if len(_core(t, batched, 2)) == 2]
+    protos = [t for t in outputs if len(core_shape(t, batched, 3)) == 3]
+    rows = [t for t in outputs if len(core_shape(t, batched, 2)) == 2]
     for p in protos:
-        nm, hm, wm = _core(p, batched, 3)
+        nm, hm, wm = core_shape(p, batched, 3)
         if not 1 <= nm <= MAX_PROTOS or not all(d == -1 or d >= MIN_MAP_SIZE for d in (hm, wm)):
             continue
         for t in rows:
             if t.name == p.name:
                 continue
-            a, b = _core(t, batched, 2)
+            a, b = core_shape(t, batched, 2)
             channels = min(d for d in (a, b) if d > 0) if max(a, b) > 0 else -1
             nc = channels - 4 - nm
             if nc >= 1 and (not n_labels or nc == n_labels):
@@ -185,8 +185,8 @@ def raw_pose(
 
 def classify_output(outputs: Sequence[Tensor], batched: bool) -> Found | None:
     """A single output that is one score vector per image: [C], [1, C], [C, 1, 1]..."""
-    vectors = [t for t in outputs if len([d for d in _core(t, batched, 1) if d != 1]) == 1]
-    if len(outputs) == 1 and len(vectors) == 1 and max(_core(vectors[0], batched, 1)) >= 2:
+    vectors = [t for t in outputs if len([d for d in core_shape(t, batched, 1) if d != 1]) == 1]
+    if len(outputs) == 1 and len(vectors) == 1 and max(core_shape(vectors[0], batched, 1)) >= 2:
         return Found(OutputFormat.CLASSIFY, (vectors[0].name,), None, {"task": Task.CLASSIFY})
     return None
 
@@ -195,7 +195,7 @@ def semantic_output(outputs: Sequence[Tensor], batched: bool, size: tuple[int, i
     """A per-pixel map: [C, H, W] / [H, W, C] (C the smaller end axis, H and W >= 8 or
     dynamic), integer class ids [H, W], or a float [H, W] of the input's size."""
     for t in outputs:
-        dims = _core(t, batched, 3)
+        dims = core_shape(t, batched, 3)
         spatial_ok = all(d == -1 or d >= MIN_MAP_SIZE for d in dims[-2:])
         if len(dims) == 3:
             c_first, c_last = dims[0], dims[2]
@@ -209,7 +209,7 @@ def semantic_output(outputs: Sequence[Tensor], batched: bool, size: tuple[int, i
                     return Found(
                         OutputFormat.SEMANTIC, (t.name,), None, {"task": Task.SEMANTIC, "map_layout": "HWC"}
                     )
-        dims = _core(t, batched, 2)
+        dims = core_shape(t, batched, 2)
         if len(dims) == 2 and spatial_ok and (t.dtype in _INT_DTYPES or (size is not None and dims == size)):
             return _semantic(t, "HW")
     return None

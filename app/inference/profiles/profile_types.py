@@ -10,6 +10,7 @@ from app.inference.profile_kinds import BoxesIn, KeypointStyle, OutputFormat, Pr
 
 LAYOUTS = ("NCHW", "NHWC")
 DTYPES = ("FP32", "FP16", "UINT8")
+SCORE_ACTIVATIONS = ("sigmoid", "softmax")  # DETR family: RT-DETR / D-FINE, DETR
 CHANNEL_ORDERS = ("RGB", "BGR")
 MAP_LAYOUTS = ("CHW", "HWC", "HW")
 F = OutputFormat
@@ -19,14 +20,33 @@ OUTPUT_ROLES: dict[OutputFormat, tuple[str, ...]] = {
     F.TFOD: ("num_detections", "detection_boxes", "detection_scores", "detection_classes"),
     F.YOLOV5: ("output",),
     F.YOLOV8: ("output",),
+    F.END2END: ("output",),
+    F.YOLOX: ("output",),
+    F.DETR: ("boxes", "logits"),
+    F.RTDETR: ("output",),
+    F.TORCHVISION: ("boxes", "labels", "scores"),
+    F.SCRFD: ("score_8", "score_16", "score_32", "bbox_8", "bbox_16", "bbox_32"),
     F.SEMANTIC: ("map",),
     F.CLASSIFY: ("scores",),
 }
 # Which output formats each task can be read from.
 TASK_FORMATS: dict[Task, tuple[OutputFormat, ...]] = {
-    Task.DETECT: (F.EFFICIENTNMS, F.TFOD, F.YOLOV5, F.YOLOV8),
-    Task.POSE: (F.EFFICIENTNMS, F.YOLOV8),  # efficientnms + a keypoints output; raw YOLOv8-pose
-    Task.SEGMENT: (F.YOLOV8,),  # raw YOLOv8-seg: detections + mask prototypes
+    Task.DETECT: (
+        F.EFFICIENTNMS,
+        F.TFOD,
+        F.YOLOV5,
+        F.YOLOV8,
+        F.END2END,
+        F.YOLOX,
+        F.DETR,
+        F.RTDETR,
+        F.TORCHVISION,
+        F.SCRFD,
+    ),
+    # efficientnms + a keypoints output; raw YOLOv8-pose; end-to-end pose; SCRFD + kps_*
+    Task.POSE: (F.EFFICIENTNMS, F.YOLOV8, F.END2END, F.SCRFD),
+    Task.SEGMENT: (F.YOLOV8, F.END2END),  # detections + mask prototypes
+    Task.OBB: (F.YOLOV8, F.END2END),  # raw [4 + C + 1, A] (angle last); end-to-end [N, K, 7]
     Task.SEMANTIC: (F.SEMANTIC,),
     Task.CLASSIFY: (F.CLASSIFY,),
 }
@@ -37,6 +57,8 @@ def output_roles(output_format: OutputFormat, task: Task) -> tuple[str, ...]:
     roles = OUTPUT_ROLES[output_format]
     if task is Task.POSE and output_format is OutputFormat.EFFICIENTNMS:
         return (*roles, "keypoints")
+    if task is Task.POSE and output_format is OutputFormat.SCRFD:
+        return (*roles, "kps_8", "kps_16", "kps_32")
     if task is Task.SEGMENT:
         return (*roles, "protos")
     return roles
@@ -130,6 +152,11 @@ class ModelProfile:
     full_decode: bool = False
     # semantic: axes of the map (after the batch dim); None: told from the shape.
     map_layout: str | None = None
+    # DETR family: sigmoid per class (RT-DETR, D-FINE) or softmax with a last "no object"
+    # class (DETR).
+    score_activation: str = "sigmoid"
+    # How the output layout was recognised (for `models`), e.g. "metadata end2end".
+    layout_reason: str = ""
 
     def __post_init__(self) -> None:
         # A profile built from strings (a dict, a test) gets its kinds parsed here, with the
@@ -158,6 +185,10 @@ class ModelProfile:
             raise ProfileError(
                 f"task {self.task.value!r} reads output format(s) {', '.join(TASK_FORMATS[self.task])}; "
                 f"got {self.output_format.value!r}"
+            )
+        if self.score_activation not in SCORE_ACTIVATIONS:
+            raise ProfileError(
+                f"score_activation must be one of sigmoid, softmax; got {self.score_activation!r}"
             )
         if self.map_layout is not None and self.map_layout not in MAP_LAYOUTS:
             raise ProfileError(f"map_layout must be one of {', '.join(MAP_LAYOUTS)}; got {self.map_layout!r}")
@@ -198,8 +229,9 @@ class ModelProfile:
             k, d = self.kpt_shape
             if k < 1 or d not in (2, 3):
                 raise ProfileError(f"kpt_shape must be [K >= 1, 2 or 3]; got {list(self.kpt_shape)}")
-        if self.task is Task.POSE and self.output_format is OutputFormat.YOLOV8 and self.kpt_shape is None:
-            raise ProfileError("a raw YOLOv8 pose output needs kpt_shape [K, 2 or 3]")
+        raw = (OutputFormat.YOLOV8, OutputFormat.END2END)
+        if self.task is Task.POSE and self.output_format in raw and self.kpt_shape is None:
+            raise ProfileError(f"a {self.output_format.value} pose output needs kpt_shape [K, 2 or 3]")
         count = self.kpt_shape[0] if self.kpt_shape else None
         for a, b in self.skeleton:
             if min(a, b) < 0 or (count is not None and max(a, b) >= count):

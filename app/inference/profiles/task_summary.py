@@ -45,4 +45,6 @@ def task_summary(p: ModelProfile) -> str:
     if p.task is Task.CLASSIFY:
         scores = "logits (softmax applied)" if p.logits else "scores as given"
         return f"task: classify, top {p.top_k} of {p.output_names[0]}, {scores}"
+    if p.task is Task.OBB:
+        return "task: obb, oriented boxes (cx, cy, w, h, angle; box is the axis-aligned box around each)"
     return "task: detect (boxes)"

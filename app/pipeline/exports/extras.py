@@ -9,6 +9,7 @@ from typing import Any
 
 from app.annotations.shapes import coco_keypoints, coco_segmentation, yolo_pose_line, yolo_seg_line
 from app.inference.result import Detection
+from app.pipeline.exports.dota import yolo_obb_line
 from app.pipeline.exports.images import ExportImage
 
 
@@ -25,7 +26,10 @@ def coco_annotation_extras(det: Detection, image: ExportImage) -> dict[str, Any]
 
 
 def yolo_line_override(det: Detection, image: ExportImage) -> str | None:
-    """A YOLO-seg line for a mask, a YOLO-pose line for keypoints; None keeps the box line."""
+    """A YOLO-OBB line for an oriented box, a YOLO-seg line for a mask, a YOLO-pose line for
+    keypoints; None keeps the box line."""
+    if det.obb is not None:
+        return yolo_obb_line(det, image.width, image.height)
     if det.mask is not None:
         return yolo_seg_line(det, det.class_id, image.width, image.height)
     if det.keypoints is not None:

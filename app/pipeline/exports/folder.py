@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from app.pipeline.exports.dota import dota_text
 from app.pipeline.exports.formats import FORMAT_INFO, ExportFormat
 from app.pipeline.exports.images import ExportImage, StemBook, names_by_id
 from app.pipeline.exports.labelme import labelme_document
@@ -26,6 +27,7 @@ PER_IMAGE_TEXT: dict[ExportFormat, Callable[[ExportImage, Path, ModelVocabulary]
     ExportFormat.YOLO: lambda image, _path, _vocabulary: yolo_text(image),
     ExportFormat.VOC: lambda image, _path, _vocabulary: voc_xml(image),
     ExportFormat.LABELME: _labelme_text,
+    ExportFormat.DOTA: lambda image, _path, _vocabulary: dota_text(image),
 }
 
 

@@ -13,6 +13,7 @@ class ExportFormat(enum.StrEnum):
     YOLO = "yolo"  # a folder: one .txt per image, classes.txt
     VOC = "voc"  # a folder: one Pascal VOC .xml per image
     LABELME = "labelme"  # a folder: one labelme .json per image
+    DOTA = "dota"  # a folder: one DOTA .txt per image (oriented boxes' corners)
     CROPS = "crops"  # a folder: one .png per detection (the viewer only: it re-reads the images)
 
 
@@ -28,8 +29,9 @@ FORMAT_INFO: dict[ExportFormat, FormatInfo] = {
     ExportFormat.YOLO: FormatInfo(True, ".txt"),
     ExportFormat.VOC: FormatInfo(True, ".xml"),
     ExportFormat.LABELME: FormatInfo(True, ".json"),
+    ExportFormat.DOTA: FormatInfo(True, ".txt"),
     ExportFormat.CROPS: FormatInfo(True, ".png"),
 }
-PER_IMAGE_FORMATS = (ExportFormat.YOLO, ExportFormat.VOC, ExportFormat.LABELME)
+PER_IMAGE_FORMATS = (ExportFormat.YOLO, ExportFormat.VOC, ExportFormat.LABELME, ExportFormat.DOTA)
 FILE_FORMATS = (ExportFormat.JSONL, ExportFormat.COCO)
 FORMATS = FILE_FORMATS + PER_IMAGE_FORMATS  # what `infer --format` writes

@@ -16,9 +16,10 @@ TITLES = {
     ExportFormat.YOLO: "YOLO labels",
     ExportFormat.VOC: "Pascal VOC",
     ExportFormat.LABELME: "labelme",
+    ExportFormat.DOTA: "DOTA",
     ExportFormat.CROPS: "Object crops",
 }
-BOXES_ONLY = (ExportFormat.VOC, ExportFormat.CROPS)
+BOXES_ONLY = (ExportFormat.VOC, ExportFormat.CROPS, ExportFormat.DOTA)
 
 
 def _count(n: int, noun: str) -> str:

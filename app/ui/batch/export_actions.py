@@ -37,6 +37,7 @@ FOLDER_TITLES = {
     ExportFormat.YOLO: "Folder for the YOLO labels (one .txt per image, classes.txt)",
     ExportFormat.VOC: "Folder for the Pascal VOC files (one .xml per image)",
     ExportFormat.LABELME: "Folder for the labelme files (one .json per image)",
+    ExportFormat.DOTA: "Folder for the DOTA files (one .txt per image, oriented boxes' corners)",
     ExportFormat.CROPS: "Folder for the object crops (one .png per detection)",
 }
 MAX_LISTED = 5  # existing files named in the overwrite question

@@ -68,6 +68,8 @@ def describe_model(info: ModelInfo) -> str:
         f"profile: {p.output_format}, {p.preprocess} {size}, {p.input_dtype} {p.input_layout} "
         f"{p.channel_order}, boxes in {p.boxes_in} pixels"
     )
+    if p.layout_reason:
+        lines.append(f"layout: {p.layout_reason}")
     lines.append(task_summary(p))
     labels = ", ".join(p.labels[:8]) + (" …" if len(p.labels) > 8 else "")
     lines.append(f"labels: {labels or '(class N)'}")

@@ -8,7 +8,7 @@ from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QTransform
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem, QStyleOptionGraphicsItem, QWidget
 
-from app.drawing.draw_list import DetectionShape, Size, Text, detection_shape
+from app.drawing.draw_list import DetectionShape, Polyline, Size, Text, detection_shape
 from app.drawing.style import AnnotationStyle
 from app.inference.result import Detection
 from app.ui.view.overlay_items import KeypointsItem, MaskItem
@@ -124,4 +124,11 @@ class DetectionItem(QGraphicsRectItem):
         rect = device_box(painter.worldTransform(), self.shape_.outline.box)
         pen = self.pen()
         with DevicePainter(painter, painter.worldTransform()) as device:
-            device.outline(rect, pen.color(), pen.widthF(), pen.style() != Qt.PenStyle.SolidLine)
+            rotated = self.shape_.rotated
+            if rotated is not None:  # an oriented box: its own outline, in the pen's colour
+                color = pen.color()
+                device.polyline(
+                    Polyline(rotated.points, (color.red(), color.green(), color.blue()), pen.widthF())
+                )
+            else:
+                device.outline(rect, pen.color(), pen.widthF(), pen.style() != Qt.PenStyle.SolidLine)
