@@ -16,12 +16,14 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from pathlib import Path
 
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from app.inference.introspection.repository import RepositoryControl, RepositoryError
 from app.inference.model_files.reading import ModelFileError, is_model_file_name
 from app.inference.model_files.upload import serve_model_file
 from app.inference.protocol import parse_url
+from app.pipeline.connection.state import ConnectionState
 from app.ui.base.tasks import TaskSet
 from app.ui.server.connection import ConnectionController
 
@@ -51,10 +53,33 @@ class ModelFileOpener:
         self.loading: str | None = None  # the file being loaded
         self.loaded: list[str] = []  # the models loaded from files, in order (tests, the log)
         self._pending: str | None = None  # --model FILE, until connected
+        connection.state_changed.connect(self._on_connection_state)
+
+    def attach(self, action: QAction, parent: QWidget, folder: Callable[[], str]) -> None:
+        """Model > Open model file…: `action` opens the file dialog in `folder()`."""
+        action.triggered.connect(lambda: self.choose(parent, folder()))
+
+    def model_of_option(self, model: str | None) -> str | None:
+        """`--model`: a name is kept; a model file is opened once connected (None returned)."""
+        if model is not None and is_model_file_name(model):
+            self.open_when_connected(model)
+            return None
+        return model
+
+    def take_files(self, paths: list[str]) -> list[str]:
+        """A drop or an open: the first model file among `paths` is loaded; the others returned."""
+        files, others = model_files_among([str(p) for p in paths])
+        if files:
+            self.open(files[0])
+        return others
 
     def open_when_connected(self, path: str) -> None:
         """`--model FILE.onnx`: opened once the viewer is first connected (`on_connected`)."""
         self._pending = path
+
+    def _on_connection_state(self, state: ConnectionState, _detail: str) -> None:
+        if state is ConnectionState.CONNECTED:
+            self.on_connected()
 
     def on_connected(self) -> None:
         path, self._pending = self._pending, None

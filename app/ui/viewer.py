@@ -15,9 +15,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from app.inference.core.session import TritonSession
-from app.inference.model_files.reading import is_model_file_name
+from app.inference.introspection.discovery import ModelInfo
 from app.inference.profile_kinds import KeypointStyle
-from app.pipeline.connection.state import ConnectionState
 from app.pipeline.exports import ModelVocabulary
 from app.ui.action_states import ActionStates
 from app.ui.analyse_menu import AnalysisUi
@@ -40,10 +39,11 @@ from app.ui.image_list import ImageList
 from app.ui.live.live_controller import LiveController
 from app.ui.live.live_panel import LiveUi
 from app.ui.main_window import MainWindow
-from app.ui.model_file_opener import ModelFileOpener, model_files_among
+from app.ui.model_file_opener import ModelFileOpener
 from app.ui.profile_choice import ProfileChoice
 from app.ui.result_router import ResultRouter
 from app.ui.screenshot import Screenshot
+from app.ui.server.connection import ConnectionController
 from app.ui.server_tools.metrics_source import EmbeddedMetrics
 from app.ui.server_tools.server_tools_ui import ServerToolsUi
 from app.ui.state.viewer_state import ViewerState
@@ -86,7 +86,6 @@ class Viewer(QObject):
         self.model_files = ModelFileOpener(
             self.connection, executor, self.tasks, lambda m, e: self.report(m, e, Context.CONNECTION)
         )
-        self.connection.state_changed.connect(self._on_connection_state)
         self.runner = BatchRunner(self.bridge)
         self.gallery = Gallery(self.state, w.view, w.strip, w.thresholds, executor, self.tasks)
         self.browser = BatchBrowser(self.gallery, w.batch_bar, w.thresholds)
@@ -149,7 +148,7 @@ class Viewer(QObject):
             self.tasks,
             self.bridge,
             metrics_option=options.metrics_url,
-            local_server=self._local_server,
+            local_server=lambda: local_server_metrics(self.connection),
             settings=self.settings,
             image_paths=self._ok_paths,
             profile_for=lambda model: self.profiles.profile_for(model),
@@ -239,7 +238,7 @@ class Viewer(QObject):
         )
         self.server_tools.model_reloaded.connect(self._on_model_reloaded)
         w.paths_opened.connect(self.open_paths)
-        w.open_model_file_action.triggered.connect(lambda: self.model_files.choose(w, w.open_dir))
+        self.model_files.attach(w.open_model_file_action, w, lambda: w.open_dir)
         w.paths_added.connect(lambda paths: self.open_paths(paths, add=True))
         w.sample_requested.connect(self.try_sample)
         w.empty_state.open_camera.connect(self.live_ui.open_camera)
@@ -317,9 +316,7 @@ class Viewer(QObject):
             self.open_paths(self.options.open_paths)
         remembered = None if self.options.model else self.settings.model()
         model = self.options.model or remembered
-        if model is not None and is_model_file_name(model):  # `--model FILE.onnx`: once connected
-            self.model_files.open_when_connected(model)
-            model = None
+        model = self.model_files.model_of_option(model)  # `--model FILE.onnx`: once connected
         self.connection.connect_to(self.options.urls, model, model_is_hint=remembered is not None)
         if self.options.screenshot:
             self.tasks.spawn(self._take_screenshot(self.options.screenshot), name="screenshot")
@@ -328,30 +325,16 @@ class Viewer(QObject):
         """Files and folders: a new list, or with `add` more of the list shown (`ImageList`).
         A model file among them (.onnx, .tflite) is loaded on the server instead
         (app.ui.model_file_opener)."""
-        files, others = model_files_among([str(p) for p in paths])
-        if files:
-            self.model_files.open(files[0])
-            if not others:
-                return
-        self.images.open_paths(others, add)
+        others = self.model_files.take_files(paths)
+        if others or not paths:
+            self.images.open_paths(others, add)
 
     def try_sample(self) -> None:
         self.images.try_sample()
 
-    def _on_connection_state(self, state: ConnectionState, _detail: str) -> None:
-        if state is ConnectionState.CONNECTED:
-            self.model_files.on_connected()  # `--model FILE.onnx`: loaded once connected
-
     def _ok_paths(self) -> list[str]:
         """The current batch's images that ran (what the load test and the tune send)."""
         return [key for key in self.gallery.results if self.gallery.results[key].ok]
-
-    def _local_server(self) -> EmbeddedMetrics | None:
-        """The embedded server's gRPC address and metrics URL, while it runs."""
-        server = self.connection.server
-        if server is None or not server.running:
-            return None
-        return EmbeddedMetrics(server.grpc_url, server.metrics_url)
 
     def _on_model_reloaded(self, name: str) -> None:
         """Loaded again (Model > Repository, Tune's Apply): the model shown is read again."""
@@ -367,16 +350,7 @@ class Viewer(QObject):
         self.profiles.model_opened(info.name)
         self.runner.set_session(session)
         self.server_split.session_opened(session)
-        self.window.view.set_keypoint_style(
-            info.profile.skeleton,
-            info.profile.keypoint_names,
-            info.profile.keypoint_style is KeypointStyle.DOTS,
-        )
-        self.settings.set_model(info.name)
-        remembered = self.settings.thresholds(info.name)
-        score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)
-        self.window.thresholds.set_values(score, iou)
-        self.window.thresholds.set_applicable(*why_not_applicable(info.name, info.profile.task))
+        show_model(self.window, self.settings, info)
         if switched:
             self.images.model_switched()
         self.images.run_pending()
@@ -483,3 +457,26 @@ class Viewer(QObject):
         """The Help dialog and a protocol offer, if open."""
         self.help.close()
         self.connection_ui.close_dialogs()
+
+
+def local_server_metrics(connection: ConnectionController) -> EmbeddedMetrics | None:
+    """The embedded server's gRPC address and metrics URL, while it runs."""
+    server = connection.server
+    if server is None or not server.running:
+        return None
+    return EmbeddedMetrics(server.grpc_url, server.metrics_url)
+
+
+def show_model(window: MainWindow, settings: ViewerSettings, info: ModelInfo) -> None:
+    """A model opened: its keypoint drawing, and its thresholds (the user's for it, remembered,
+    else its profile's); the model remembered for the next start."""
+    window.view.set_keypoint_style(
+        info.profile.skeleton,
+        info.profile.keypoint_names,
+        info.profile.keypoint_style is KeypointStyle.DOTS,
+    )
+    settings.set_model(info.name)
+    remembered = settings.thresholds(info.name)
+    score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)
+    window.thresholds.set_values(score, iou)
+    window.thresholds.set_applicable(*why_not_applicable(info.name, info.profile.task))
