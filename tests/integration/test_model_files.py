@@ -23,7 +23,7 @@ import cv2
 import pytest
 import skimage.data
 
-from app.inference.introspection.repository import RepositoryControl, RepositoryError
+from app.inference.introspection.repository import RepositoryControl, RepositoryError, RepositoryErrorKind
 from app.inference.model_files import upload
 from app.inference.model_files.reading import ModelFileError
 from app.inference.model_files.upload import MAX_UPLOAD_BYTES, serve_model_file
@@ -61,7 +61,11 @@ def clean(triton: EmbeddedServer) -> Iterator[EmbeddedServer]:
     """The session's server, with the file's model unloaded after the test (it is shared)."""
     yield triton
     with RepositoryControl(parse_url(triton.grpc_url)) as control:
-        control.unload(NAME)
+        try:
+            control.unload(NAME)
+        except RepositoryError as e:  # already unloaded by the test, or never loaded
+            if e.kind is not RepositoryErrorKind.NOT_FOUND:
+                raise
 
 
 def _detections(stdout: str) -> dict[str, list[dict[str, Any]]]:
