@@ -296,6 +296,11 @@ class Tracer:
             except OSError as e:  # a trace folder gone (the server stopped): client stages only
                 log.warning("cannot read the server's traces: %s", e)
         found = self.collector.ready(flush=flush)
+        if self.selection.kind is not SelectionKind.SLOWEST:
+            # Given out: no longer "traced and waiting" (a long traced live stream would keep
+            # every id otherwise). slowest:N keeps them: its records are held to the end.
+            for trace in found:
+                self._open_ids.discard(trace.request_id)
         if (
             self.selection.kind is SelectionKind.NEXT
             and not self.selection.active
