@@ -608,6 +608,9 @@ def test_ctrl_c_evaluates_the_images_answered_and_exits_130(triton: EmbeddedServ
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdout, proc.stderr):  # also when it timed out: no pipe left to the GC
+            if pipe is not None:
+                pipe.close()
     assert proc.returncode == 130, stderr
     report = strict_loads(stdout)
     assert report["interrupted"] is True and report["dataset"]["evaluated_images"] == 2

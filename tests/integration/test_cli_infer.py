@@ -259,6 +259,9 @@ def test_ctrl_c_cancels_writes_the_summary_and_exits(triton: EmbeddedServer, tmp
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdout, proc.stderr):  # also when it timed out: no pipe left to the GC
+            if pipe is not None:
+                pipe.close()
     assert proc.returncode == 130, stderr
     records, summary = parse(stdout)
     assert summary["total"] == len(records) and summary["ok"] == 0

@@ -45,6 +45,9 @@ def interrupted_run(argv: list[str], sig: signal.Signals) -> tuple[int, str, str
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdout, proc.stderr):  # also when it timed out: no pipe left to the GC
+            if pipe is not None:
+                pipe.close()
     return proc.returncode, stdout, stderr, owned
 
 

@@ -184,6 +184,9 @@ def test_a_signal_during_a_trial_restores_the_original_config(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdout, proc.stderr):  # also when it timed out: no pipe left to the GC
+            if pipe is not None:
+                pipe.close()
     assert proc.returncode == 130, stderr[-2000:]
     assert "interrupted" in stderr and "was restored" in stderr
     assert repository.config(MODEL) == original

@@ -58,7 +58,17 @@ class Harness:
         self.viewers: list[Viewer] = []
 
     def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 120.0) -> Any:
-        return self.loop.run_until_complete(asyncio.wait_for(coro, timeout))
+        try:
+            return self.loop.run_until_complete(asyncio.wait_for(coro, timeout))
+        finally:
+            self.between_runs()
+
+    def between_runs(self) -> None:
+        """Between two runs the test itself may process Qt events (processEvents, a widget
+        shown), and with them qasync's callbacks: a task's step then ran with no running loop
+        ("no running event loop" from get_running_loop(), the task lost). In the app the loop
+        runs for the whole life of the window; here it is marked running between runs too."""
+        asyncio.events._set_running_loop(self.loop)
 
     def viewer(self, url: str | None, model: str | None = None, **kwargs: Any) -> Viewer:
         """A viewer on `url` (None: its own embedded server), shown and started."""
@@ -90,9 +100,11 @@ def harness(qapp: QApplication, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     h = Harness(qapp, loop)
+    h.between_runs()
     try:
         yield h
     finally:
         h.teardown()
+        asyncio.events._set_running_loop(None)
         loop.close()
         asyncio.set_event_loop(None)
