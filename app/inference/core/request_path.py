@@ -444,26 +444,8 @@ class RequestPath:
         latency = self._elapsed_ms(req)
         self._stats.record_done(status, latency, timing)
         send = req.send
-        result = InferenceResult(
-            request_id=req.id,
-            status=status,
-            source=req.source,
-            frame=req.frame,
-            error=None if error is None else redact(error, self._secrets),
-            latency_ms=latency,
-            width=req.width,
-            height=req.height,
-            detections=detections or [],
-            masks=decoded.masks if decoded else None,
-            classes=decoded.classes if decoded else None,
-            dropped_invalid=decoded.dropped_invalid if decoded else 0,
-            model=self._info.name,
-            server=send.channel.endpoint.url if send is not None and send.channel is not None else None,
-            retries=max(0, send.attempts - 1) if send is not None else 0,
-            error_kind=kind,
-            timing=timing,
-            tag=req.tag,
-        )
+        error = None if error is None else redact(error, self._secrets)
+        result = result_of(req, status, error, detections, latency, self._info.name, kind, timing, decoded)
         req.tensor = None  # free the tensor now, not when the caller drops the result
         handing = time.monotonic() if req.trace is not None else 0.0
         try:
@@ -477,3 +459,38 @@ class RequestPath:
         finally:
             if req.trace is not None:
                 self._tracing.called_back(req, send, handing, time.monotonic())
+
+
+def result_of(
+    req: PendingRequest,
+    status: Status,
+    error: str | None,
+    detections: list | None,
+    latency_ms: float,
+    model: str,
+    kind: ErrorKind | None,
+    timing: RequestTiming | None,
+    decoded: DecodedOutputs | None,
+) -> InferenceResult:
+    """The result a request ends with (`error` already redacted)."""
+    send = req.send
+    return InferenceResult(
+        request_id=req.id,
+        status=status,
+        source=req.source,
+        frame=req.frame,
+        error=error,
+        latency_ms=latency_ms,
+        width=req.width,
+        height=req.height,
+        detections=detections or [],
+        masks=decoded.masks if decoded else None,
+        classes=decoded.classes if decoded else None,
+        dropped_invalid=decoded.dropped_invalid if decoded else 0,
+        model=model,
+        server=send.channel.endpoint.url if send is not None and send.channel is not None else None,
+        retries=max(0, send.attempts - 1) if send is not None else 0,
+        error_kind=kind,
+        timing=timing,
+        tag=req.tag,
+    )
