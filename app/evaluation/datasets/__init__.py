@@ -4,12 +4,11 @@ Pascal VOC, labelme. `load_dataset` tells the format from the path (or takes `fm
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.evaluation.datasets.coco import looks_like_coco, read_coco
+from app.evaluation.datasets.coco import load_json, looks_like_coco, read_coco
 from app.evaluation.datasets.images import walk_files
 from app.evaluation.datasets.labelme import is_labelme, read_labelme
 from app.evaluation.datasets.model import (
@@ -41,9 +40,8 @@ __all__ = [
 
 def _json_kind(path: Path) -> DatasetFormat | None:
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
+        doc = load_json(path)  # bounded: a FIFO or a 100k-deep file is not a dataset
+    except DatasetError:
         return None
     if looks_like_coco(doc):
         return DatasetFormat.COCO

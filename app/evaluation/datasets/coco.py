@@ -20,6 +20,7 @@ from app.evaluation.datasets.model import (
     GroundTruthObject,
     Problem,
 )
+from app.system.bounded_read import MAX_DATASET_FILE_BYTES, BoundedReadError, parse_json, read_bytes
 
 
 def looks_like_coco(doc: Any) -> bool:
@@ -29,12 +30,13 @@ def looks_like_coco(doc: Any) -> bool:
 def load_json(path: Path) -> Any:
     """The parsed file; DatasetError naming the file, line and column when it is not JSON."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return parse_json(read_bytes(path, MAX_DATASET_FILE_BYTES), str(path))
     except json.JSONDecodeError as e:
         raise DatasetError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{path}: cannot read it ({e})") from None
+    except UnicodeDecodeError as e:
+        raise DatasetError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except BoundedReadError as e:
+        raise DatasetError(str(e)) from None
 
 
 def _number(value: Any) -> bool:

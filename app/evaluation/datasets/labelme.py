@@ -29,6 +29,7 @@ from app.evaluation.datasets.model import (
     GroundTruthObject,
     Problem,
 )
+from app.system.bounded_read import MAX_LABEL_FILE_BYTES, BoundedReadError, parse_json, read_bytes
 
 CIRCLE_SIDES = 32  # a circle's polygon (segm)
 
@@ -57,15 +58,16 @@ def read_labelme(root: Path, images_dir: Path | None = None, keypoint_names: Seq
     for file_path in files:
         file = str(file_path)
         try:
-            doc = json.loads(file_path.read_text(encoding="utf-8"))
+            doc = parse_json(read_bytes(file_path, MAX_LABEL_FILE_BYTES), file)
         except json.JSONDecodeError as e:
             where = f"line {e.lineno}, column {e.colno}"
             problems.append(
                 Problem(file, where, UNREADABLE, f"not valid JSON ({e.msg}); image left out", 0, True)
             )
             continue
-        except (OSError, UnicodeDecodeError) as e:
-            problems.append(Problem(file, None, UNREADABLE, f"cannot read it ({e}); image left out", 0, True))
+        except (UnicodeDecodeError, BoundedReadError) as e:
+            reason = str(e).removeprefix(f"{file}: ")  # the problem names the file already
+            problems.append(Problem(file, None, UNREADABLE, f"{reason}; image left out", 0, True))
             continue
         if not is_labelme(doc):
             continue  # another JSON file in the folder (not a labelme file)

@@ -23,6 +23,7 @@ from app.evaluation.datasets.model import (
     GroundTruthObject,
     Problem,
 )
+from app.system.bounded_read import MAX_LABEL_FILE_BYTES, BoundedReadError, read_bytes
 
 
 def read_voc(root: Path, images_dir: Path | None = None) -> Dataset:
@@ -38,7 +39,7 @@ def read_voc(root: Path, images_dir: Path | None = None) -> Dataset:
     for xml in files:
         file = str(xml)
         try:
-            tree = ET.parse(xml)
+            node = ET.fromstring(read_bytes(xml, MAX_LABEL_FILE_BYTES))
         except ET.ParseError as e:
             line, column = e.position
             problems.append(
@@ -52,10 +53,10 @@ def read_voc(root: Path, images_dir: Path | None = None) -> Dataset:
                 )
             )
             continue
-        except OSError as e:
-            problems.append(Problem(file, None, UNREADABLE, f"cannot read it ({e}); image left out", 0, True))
+        except BoundedReadError as e:
+            reason = str(e).removeprefix(f"{file}: ")  # the problem names the file already
+            problems.append(Problem(file, None, UNREADABLE, f"{reason}; image left out", 0, True))
             continue
-        node = tree.getroot()
         if node.tag != "annotation":
             problems.append(
                 Problem(
