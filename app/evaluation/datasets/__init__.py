@@ -112,9 +112,12 @@ def load_dataset(
     *,
     model_labels: Sequence[str] = (),
     keypoint_names: Sequence[str] = (),
+    allow_outside_paths: bool = False,
 ) -> Dataset:
     """Read a dataset. `model_labels` name YOLO class ids when the dataset does not;
     `keypoint_names` (the model's) order labelme points and tell YOLO pose lines' length.
+    An image path a label file gives outside the dataset's folder and `images_dir` is named
+    (a problem of kind OUTSIDE_PATH) and not read unless `allow_outside_paths`.
     DatasetError when the dataset as a whole cannot be used; problems with single files
     are in `Dataset.problems`."""
     root = Path(path)
@@ -135,13 +138,13 @@ def load_dataset(
             raise DatasetError(f"{root}: no COCO .json file in this folder")
         root = coco
     if fmt is DatasetFormat.COCO:
-        dataset = read_coco(root, images)
+        dataset = read_coco(root, images, allow_outside_paths)
     elif fmt is DatasetFormat.YOLO:
         dataset = read_yolo(root, images, model_labels, len(keypoint_names) or None)
     elif fmt is DatasetFormat.VOC:
-        dataset = read_voc(root, images)
+        dataset = read_voc(root, images, allow_outside_paths)
     else:
-        dataset = read_labelme(root, images, keypoint_names)
+        dataset = read_labelme(root, images, keypoint_names, allow_outside_paths)
     _drop_repeats(dataset)
     if not dataset.images:
         problems = "; ".join(p.text() for p in dataset.problems[:3])
