@@ -75,12 +75,15 @@ def trial_mark_of(config: Mapping[str, Any]) -> str | None:
 
 def new_trial_mark() -> str:
     """Who sets the trial config: this process (pid and start time: a reused pid is another
-    process) on this machine, and when."""
+    process) on this machine, when, and which of its tunes (two in one process differ)."""
     pid = os.getpid()
     when = time.strftime("%Y-%m-%d %H:%M:%S")
-    return f"pid {pid}, start {start_time(pid) or 0}, host {socket.gethostname()}, {when}"
+    return (
+        f"pid {pid}, start {start_time(pid) or 0}, host {socket.gethostname()}, {when}, tune {next(_tunes)}"
+    )
 
 
+_tunes = itertools.count(1)
 _MARK_OWNER = re.compile(r"pid (\d+), start (\d+), host ([^,]*),")
 
 
