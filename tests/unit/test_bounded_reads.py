@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from app.analytics.zones_file import ZonesFileError, load_zones
 from app.commands.headers import HeaderError, read_header_file
 from app.evaluation.classes import ClassMapError, read_class_map
 from app.evaluation.datasets import DatasetError, load_dataset
 from app.evaluation.datasets.model import MALFORMED, UNREADABLE
 from app.inference.decoding.labels import read_labels_file
 from app.inference.introspection.model_config import ConfigError, read_config_file
+from app.inference.profiles.profile_file import load_profile_file
+from app.inference.profiles.profile_types import ProfileError
 from app.system.bounded_read import (
     MAX_CONFIG_BYTES,
     MAX_DATASET_FILE_BYTES,
@@ -141,3 +144,14 @@ def test_bounds_are_the_documented_ones() -> None:
     page = (Path(__file__).parents[2] / "docs" / "reliability.md").read_text()
     for figure in (MAX_CONFIG_BYTES, MAX_SMALL_FILE_BYTES, MAX_LABEL_FILE_BYTES, MAX_DATASET_FILE_BYTES):
         assert f"{figure >> 20} MiB" in page
+
+
+def test_profile_and_zones_files_are_bounded_too(tmp_path: Path) -> None:
+    fifo = tmp_path / "p.toml"
+    os.mkfifo(fifo)
+    exc = _in_time(lambda: load_profile_file(fifo))
+    assert isinstance(exc, ProfileError) and "a pipe or socket" in str(exc)
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"zones": ' + DEEP + "}")
+    with pytest.raises(ZonesFileError, match=r"deep\.json: nested deeper than the JSON parser allows"):
+        load_zones(deep)
