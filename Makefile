@@ -58,8 +58,11 @@ test: lint reference mlserver ultralytics docs
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(ARGS)
 
 # The day-to-day loop: lint, the unit tests and the quick integration tests (those not marked
-# slow), no reference venvs, no package build.
-check: lint
+# slow); no UI tests, no package build. The reference venvs as for `make test` (cached).
+check: lint reference mlserver ultralytics
+	MEDIAPIPE_PYTHON=$${MEDIAPIPE_PYTHON:-$(REFERENCE_PYTHON)} \
+	MLSERVER_PYTHON=$${MLSERVER_PYTHON:-$(MLSERVER_PYTHON_OF_CACHE)} \
+	ULTRALYTICS_PYTHON=$${ULTRALYTICS_PYTHON:-$(ULTRALYTICS_PYTHON_OF_CACHE)} \
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow" tests/unit tests/integration $(ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into site/: --strict fails on a broken link or

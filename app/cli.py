@@ -16,6 +16,7 @@ from types import ModuleType
 
 from app import __version__, desktop_entry
 from app.commands.interrupts import Terminated, termination_as_interrupt
+from app.inference.redaction import redact_logs
 
 SUBCOMMANDS = {
     "serve": (
@@ -164,6 +165,7 @@ def smoke_test_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    redact_logs()  # a logged error or traceback on stderr carries no header value or password
     if "--smoke-test" in args_list:
         parser = smoke_test_parser()
         args = parser.parse_args([a for a in args_list if a != "--smoke-test"])

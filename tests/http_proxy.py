@@ -1,13 +1,16 @@
 """A small real HTTP/1.1 reverse proxy on 127.0.0.1 in front of a server's HTTP port, for what
 the servers themselves will not do on demand: answer 404 to Triton's statistics (a server
 without that extension), cut replies short with a TCP reset (a proxy or load balancer
-failing mid-response), record the headers every call carries, and serve TLS (a self-signed
-certificate made by the test). Everything else is forwarded as it is."""
+failing mid-response), record the headers every call carries, answer inference with an error
+that echoes those headers the way careless servers do (lower-cased, decoded, embedded), and
+serve TLS (a self-signed certificate made by the test). Everything else is forwarded as it is."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
+import json
 import socket
 import ssl
 import struct
@@ -16,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -31,6 +35,7 @@ class ProxyRules:
     # their JSON header (Inference-Header-Content-Length).
     announce_length: int = 0
     announce_header_length: int = 0
+    echo_headers: bool = False  # inference answered 400, its error quoting the request's headers
     lock: threading.Lock = field(default_factory=threading.Lock)
     headers: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (path, headers)
     resets_done: int = 0
@@ -80,6 +85,9 @@ def _handler(upstream: tuple[str, int], rules: ProxyRules) -> type[BaseHTTPReque
                 or (rules.index_404 and self.path.endswith("/repository/index"))
             ):
                 self._answer(404, b'{"error":"Not Found"}', {"Content-Type": "application/json"})
+                return
+            if rules.echo_headers and method == "POST" and self.path.endswith("/infer"):
+                self._answer(400, _echo(self.headers), {"Content-Type": "application/json"})
                 return
             connection = http.client.HTTPConnection(*upstream, timeout=60)
             try:
@@ -140,6 +148,22 @@ def _handler(upstream: tuple[str, int], rules: ProxyRules) -> type[BaseHTTPReque
                 self.connection.close()
 
     return Handler
+
+
+def _echo(headers: Any) -> bytes:
+    """An error quoting every header not as sent: lower-cased, a -bin value base64-decoded,
+    the token of an Authorization alone, inside other words."""
+    quoted = []
+    for key, value in headers.items():
+        key = key.lower()
+        if key.endswith("-bin"):
+            decoded = base64.b64decode(value + "=" * (-len(value) % 4))
+            quoted.append(f"{key} decoded as {decoded.decode('utf-8', 'replace')!r}")
+        elif key == "authorization":
+            quoted.append(f"token{value.split()[-1]}rejected; header was {value.lower()}")
+        elif key.startswith("x-"):
+            quoted.append(f"{key}={value.upper()}")
+    return json.dumps({"error": "unauthorized: " + "; ".join(quoted)}).encode()
 
 
 @contextlib.contextmanager

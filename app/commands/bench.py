@@ -39,6 +39,7 @@ from app.commands.trace_output import TraceRun, add_trace_arguments
 from app.inference.core.spec import Delivery
 from app.inference.errors import SessionError
 from app.inference.profiles.profile import ProfileError
+from app.inference.redaction import url_without_password
 from app.inference.result import strict_json
 from app.inference.transports.transport import TransportKind
 from app.pipeline.plain_comparison import PlainComparison
@@ -253,7 +254,7 @@ def build_report(sweep: Sweep, url: str, names: list[str], plan: SweepPlan) -> d
     knees = [k.to_record() for k in (find_knee(s) for s in series(sweep.results).values()) if k is not None]
     best, sentence = recommend(sweep.results)
     return {
-        "url": url,
+        "url": url_without_password(url),
         "model": sweep.model_name,
         "images": names,
         "requests": plan.requests,

@@ -24,9 +24,10 @@ from app.inference.core.spec import (
     SessionSpec,
     Timeouts,
 )
-from app.inference.decoding.labels import read_labels_file
+from app.inference.decoding.labels import blank_label_ids, read_labels_file
 from app.inference.profiles.profile import ProfileError, load_profile_file
 from app.inference.protocol import Endpoint, MixedProtocolsError, UrlError, parse_endpoints, parse_url
+from app.inference.redaction import redact
 from app.inference.result import strict_json
 from app.inference.transports.channel import ConnectionOptions
 from app.inference.transports.transport import TransportKind
@@ -59,8 +60,9 @@ class LineSink(Protocol):
 
 def eprint(*parts: object) -> None:
     # A closed terminal (SIGHUP) makes stderr fail with EIO: a message is not worth dying for.
+    # Everything on stderr may carry a server's or an exception's text: no secret in it.
     with contextlib.suppress(OSError, ValueError):
-        print(*parts, file=sys.stderr, flush=True)
+        print(redact(" ".join(str(p) for p in parts)), file=sys.stderr, flush=True)
 
 
 _SAID: set[str] = set()  # notes already said by this process (each plain sentence once)
@@ -72,6 +74,13 @@ def say_once(note: str) -> None:
     if note and note not in _SAID:
         _SAID.add(note)
         eprint(f"note: {note}")
+
+
+def warn_once(warning: str) -> None:
+    """`warning: ...` on stderr, once per process (the options are read once per session)."""
+    if warning and ("warning: " + warning) not in _SAID:
+        _SAID.add("warning: " + warning)
+        eprint(f"warning: {warning}")
 
 
 def tell_session(session: TritonSession) -> None:
@@ -322,6 +331,14 @@ def profile_overrides(args: argparse.Namespace) -> dict[str, Any] | None:
             overrides["labels"] = read_labels_file(args.labels)
     except (ProfileError, ValueError) as e:
         raise UsageError(str(e)) from None
+    blank = blank_label_ids(overrides.get("labels") or ())
+    if blank:
+        source = f"--labels {args.labels}" if getattr(args, "labels", None) else f"--profile {args.profile}"
+        ids = ", ".join(str(i) for i in blank[:10]) + (" …" if len(blank) > 10 else "")
+        warn_once(
+            f"{source}: {len(blank)} empty name(s) (blank lines before the last name): class id(s) {ids} "
+            "have no name (shown as 'class N'); the later names keep their line's position"
+        )
     for option, field in (("score", "score_threshold"), ("iou", "iou_threshold")):
         value = getattr(args, option, None)
         if isinstance(value, float):  # compare's matching IoU is --match-iou, never this

@@ -43,6 +43,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import SessionSpec
 from app.inference.errors import SessionError
 from app.inference.protocol import Endpoint
+from app.inference.redaction import url_without_password
 from app.inference.result import naming_input
 from app.pipeline.batch import VideoPolicy
 from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Side
@@ -144,7 +145,7 @@ def describe(session: TritonSession) -> dict[str, Any]:
     return {
         "model": info.name if info else session.spec.model,
         "version": session.spec.version or (info.version if info else ""),
-        "urls": list(session.urls),
+        "urls": [url_without_password(url) for url in session.urls],
     }
 
 

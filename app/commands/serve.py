@@ -8,6 +8,7 @@ import sys
 
 from app.commands.common import int_range, path_argument
 from app.commands.interrupts import termination_as_interrupt
+from app.inference.redaction import redact
 from app.pipeline.connection.local_server import LocalServer
 from app.pipeline.connection.supervisor import ServerSupervisor
 from app.resources import bundled_models, model_repository
@@ -38,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    print(redact(text), file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:

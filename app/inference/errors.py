@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.inference.protocol import Endpoint, ServerProtocol, same_server_over
+from app.inference.redaction import redact as redact  # re-exported: messages are redacted here
 from app.inference.result import ErrorKind, Status
 
 
@@ -331,14 +332,6 @@ def closed_by_peer(text: str) -> bool:
     """The server accepted the connection, then closed it: not a plain gRPC server (TLS, HTTP)."""
     lowered = text.lower()
     return "socket closed" in lowered or "connection reset" in lowered
-
-
-def redact(text: str, secrets: Iterable[str | bytes]) -> str:
-    """Header values (tokens, keys) never appear in messages or logs (binary ones are not text)."""
-    for secret in secrets:
-        if isinstance(secret, str) and len(secret) >= 3:
-            text = text.replace(secret, "***")
-    return text
 
 
 def first_paragraph(text: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from app.inference.masks import BinaryMask
+from app.inference.redaction import redact
 
 Keypoint = tuple[float, float, float]  # x, y in original pixels; score (visibility) 0..1
 
@@ -156,8 +157,9 @@ class InferenceResult:
     # Detections (or classes) the model gave with NaN/infinite numbers, an inverted box or a
     # negative class id: dropped, counted here (in the record when not 0).
     dropped_invalid: int = 0
-    # Opaque value given at submit time (e.g. the frame to display); never serialised.
-    tag: Any = None
+    # Opaque value given at submit time, never serialised. `object`, not Any: a reader narrows
+    # it (the live frame: app.pipeline.live.frame_of), so a wrong guess fails where it is made.
+    tag: object = None
 
     @classmethod
     def local_failure(
@@ -201,7 +203,7 @@ class InferenceResult:
             "request_id": self.request_id,
             "ok": self.ok,
             "status": self.status.value,
-            "error": self.error,
+            "error": None if self.error is None else redact(self.error),
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 3),
             "width": self.width,
             "height": self.height,

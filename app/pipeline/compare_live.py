@@ -21,7 +21,7 @@ from pathlib import Path
 from app.inference.core.session import TritonSession
 from app.inference.result import InferenceResult
 from app.pipeline.compare import Side
-from app.pipeline.live import LiveEvent, LiveJob, LiveOptions, StreamStats, capture_for, decode
+from app.pipeline.live import LiveEvent, LiveJob, LiveOptions, StreamStats, capture_for, decode, frame_of
 from app.pipeline.matching import DEFAULT_IOU, Match, match_results
 from app.sources.frame import Frame
 from app.sources.grabs import FULL, Grab
@@ -179,7 +179,7 @@ class LivePairer:
     def result(self, side: Side, result: InferenceResult, now: float) -> LivePair | None:
         """A result came in: its pair when the frame is now complete (or the other side
         dropped it), else None (it waits)."""
-        frame: Frame = result.tag
+        frame = frame_of(result)
         entry = self._entry(frame, now)
         entry.results[side] = result
         return self._settled(frame.index)

@@ -8,8 +8,8 @@ small in-flight window per stream so the picture never falls behind the source.
 - `LiveRun`: one play of a source: the capture thread (app.sources.live) feeding a LiveJob.
   When the source ends (or fails) its job is closed, and `on_drained` says when the last
   result was handed on: nobody polls to learn that a file is finished.
-Each result carries its own frame in `result.tag`: boxes are always drawn on the frame
-they were computed on.
+Each result carries its own frame in `result.tag` (read it with `frame_of`): boxes are always
+drawn on the frame they were computed on.
 
 Frames come from the capture grabbed, not decoded: a frame the window has no room for is
 dropped before it costs a decode, and the others are decoded once, at the size a
@@ -41,6 +41,15 @@ from app.sources.rate import RateMeter
 log = logging.getLogger(__name__)
 
 ResultCallback = Callable[[InferenceResult], None]
+
+
+def frame_of(result: InferenceResult) -> Frame:
+    """The frame a live result was computed on: `LiveJob` submits every frame as the request's
+    tag. TypeError for a result that did not come from a live stream."""
+    frame = result.tag
+    if not isinstance(frame, Frame):
+        raise TypeError(f"result {result.request_id} of {result.source} carries no live frame")
+    return frame
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from app.inference.introspection.model_config import ModelConfigDict
 from app.inference.introspection.repository import RepositoryControl, RepositoryError, RepositoryErrorKind
 from app.inference.profiles.profile import ProfileError
 from app.inference.protocol import Endpoint
+from app.inference.redaction import url_without_password
 from app.pipeline.sweep import NO_SUCCESS, LevelResult, Sweep, SweepPlan, SweepProgress, stage_notes
 from app.pipeline.tune_analysis import Point, Recommendation, TrialResult, pareto_front, recommend
 from app.pipeline.tune_settings import (
@@ -160,7 +161,7 @@ class TuneResult:
             }
         return {
             "model": self.model,
-            "url": self.url,
+            "url": url_without_password(self.url),
             "original": {
                 "settings": self.original_settings.to_record(),
                 "levels": [] if original is None else [level_record(lv) for lv in original.levels],

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -55,14 +56,29 @@ class StubPython:
     libdir: Path  # where libpython3.X.so.1.0 is: first in the stub's LD_LIBRARY_PATH
 
 
+# Secrets the server and its models' backends never need, and could show (every model's
+# process inherits the server's environment, readable in /proc/PID/environ by the same user):
+# the app's own headers variable and anything named like a credential.
+SECRET_VARIABLES = frozenset({"TRITON_VIEWER_HEADERS"})
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE)
+
+
+def is_secret_variable(name: str) -> bool:
+    """An environment variable that carries a secret (it stays out of child processes)."""
+    return name in SECRET_VARIABLES or _SECRET_NAME.search(name) is not None
+
+
 def clean_environment(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment without what a PyInstaller bootloader changed for its own process.
+    """The environment without secrets (`is_secret_variable`) and without what a PyInstaller
+    bootloader changed for its own process.
 
     The bootloader puts its _internal/ folder first in LD_LIBRARY_PATH (saving the
     original in LD_LIBRARY_PATH_ORIG): a child would load the bundle's libpython,
     OpenSSL... instead of its own.
     """
     env = dict(os.environ if base is None else base)
+    for name in [n for n in env if is_secret_variable(n)]:
+        del env[name]
     if getattr(sys, "frozen", False):
         original = env.pop("LD_LIBRARY_PATH_ORIG", None)
         if original:

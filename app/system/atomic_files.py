@@ -11,7 +11,9 @@ through here (the command line and the viewer alike).
 - `check_writable(folder)`: before a long run, whether a file can be made there at all.
 
 The temporary file is in the same folder (a rename within one file system is atomic) and
-named `<name>.<random>.part`; it gets the usual permissions (umask), unlike mkstemp's 0600.
+named `<name>.<random>.part`. A new file gets the usual permissions (umask), unlike mkstemp's
+0600; a file that replaces another keeps that one's permission bits (a 0600 file stays 0600),
+set before anything is written, so the new contents are never more open than the old.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +50,31 @@ def _naming(error: OSError, target: str) -> OSError:
     return OSError(error.errno, error.strerror or str(error), target)
 
 
+def _existing_mode(target: str) -> int | None:
+    """The permission bits of the file `target` names now (None: no such file, or not one)."""
+    try:
+        st = os.stat(target)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+def _create_part(tmp: str, target: str) -> int:
+    """The temporary file, created (exclusive) with `target`'s permissions when it replaces a
+    file, else with the umask's; an open descriptor for writing."""
+    mode = _existing_mode(target)
+    # 0600 until its mode is set: the new contents are never readable by more than the old.
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666 if mode is None else 0o600)
+    if mode is not None:
+        try:
+            os.fchmod(fd, mode)
+        except OSError:
+            os.close(fd)
+            _unlink_quietly(tmp)
+            raise
+    return fd
+
+
 def _unlink_quietly(path: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
@@ -59,11 +87,12 @@ def replacing(path: PathLike, *, binary: bool = False, newline: str | None = Non
     target = os.fspath(path)
     tmp = temporary_name(target)
     try:
+        fd = _create_part(tmp, target)
         if binary:
-            with open(tmp, "xb") as f:
+            with open(fd, "wb") as f:
                 yield f
         else:
-            with open(tmp, "x", encoding="utf-8", newline=newline) as f:
+            with open(fd, "w", encoding="utf-8", newline=newline) as f:
                 yield f
         # close() above flushed: a full disk raised there, before anything was replaced.
         os.replace(tmp, target)
@@ -118,7 +147,8 @@ class LineFile:
         # Unbuffered: a failed write is seen at once, and nothing waits in a buffer that a
         # later close() would try (and fail) to write again.
         try:
-            self._file: IO[bytes] | None = open(self._tmp, "xb", buffering=0)  # noqa: SIM115 (closed by close())
+            fd = _create_part(self._tmp, str(self.path))
+            self._file: IO[bytes] | None = open(fd, "wb", buffering=0)  # noqa: SIM115 (closed by close())
         except OSError as e:
             raise _naming(e, str(self.path)) from e
 

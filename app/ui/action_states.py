@@ -4,8 +4,8 @@ hundreds of results costs one refresh)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QTimer
 from PySide6.QtGui import QAction
+from superqt.utils import QSignalThrottler
 
 from app.ui.batch.batch_browser import BatchBrowser
 from app.ui.main_window import MainWindow
@@ -30,10 +30,10 @@ class ActionStates:
 
     def __init__(self, state: ViewerState, window: MainWindow, browser: BatchBrowser) -> None:
         self.state, self.window, self.browser = state, window, browser
-        self._timer = QTimer()
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(0)
-        self._timer.timeout.connect(self.apply)
+        # At 0 ms, trailing: one refresh on the next pass, however many changes came before it.
+        self._refresh = QSignalThrottler(QSignalThrottler.EmissionPolicy.Trailing)
+        self._refresh.setTimeout(0)
+        self._refresh.triggered.connect(self.apply)
         for event in (state.batch_changed, state.selection_changed, state.shown_changed):
             event.connect(lambda _key: self.refresh())
         state.mode_changed.connect(lambda _mode: self.refresh())
@@ -44,8 +44,7 @@ class ActionStates:
         self.refresh()  # the state as it starts
 
     def refresh(self, *_args: object) -> None:
-        if not self._timer.isActive():
-            self._timer.start()
+        self._refresh.throttle()
 
     def apply(self) -> None:
         state, w, browser = self.state, self.window, self.browser

@@ -1,10 +1,12 @@
 """The Analyse menu: "Compare with…" (the A/B compare window), "Track objects" (track ids
 and trails in the live preview, with a Tracks dock) and "Evaluate against labels…" (its action
-only: the viewer wires it to app/ui/evaluation). Built beside the main window's own
-menus so the viewer only creates it and tells it the current session."""
+only: the viewer wires it to app/ui/evaluation); and the load ramp's window (Tools > Load
+test…). Built beside the main window's own menus so the viewer only creates it and tells it the
+current session."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from concurrent.futures import Executor
 
@@ -14,6 +16,7 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import ProfileSource
+from app.ui.analysis.load_ramp_window import LoadRampWindow
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
 from app.ui.compare.compare_controller import CompareController
@@ -34,11 +37,15 @@ class AnalysisUi:
         tasks: TaskSet,
         bridge: GuiBridge,
         report: Callable[[str, bool], None],
+        profile_for: Callable[[str | None], ProfileSource],
     ) -> None:
+        """`profile_for(model)`: the profile the viewer opens a model with (the compare's sides
+        use it)."""
         self.window, self._tasks, self._report = window, tasks, report
+        self._bridge, self._executor = bridge, executor
         self.session: TritonSession | None = None
-        # Set by the viewer: the profile it opens a model with (the compare's sides use it).
-        self.profile_for: Callable[[str | None], ProfileSource] = lambda _model: ProfileSource()
+        self.load_test: LoadRampWindow | None = None  # Tools > Load test…, once opened
+        self.profile_for = profile_for
         menu = window.menuBar().addMenu("&Analyse")
         self.compare_action = QAction("&Compare with…", window)
         self.compare_action.setShortcut("Ctrl+Shift+C")
@@ -105,8 +112,26 @@ class AnalysisUi:
             return False
         return await self.compare.start(choice, session.spec, self.profile_for)
 
+    def open_load_test(self, paths: list[str]) -> None:
+        """Tools > Load test…: the sweep on `paths` (the batch's images that ran; none: the
+        sample) with the current session's settings, in its own window."""
+        session = self.session
+        if session is None:
+            self._report("Load test: connect to a server first", True)
+            return
+        if self.load_test is None:
+            self.load_test = LoadRampWindow(self.window, self._bridge, self._executor)
+        model = session.info.name if session.info else session.spec.model
+        self.load_test.prepare(dataclasses.replace(session.spec, model=model), paths)
+        self.load_test.show()
+        self.load_test.raise_()
+
     async def shutdown(self) -> None:
+        """The compare dialog closes, the compare's runs and sessions and a load ramp in
+        progress stop."""
         dialog, self.dialog = self.dialog, None
         if dialog is not None and shiboken6.isValid(dialog):
             dialog.close()
         await self.compare.shutdown()
+        if self.load_test is not None:
+            await self.load_test.shutdown()

@@ -4,11 +4,15 @@ bundled models)."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import importlib.metadata
 import platform
+from collections.abc import Callable
+from concurrent.futures import Executor
 
 import PySide6
+import shiboken6
 from PySide6.QtCore import Qt, qVersion
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -25,7 +29,10 @@ from PySide6.QtWidgets import (
 )
 
 from app import __version__
+from app.inference.core.session import TritonSession
+from app.inference.introspection.server_info import server_version
 from app.resources import BUNDLED_MODELS, bundled_models
+from app.ui.base.tasks import TaskSet
 from app.ui.base.window_fit import secondary_window
 
 
@@ -138,3 +145,43 @@ def add_help_menu(window: QMainWindow) -> tuple[QAction, QAction]:
     menu.addAction(shortcuts)
     menu.addAction(about)
     return shortcuts, about
+
+
+class HelpUi:
+    """The Help menu on `window` and its dialogs (the last one opened is `dialog`)."""
+
+    def __init__(
+        self,
+        window: QMainWindow,
+        executor: Executor,
+        tasks: TaskSet,
+        session: Callable[[], TritonSession | None],
+    ) -> None:
+        """`session()`: the viewer's session now (About names its server's version)."""
+        self.window, self._executor, self._session = window, executor, session
+        self.shortcuts_action, self.about_action = add_help_menu(window)
+        self.dialog: QDialog | None = None
+        self.shortcuts_action.triggered.connect(self.show_shortcuts)
+        self.about_action.triggered.connect(lambda: tasks.spawn(self.show_about(), name="about"))
+
+    def show_shortcuts(self) -> None:
+        self.dialog = shortcuts_dialog(self.window)
+        self.dialog.open()
+
+    async def show_about(self) -> None:
+        session, version = self._session(), None
+        if session is not None:
+            endpoint = session.spec.endpoints[0]
+            options = session.spec.connection
+            version = await asyncio.get_running_loop().run_in_executor(
+                self._executor, server_version, endpoint, options
+            )
+            version = f"{version} at {endpoint.url}"
+        self.dialog = about_dialog(self.window, version)
+        self.dialog.open()
+
+    def close(self) -> None:
+        """The dialog open, if any (closed by the user: already deleted)."""
+        dialog, self.dialog = self.dialog, None
+        if dialog is not None and shiboken6.isValid(dialog):
+            dialog.close()

@@ -18,7 +18,9 @@ from PySide6.QtWidgets import QApplication
 
 from app.ui.viewer import Viewer, ViewerOptions
 
-IO_WORKERS = 4
+# Short blocking I/O (opening sessions, reading files, probes) plus one worker each for the
+# long jobs that may run beside it: a load ramp and a tune hold theirs for minutes.
+IO_WORKERS = 6
 # Harmless notices of Qt's offscreen/virtual-display platform plugins, not worth a line on stderr.
 IGNORED_QT_MESSAGES = ("This plugin does not support propagateSizeHints()",)
 

@@ -259,7 +259,7 @@ def run_viewer(args: argparse.Namespace, config: Config, video: Path) -> dict[st
         await asyncio.sleep(args.warmup)
         recording = Path(settings_dir()) / "recording.mp4"
         if args.record:
-            viewer.live.start_recording(recording)
+            viewer.live.recorder.start(recording)
         if args.track:
             viewer.analysis.set_tracking(True)  # its first frames import the tracking library
         load_before = os.getloadavg()
@@ -273,7 +273,7 @@ def run_viewer(args: argparse.Namespace, config: Config, video: Path) -> dict[st
         load_after = os.getloadavg()
         recorded = ""
         if args.record:
-            await viewer.live.stop_recording()
+            await viewer.live.recorder.stop()
             recorded = viewer.window.statusBar().currentMessage()
         stream0, capture0, stream1, capture1 = before.stream, before.capture, after.stream, after.capture
         if stream0 is None or stream1 is None:

@@ -30,7 +30,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import SessionSpec
 from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult
-from app.pipeline.live import LiveEvent, LiveOptions, LiveRun
+from app.pipeline.live import LiveEvent, LiveOptions, LiveRun, frame_of
 from app.pipeline.tracking import StreamTrackers
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
@@ -49,7 +49,7 @@ def measure(
         tracked = trackers.track(result)  # what the viewer does with every live result
         if measuring.is_set() and tracked.ok:
             with lock:
-                done.append((time.monotonic(), (time.monotonic() - result.tag.timestamp) * 1000))
+                done.append((time.monotonic(), (time.monotonic() - frame_of(result).timestamp) * 1000))
 
     def on_event(event: LiveEvent, message: str) -> None:
         if event is not LiveEvent.END:

@@ -14,7 +14,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import Limits, SessionSpec
 from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult
-from app.pipeline.live import LiveJob, LiveOptions, LiveRun
+from app.pipeline.live import LiveJob, LiveOptions, LiveRun, frame_of
 from app.pipeline.live_decode import DecodePlan, ViewNeed
 from app.server.embedded import EmbeddedServer
 from app.sources.frame import Frame
@@ -65,7 +65,7 @@ def test_frames_that_are_dropped_are_never_decoded(triton: EmbeddedServer, webca
     assert len(decoded) == stats.submitted == stats.offered - stats.dropped  # one decode per frame sent
     assert sorted(r.frame for r in results if r.frame is not None) == sorted(decoded)
     # 640x360 on screen and 256 px for the model: decoded at 1/2 (960 px), boxes in 1920x1080 pixels.
-    frames: list[Frame] = [r.tag for r in results]
+    frames = [frame_of(r) for r in results]
     assert all(f.width == 960 and f.source_size == SIZE for f in frames)
     assert all(r.width == SIZE[0] and r.height == SIZE[1] for r in results)
 
@@ -96,7 +96,7 @@ def test_boxes_of_reduced_frames_match_those_of_full_frames(
         assert len(results) == 40
         cap = cv2.VideoCapture(str(webcam_video))
         for result in sorted(results, key=lambda r: r.frame or 0)[::8]:
-            frame: Frame = result.tag
+            frame = frame_of(result)
             assert frame.width == 480 and frame.reduced
             cap.set(cv2.CAP_PROP_POS_FRAMES, frame.index)
             ok, bgr = cap.read()

@@ -16,7 +16,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import Limits, SessionSpec
 from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult, Status
-from app.pipeline.live import LiveJob
+from app.pipeline.live import LiveJob, frame_of
 from app.server.embedded import EmbeddedServer
 from app.sources.frame import Frame
 from app.sources.live import LiveCapture
@@ -43,7 +43,7 @@ class Display:
         self.lock = threading.Lock()
 
     def __call__(self, result: InferenceResult) -> None:
-        frame: Frame = result.tag
+        frame = frame_of(result)
         with self.lock:
             self.results.append(result)
             self.ages_ms.append((time.monotonic() - frame.timestamp) * 1000)
@@ -85,7 +85,7 @@ def test_live_mode_holds_the_window_drops_frames_and_never_falls_behind(
     assert stats.completed == stats.submitted == len(display.results)
     assert all(r.ok for r in display.results)
     # Boxes are computed on the frame they come with.
-    assert all(r.frame == r.tag.index and (r.width, r.height) == (160, 120) for r in display.results)
+    assert all(r.frame == frame_of(r).index and (r.width, r.height) == (160, 120) for r in display.results)
     # A buffering pipeline would show frames older and older (seconds by the end);
     # here the age of the frames shown stays where it started.
     quarter = len(display.ages_ms) // 4

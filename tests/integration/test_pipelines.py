@@ -17,12 +17,11 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import Limits, SessionSpec
 from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult
-from app.pipeline.live import LiveJob
+from app.pipeline.live import LiveJob, frame_of
 from app.pipeline.recording import LiveRecording, jsonl_path_for
 from app.pipeline.tracking import StreamTrackers
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
-from app.sources.frame import Frame
 from app.sources.live import LiveCapture
 from tests.integration.test_cli_infer import bgr, parse, run_cli
 from tests.media import make_face_video, make_person_video
@@ -86,7 +85,7 @@ def _live(url: str, model: str, video: Path, recording: Path) -> tuple[list[Infe
 
     def shown(result: InferenceResult) -> None:
         tracked = trackers.track(result)
-        frame: Frame = result.tag
+        frame = frame_of(result)
         with lock:
             results.append(tracked)
             recorder.write(frame, tracked.detections)

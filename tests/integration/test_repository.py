@@ -27,6 +27,7 @@ from app.inference.introspection.repository import (
 from app.inference.introspection.server_metrics import MetricsReader
 from app.inference.protocol import parse_url
 from app.server.embedded import EmbeddedServer
+from tests.cli_runner import run_cli_in_process
 from tests.integration.procs import eventually
 
 pytestmark = pytest.mark.slow
@@ -167,3 +168,53 @@ def test_metrics_of_the_embedded_server(triton: EmbeddedServer) -> None:
     assert MODEL in snapshot.pending_requests
     assert snapshot.gpus == (), "started with --allow-gpu-metrics=false, and no GPU here"
     assert [value for _, value in history.series("cpu_memory_used_bytes")][-1] > 0
+
+
+EVIL_MODEL = """
+import pathlib
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        pathlib.Path(__file__).parents[1].joinpath("ran").write_text("code outside the repository ran")
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse(output_tensors=[]) for _ in requests]
+"""
+
+
+def test_a_name_outside_the_repository_is_refused_before_any_call(
+    triton: EmbeddedServer, combined_repository: Path
+) -> None:
+    evil = combined_repository.parent / "outside" / "evil"
+    (evil / "1").mkdir(parents=True, exist_ok=True)
+    (evil / "config.pbtxt").write_text(
+        'backend: "python"\nmax_batch_size: 0\n'
+        'input [ { name: "x", data_type: TYPE_FP32, dims: [ 1 ] } ]\n'
+        'output [ { name: "y", data_type: TYPE_FP32, dims: [ 1 ] } ]\n'
+    )
+    (evil / "1" / "model.py").write_text(EVIL_MODEL)
+    with RepositoryControl(parse_url(triton.grpc_url)) as control:
+        with pytest.raises(RepositoryError) as refused:
+            control.load("../outside/evil")
+        assert refused.value.kind is RepositoryErrorKind.BAD_NAME
+        assert "'../outside/evil'" in str(refused.value) and "path separator" in str(refused.value)
+    status = run_cli_in_process("repository", "--url", triton.grpc_url, "load", "../outside/evil")
+    assert status.returncode == 2, status.stderr
+    assert "'../outside/evil'" in status.stderr and "loaded" not in status.stderr
+    hidden = run_cli_in_process("repository", "--url", triton.grpc_url, "unload", ".hidden")
+    assert hidden.returncode == 2 and "'.hidden'" in hidden.stderr and "starts with a dot" in hidden.stderr
+    assert not (evil / "ran").exists(), "the server never saw the name"
+
+
+def test_an_unload_of_a_model_the_server_does_not_have_is_an_error(repository: RepositoryControl) -> None:
+    with pytest.raises(RepositoryError) as unknown:
+        repository.unload("nonexistent_model")
+    assert unknown.value.kind is RepositoryErrorKind.NOT_FOUND
+    assert "'nonexistent_model'" in str(unknown.value) and "no such model" in str(unknown.value)
+    status = run_cli_in_process("repository", "--url", repository.url, "unload", "nonexistent_model")
+    assert status.returncode == 2, status.stderr
+    assert "'nonexistent_model'" in status.stderr and "no such model" in status.stderr
+    assert "unloaded" not in status.stderr
+    assert {e.name: e.state for e in repository.index()}[MODEL] == "READY", "nothing else touched"

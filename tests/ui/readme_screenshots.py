@@ -37,6 +37,7 @@ from app.ui.analysis.scoped_stats import Scope
 from app.ui.compare.compare_window import CompareChoice
 from app.ui.evaluation.evaluate_dialog import EvaluationChoice
 from app.ui.main_window import Mode
+from app.ui.qt_app import IO_WORKERS
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.evaluation_data import Img, Obj, face_images, write_dataset
 from tests.media import face_box, head_image, make_face_video
@@ -265,7 +266,7 @@ def main(out_dir: str, shots: list[str]) -> None:
         app.setQuitOnLastWindowClosed(False)
         loop = qasync.QEventLoop(app)
         asyncio.set_event_loop(loop)
-        executor = ThreadPoolExecutor(4)
+        executor = ThreadPoolExecutor(IO_WORKERS)
         try:
             for shot in shots:
                 loop.run_until_complete(SHOTS[shot](out, executor, Path(tmp)))

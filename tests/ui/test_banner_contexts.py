@@ -10,6 +10,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 from skimage import data
 
+from app.inference.transports.channel import ConnectionOptions
 from app.pipeline.connection.state import ConnectionState
 from app.server.embedded import EmbeddedServer
 from app.ui.widgets.banner import Context, ErrorBanner, split_detail
@@ -29,6 +30,18 @@ def test_split_detail_keeps_the_lead_and_the_raw_detail_apart() -> None:
     assert detail.startswith("failed to connect") and detail.endswith("(http1 framing)")
     assert split_detail("photo.png: cannot read (frame 3)") == ("photo.png: cannot read (frame 3)", "")
     assert split_detail("no detail here") == ("no detail here", "")
+
+
+def test_the_banner_never_shows_a_header_value_or_a_urls_password(qtbot: QtBot) -> None:
+    ConnectionOptions(headers={"authorization": "Bearer BannerT0ken"})  # the viewer's connection
+    banner = ErrorBanner()
+    qtbot.addWidget(banner)
+    banner.show_error(
+        "cannot reach http://u:BannerPw@h:8000 (401: token bannert0ken refused)", Context.CONNECTION
+    )
+    shown = banner.text() + banner.message.text() + banner.detail.text()
+    assert "BannerPw" not in shown and "bannert0ken" not in shown.lower()
+    assert banner.text() == "cannot reach http://u:***@h:8000 (401: token *** refused)"
 
 
 def test_banner_contexts_replace_and_clear(qtbot: QtBot) -> None:

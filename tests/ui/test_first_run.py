@@ -32,9 +32,9 @@ def test_asks_for_a_server_and_connects_to_it(
 ) -> None:
     viewer = start_without_local_server(harness, tmp_path)
     harness.run(
-        until(lambda: viewer.server_dialog is not None and viewer.server_dialog.isVisible(), what="dialog")
+        until(lambda: (d := viewer.connection_ui.server_dialog) is not None and d.isVisible(), what="dialog")
     )
-    dialog = viewer.server_dialog
+    dialog = viewer.connection_ui.server_dialog
     assert dialog is not None
     assert "no-tritonserver" in dialog.labelText()  # says why the local server cannot run
     assert viewer.connection.state == "failed"
@@ -52,7 +52,7 @@ def test_connects_to_the_remembered_server_without_asking(
     viewer = start_without_local_server(harness, tmp_path)
     harness.connected(viewer)
     assert viewer.connection.urls == [triton.grpc_url]
-    assert viewer.server_dialog is None
+    assert viewer.connection_ui.server_dialog is None
 
 
 def test_closing_while_a_connect_hangs_abandons_it(harness: Harness, tmp_path: Path) -> None:

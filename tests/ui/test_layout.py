@@ -181,7 +181,7 @@ def test_help_lists_the_shortcuts_and_about_names_the_versions(
 ) -> None:
     viewer = laptop_viewer(harness, triton.grpc_url)
     QTest.keyClick(viewer.window, Qt.Key.Key_F1)
-    dialog = viewer.dialog
+    dialog = viewer.help.dialog
     assert dialog is not None and dialog.isVisible()
     table = dialog.findChild(QTableWidget)
     assert table is not None
@@ -193,9 +193,9 @@ def test_help_lists_the_shortcuts_and_about_names_the_versions(
     assert rows["▶ Start"] == "F5" and rows["❚❚ Pause"] == "Space" and rows["■ Stop"] == "Shift+F5"
     assert rows["● Record"] == "Ctrl+R" and "F" in rows["Fit to window"]
     dialog.close()
-    viewer.about_action.trigger()
-    harness.run(until(lambda: viewer.dialog is not None and viewer.dialog is not dialog, what="about"))
-    about = viewer.dialog
+    viewer.help.about_action.trigger()
+    harness.run(until(lambda: viewer.help.dialog not in (None, dialog), what="about"))
+    about = viewer.help.dialog
     assert about is not None
     text = " ".join(
         label.text()

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QTimer
 
+from app.pipeline.live import frame_of
 from app.server.embedded import EmbeddedServer
 from app.sources.frame import Frame
 from app.ui.analysis.request_log import COL_FRAME
@@ -272,10 +273,10 @@ def test_recording_writes_the_annotated_video_and_jsonl(
     harness.run(until(lambda: viewer.live.meter.shown >= 3, what="first frames"))
     out = tmp_path / "rec" / "live.mp4"
     out.parent.mkdir()
-    viewer.live.start_recording(out)
+    viewer.live.recorder.start(out)
     assert viewer.live_ui.toolbar.record_action.isChecked()
     harness.run(until(lambda: viewer.live.meter.shown >= 30, what="30 more frames"))
-    harness.run(viewer.live.stop_recording())
+    harness.run(viewer.live.recorder.stop())
     assert not viewer.live_ui.toolbar.record_action.isChecked()
     frames = recorded_frames(out)
     records = [json.loads(line) for line in (tmp_path / "rec" / "live.jsonl").read_text().splitlines()]
@@ -301,7 +302,7 @@ def test_frame_tag_pairs_image_and_result(harness: Harness, triton: EmbeddedServ
     make_index_video(video, frames=20, fps=30)
     viewer = harness.viewer(triton.grpc_url, "face_detector", camera=str(video))
     seen: list[tuple[int, Frame]] = []
-    viewer.live.result.connect(lambda r: seen.append((r.frame, r.tag)))
+    viewer.live.result.connect(lambda r: seen.append((r.frame, frame_of(r))))
     harness.run(until(lambda: ended(viewer), what="the video to end"))
     from tests.media import decode_index
 

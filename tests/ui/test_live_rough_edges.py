@@ -108,9 +108,9 @@ def test_the_record_dialog_starts_in_the_last_used_folder(
     assert default.parent == videos and default.suffix == ".mp4", "the video's own folder"
     live_ui.record_to(str(records / "take1.mp4"))
     assert ViewerSettings().last_dir("record") == str(records), "remembered at once, not only at exit"
-    harness.run(until(lambda: viewer.live.recording.active, what="recording"))
+    harness.run(until(lambda: viewer.live.recorder.active, what="recording"))
     viewer.live.stop()
-    harness.run(until(lambda: viewer.live.idle and not viewer.live.recording.active, what="stopped"))
+    harness.run(until(lambda: viewer.live.idle and not viewer.live.recorder.active, what="stopped"))
     assert Path(live_ui.record_default_path()).parent == records
     harness.close(viewer)
     again = harness.viewer(triton.grpc_url, "face_detector")  # the same settings folder

@@ -154,12 +154,12 @@ def test_recording_writes_full_size_frames_while_the_view_gets_smaller_ones(
     assert decoded_width(viewer) == size[0] // 2  # what the ~900 px view needs: half size
 
     out = tmp_path / "rec.avi"
-    viewer.live.start_recording(out)
+    viewer.live.recorder.start(out)
     assert "full resolution" in viewer.window.statusBar().currentMessage()
     harness.run(until(lambda: decoded_width(viewer) == size[0], what="full-size frames on screen"))
     start = viewer.live.meter.shown
     harness.run(until(lambda: viewer.live.meter.shown >= start + 12, what="12 frames recorded"))
-    harness.run(viewer.live.stop_recording())
+    harness.run(viewer.live.recorder.stop())
     assert f"at {size[0]}x{size[1]}" in viewer.window.statusBar().currentMessage()
     harness.run(until(lambda: decoded_width(viewer) < size[0], what="smaller frames once it stopped"))
 

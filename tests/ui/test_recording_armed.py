@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.server.embedded import EmbeddedServer
-from app.ui.live.live_controller import RecordingState
+from app.ui.live.recording import RecordingState
 from tests.media import decode_index, make_index_video
 from tests.ui.live_fixtures import recorded_frames
 from tests.ui.viewer_fixtures import Harness, until
@@ -35,16 +35,16 @@ def test_record_armed_before_start_records_from_the_first_frame(
     out = tmp_path / "rec" / "armed.avi"
     out.parent.mkdir()
     ui.record_to(str(out))  # what the Record dialog does with the chosen name
-    assert live.recording_status() is RecordingState.ARMED
+    assert live.recorder.state is RecordingState.ARMED
     assert ui.rec_mark.isVisible() and "armed" in ui.rec_mark.text()
     assert ui.toolbar.record_action.isChecked()
     assert not out.exists()
 
     ui.toolbar.start_action.trigger()  # Start: the recording begins with the first frame
-    harness.run(until(lambda: live.recording_status() is RecordingState.RECORDING, what="recording"))
+    harness.run(until(lambda: live.recorder.state is RecordingState.RECORDING, what="recording"))
     assert ui.rec_mark.isVisible() and ui.rec_mark.text().startswith("● REC 00:0")
     harness.run(until(lambda: live.state == "ended" and live.idle, what="the video to end"))
-    harness.run(until(lambda: live.recording_status() is RecordingState.OFF, what="recording closed"))
+    harness.run(until(lambda: live.recorder.state is RecordingState.OFF, what="recording closed"))
     assert not ui.rec_mark.isVisible() and not ui.toolbar.record_action.isChecked()
     records = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
     assert f"recorded {FRAMES} frames" in viewer.window.statusBar().currentMessage(), [
@@ -72,7 +72,7 @@ def test_an_armed_recording_that_never_starts_says_so_and_writes_nothing(
     cancelled = tmp_path / "cancelled.mp4"
     ui.record_to(str(cancelled))
     ui.toolbar.record_action.trigger()  # pressed again before Start: cancelled
-    harness.run(until(lambda: live.recording_status() is RecordingState.OFF, what="disarmed"))
+    harness.run(until(lambda: live.recorder.state is RecordingState.OFF, what="disarmed"))
     assert "cancelled before the stream started" in viewer.window.statusBar().currentMessage()
     assert not ui.rec_mark.isVisible()
 
@@ -85,7 +85,7 @@ def test_an_armed_recording_that_never_starts_says_so_and_writes_nothing(
     failing = tmp_path / "never.mp4"
     ui.record_to(str(failing))
     ui.toolbar.start_action.trigger()
-    harness.run(until(lambda: live.recording_status() is RecordingState.OFF, what="disarmed"))
+    harness.run(until(lambda: live.recorder.state is RecordingState.OFF, what="disarmed"))
     assert "nothing recorded to never.mp4" in viewer.window.banner.text()
     assert not failing.exists() and not cancelled.exists()
 
@@ -99,14 +99,14 @@ def test_a_recording_cut_short_by_the_source_keeps_every_frame_and_says_why(
     harness.connected(viewer)
     live = viewer.live
     recorded: list[int] = []
-    live.result.connect(lambda r: recorded.append(r.frame) if r.ok and live.recording.active else None)
+    live.result.connect(lambda r: recorded.append(r.frame) if r.ok and live.recorder.active else None)
     live.opener = lambda _spec, _res: UnpluggedCamera(frames=25)
     live.open(0)
     harness.run(until(lambda: live.meter.shown >= 2, what="first frames"))
     out = tmp_path / "cut.avi"
     viewer.live_ui.record_to(str(out))
     harness.run(until(lambda: live.state == "failed" and live.idle, what="the camera to fail"))
-    harness.run(until(lambda: live.recording_status() is RecordingState.OFF, what="recording closed"))
+    harness.run(until(lambda: live.recorder.state is RecordingState.OFF, what="recording closed"))
     records = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
     assert len(records) >= 5
     assert len(recorded_frames(out)) == len(records), "every queued frame reached the file"

@@ -155,6 +155,31 @@ def test_a_server_without_repository_control_is_said_plainly_and_the_actions_are
 
 
 # -- Tools > Tune… -------------------------------------------------------------------------------
+def test_the_tune_offers_the_models_the_repository_window_last_listed(
+    harness: Harness, triton: EmbeddedServer, control: RepositoryControl
+) -> None:
+    """A model unloaded in Model > Repository… is no longer offered by Tools > Tune… (the
+    session's own list, from when it opened, still says it is ready)."""
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    tools = viewer.server_tools
+    session = tools.session
+    assert session is not None and any(m.name == MODEL and m.ready for m in session.models)
+    tools.repository_action.trigger()
+    window = tools.repository
+    assert window is not None
+    harness.run(until(lambda: bool(window.entries), what="the list"))
+    assert harness.run(window.unload(MODEL))
+    tools.tune_action.trigger()
+    tune = tools.tune
+    assert tune is not None
+    offered = [tune.form.model.itemText(i) for i in range(tune.form.model.count())]
+    assert "face_detector" in offered and MODEL not in offered, offered
+    assert harness.run(window.reload(MODEL))
+    tune.close()
+    window.close()
+
+
 def open_tune(harness: Harness, viewer: Viewer) -> TuneWindow:
     harness.connected(viewer)
     viewer.server_tools.tune_action.trigger()

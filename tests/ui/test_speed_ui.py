@@ -74,8 +74,8 @@ def test_the_load_test_window_sweeps_marks_and_exports(
 ) -> None:
     viewer = harness.viewer(triton.grpc_url, "face_detector")
     harness.connected(viewer)
-    viewer.open_load_test()
-    window = viewer.load_test
+    viewer.window.load_test_action.trigger()
+    window = viewer.analysis.load_test
     assert window is not None and window.isVisible()
     window.levels.setText("1,2,4")
     window.requests.setValue(20)
@@ -107,8 +107,8 @@ def test_the_load_test_window_sweeps_marks_and_exports(
 def test_closing_the_viewer_stops_a_running_load_test(harness: Harness, triton: EmbeddedServer) -> None:
     viewer = harness.viewer(triton.grpc_url, "slow_faces")
     harness.connected(viewer)
-    viewer.open_load_test()
-    window = viewer.load_test
+    viewer.window.load_test_action.trigger()
+    window = viewer.analysis.load_test
     assert window is not None
     window.levels.setText("1,2,4,8,16,32")
     window.requests.setValue(2000)

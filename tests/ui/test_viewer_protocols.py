@@ -47,8 +47,8 @@ def test_triton_s_http_port_asked_over_grpc_is_offered_over_http(
     harness: Harness, triton: EmbeddedServer, tmp_path: Path
 ) -> None:
     viewer = harness.viewer(triton.http_url, "fixed_efficientnms")  # a bare HOST:PORT is gRPC
-    harness.run(until(lambda: viewer.protocol_offer is not None, what="the offer"))
-    offer = viewer.protocol_offer
+    harness.run(until(lambda: viewer.connection_ui.protocol_offer is not None, what="the offer"))
+    offer = viewer.connection_ui.protocol_offer
     assert isinstance(offer, QMessageBox) and offer.isVisible()
     assert offer.text() == "That is Triton's HTTP port: connect over HTTP?"
     assert f"http://{triton.http_url}" in offer.informativeText()

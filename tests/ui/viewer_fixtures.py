@@ -15,6 +15,7 @@ import pytest
 import qasync
 from PySide6.QtWidgets import QApplication
 
+from app.ui.qt_app import IO_WORKERS
 from app.ui.viewer import Viewer, ViewerOptions
 
 
@@ -53,7 +54,7 @@ class Harness:
 
     def __init__(self, app: QApplication, loop: qasync.QEventLoop) -> None:
         self.app, self.loop = app, loop
-        self.executor = ThreadPoolExecutor(4, thread_name_prefix="test-viewer-io")
+        self.executor = ThreadPoolExecutor(IO_WORKERS, thread_name_prefix="test-viewer-io")
         self.viewers: list[Viewer] = []
 
     def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 120.0) -> Any:

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from skimage import data
 
 from app.ui.main_window import Mode
+from app.ui.qt_app import IO_WORKERS
 from app.ui.server.server_dialog import ask_for_server
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.media import make_face_video
@@ -141,16 +142,16 @@ async def walk(url: str, work: Path, out: list[dict[str, Any]], executor: Thread
     out.append(main_window_entry(viewer, "main window (batch)"))
 
     # Dialogs and windows of their own.
-    viewer.show_shortcuts()
-    assert viewer.dialog is not None
-    await windowed("keyboard shortcuts", viewer.dialog, "Ctrl+W", out)
-    viewer.tasks.spawn(viewer.show_about())
-    await until(lambda: viewer.dialog is not None and viewer.dialog.objectName() == "AboutDialog", "about")
-    assert viewer.dialog is not None
-    await windowed("about", viewer.dialog, "Esc", out)
-    viewer.open_load_test()
-    assert viewer.load_test is not None
-    await windowed("load test", viewer.load_test, "Ctrl+W", out)
+    viewer.help.show_shortcuts()
+    assert viewer.help.dialog is not None
+    await windowed("keyboard shortcuts", viewer.help.dialog, "Ctrl+W", out)
+    viewer.tasks.spawn(viewer.help.show_about())
+    await until(lambda: (d := viewer.help.dialog) is not None and d.objectName() == "AboutDialog", "about")
+    assert viewer.help.dialog is not None
+    await windowed("about", viewer.help.dialog, "Esc", out)
+    viewer.window.load_test_action.trigger()
+    assert viewer.analysis.load_test is not None
+    await windowed("load test", viewer.analysis.load_test, "Ctrl+W", out)
     viewer.analysis.ask_compare()
     choose = viewer.analysis.dialog
     assert choose is not None
@@ -205,7 +206,7 @@ def main(url: str, out_path: str) -> None:
         app.setQuitOnLastWindowClosed(False)
         loop = qasync.QEventLoop(app)
         asyncio.set_event_loop(loop)
-        executor = ThreadPoolExecutor(4)
+        executor = ThreadPoolExecutor(IO_WORKERS)
         try:
             loop.run_until_complete(walk(url, Path(tmp), out, executor))
         finally:

@@ -9,6 +9,8 @@ bytes (RLIMIT_FSIZE: EFBIG, the error path of a full disk; tests/write_failures.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import textwrap
 from pathlib import Path
 
@@ -153,3 +155,34 @@ def test_check_writable_names_an_unwritable_or_missing_folder(tmp_path: Path) ->
         check_writable(tmp_path / "missing")
     with unwritable_folder(tmp_path) as folder, pytest.raises(OSError):
         check_writable(folder)
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o604])
+def test_a_replaced_file_keeps_its_permissions(tmp_path: Path, mode: int) -> None:
+    for name, write in (
+        ("whole.json", lambda p: write_whole(p, "{}\n")),
+        ("bytes.png", lambda p: write_whole(p, b"\x89PNG")),
+        ("lines.jsonl", _write_lines),
+    ):
+        target = tmp_path / name
+        target.write_bytes(OLD)
+        target.chmod(mode)
+        write(target)
+        assert target.read_bytes() != OLD
+        assert stat.S_IMODE(target.stat().st_mode) == mode, (name, oct(target.stat().st_mode))
+
+
+def test_a_new_file_gets_the_umasks_permissions(tmp_path: Path) -> None:
+    umask = os.umask(0o027)
+    try:
+        write_whole(tmp_path / "new.json", "{}\n")
+        _write_lines(tmp_path / "new.jsonl")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o640
+    assert stat.S_IMODE((tmp_path / "new.jsonl").stat().st_mode) == 0o640
+
+
+def _write_lines(path: Path) -> None:
+    with LineFile(path) as lines:
+        lines.write('{"a": 1}\n')

@@ -20,10 +20,10 @@ def test_coco_names_in_ultralytics_order() -> None:
     assert COCO_NAMES[16] == "dog" and COCO_NAMES[62] == "tv" and COCO_NAMES[79] == "toothbrush"
 
 
-def test_labels_file_one_per_line_blank_lines_ignored(tmp_path: Path) -> None:
+def test_labels_file_one_per_line_a_blank_line_keeps_its_position(tmp_path: Path) -> None:
     p = tmp_path / "labels.txt"
     p.write_text("\ufeffcat\n\n  dog  \r\nhot dog, with mustard\n\n", encoding="utf-8")
-    assert read_labels_file(p) == ("cat", "dog", "hot dog, with mustard")
+    assert read_labels_file(p) == ("cat", "", "dog", "hot dog, with mustard")
 
 
 def test_labels_file_errors_name_the_file(tmp_path: Path) -> None:

@@ -181,7 +181,7 @@ max_detections = 10
 
 
 def test_profile_file_round_trip(tmp_path: Path) -> None:
-    (tmp_path / "names.txt").write_text("cat\n\ndog\n")
+    (tmp_path / "names.txt").write_text("cat\ndog\n")
     f = tmp_path / "m.toml"
     f.write_text(PROFILE_TOML)
     over = load_profile_file(f)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -27,7 +26,7 @@ class PendingRequest:
     callback: ResultCallback
     source: str | None
     frame: int | None
-    tag: Any
+    tag: object
     group: RequestGroup | None
     width: int
     height: int

@@ -375,7 +375,7 @@ class TritonSession:
         *,
         source: str | None = None,
         frame: int | None = None,
-        tag: Any = None,
+        tag: object = None,
         timeout_s: float | None = None,
         block: bool = True,
         wait_s: float | None = None,

@@ -29,16 +29,27 @@ def parse_labels_text(text: str) -> tuple[str, ...]:
 
 
 def read_labels_file(path: str | Path) -> tuple[str, ...]:
-    """One name per line, blank lines ignored (commas are part of a name here)."""
+    """One name per line, the line's position its class id: a blank line is an empty name at
+    its index (`blank_label_ids` finds them, for a warning), so the later classes keep their
+    ids. Lines end at "\n" or "\r\n" only: \x0b, \x0c or U+2028 inside a line are part of the
+    name (Python's splitlines would cut there). Blank lines after the last name are not classes.
+    Commas are part of a name here; spaces and tabs around a name are dropped."""
     p = Path(path)
     try:
         text = read_text(p, MAX_SMALL_FILE_BYTES, f"labels file {p}", "utf-8-sig")
     except BoundedReadError as exc:
         raise ValueError(str(exc)) from None
-    names = tuple(line.strip() for line in text.splitlines() if line.strip())
+    names = [line.strip(" \t\r") for line in text.split("\n")]
+    while names and not names[-1]:
+        names.pop()
     if not names:
         raise ValueError(f"labels file {p}: no names in it (one name per line expected)")
-    return names
+    return tuple(names)
+
+
+def blank_label_ids(names: Sequence[str]) -> list[int]:
+    """The class ids that have an empty name (blank lines of a labels file)."""
+    return [i for i, name in enumerate(names) if not name]
 
 
 def config_labels(config: dict) -> tuple[str, ...]:
@@ -69,6 +80,7 @@ def resolve_labels(
 
 
 def label_name(labels: Sequence[str], class_id: int) -> str:
-    if 0 <= class_id < len(labels):
+    """The class's name; "class N" for one without a name (beyond the list, or left blank)."""
+    if 0 <= class_id < len(labels) and labels[class_id]:
         return labels[class_id]
     return f"class {class_id}"

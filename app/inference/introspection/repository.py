@@ -34,6 +34,7 @@ from app.inference.errors import (
     status_code,
 )
 from app.inference.introspection.model_config import ModelConfigDict, normalise, to_json, to_pbtxt
+from app.inference.introspection.model_names import ModelNameError, check_model_name
 from app.inference.protocol import Endpoint
 from app.inference.transports.channel import Channel, ConnectionOptions
 from app.inference.transports.open_channel import open_channel
@@ -48,6 +49,7 @@ CONTROL_PROBE_NAME = ".triton-viewer-control-probe"
 class RepositoryErrorKind(enum.StrEnum):
     CONTROL_DISABLED = "control_disabled"  # the server's model-control mode is none or poll
     NOT_FOUND = "not_found"  # no such model in the repository, or not loaded
+    BAD_NAME = "bad_name"  # not a name a model of a repository can have (refused before any call)
     LOAD_FAILED = "load_failed"  # the server tried and refused: its reason in the message
     NOT_SUPPORTED = "not_supported"  # the server lacks the extension (not Triton)
     UNREACHABLE = "unreachable"
@@ -138,6 +140,7 @@ class RepositoryControl:
 
     def config(self, name: str) -> ModelConfigDict:
         """The config the server runs the model with now (files or override, auto-completed)."""
+        _check_name(name)
         try:
             config = self._client.model_config(name, headers=self._headers, timeout_s=self.timeout_s)
         except InferenceServerException as e:
@@ -167,6 +170,7 @@ class RepositoryControl:
         """Load (or reload) `name`; with `config`, that config instead of the repository's file
         (not written to disk). Returns when the model is ready; RepositoryError with the
         server's reason otherwise, the model then being as it was before."""
+        _check_name(name)
         payload = None if config is None else to_json(config)
         try:
             self._client.load_model(
@@ -176,6 +180,15 @@ class RepositoryControl:
             raise self._error(e, f"load '{name}'", name) from None
 
     def unload(self, name: str) -> None:
+        """Unload `name`; RepositoryError NOT_FOUND when the server has no such model (Triton
+        itself answers "unloaded" for any name it does not know)."""
+        _check_name(name)
+        if not self._in_repository(name) and not self._model_known(name):
+            raise RepositoryError(
+                f"cannot unload '{name}': the server at {self.url} has no such model "
+                "(not in its repository, not loaded)",
+                RepositoryErrorKind.NOT_FOUND,
+            )
         try:
             self._client.unload_model(name, headers=self._headers, timeout_s=self.load_timeout_s)
         except InferenceServerException as e:
@@ -235,3 +248,10 @@ class RepositoryControl:
             return any(entry.name == name for entry in self.index())
         except RepositoryError:
             return True  # cannot tell: keep the server's own message
+
+
+def _check_name(name: str) -> None:
+    try:
+        check_model_name(name)
+    except ModelNameError as e:
+        raise RepositoryError(str(e), RepositoryErrorKind.BAD_NAME) from None

@@ -23,6 +23,7 @@ import tritonclient.grpc as grpcclient
 
 from app.inference.errors import REPLY_OVERHEAD_BYTES
 from app.inference.protocol import Endpoint, ServerProtocol
+from app.inference.redaction import remember_secrets
 
 # Passing channel_args replaces ALL of tritonclient's defaults, including its 2 GiB message
 # limits (gRPC's own default is 4 MiB): put them back whenever we pass any.
@@ -65,6 +66,10 @@ class ConnectionOptions:
     # *min* back-off: gRPC also uses it as the connect timeout, 20 s by default.)
     max_reconnect_backoff_ms: int = 1_000
     max_output_bytes: int = MAX_OUTPUT_BYTES  # per reply (see MAX_OUTPUT_BYTES)
+
+    def __post_init__(self) -> None:
+        # Every header value in use is masked in whatever the process shows or writes from now on.
+        remember_secrets(self.headers.values())
 
     def channel_args(self) -> list[tuple[str, Any]]:
         receive = min(MAX_MESSAGE_BYTES, self.max_output_bytes + REPLY_OVERHEAD_BYTES)

@@ -8,11 +8,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from app.pipeline.exports.images import ExportImage
+from app.pipeline.exports.text_safety import xml_text
 
 
 def _sub(parent: ET.Element, tag: str, text: object) -> ET.Element:
     node = ET.SubElement(parent, tag)
-    node.text = str(text)
+    node.text = xml_text(str(text))  # a label or a file name may hold what XML cannot
     return node
 
 

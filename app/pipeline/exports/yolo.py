@@ -11,6 +11,7 @@ from app.annotations.shapes import yolo_seg_line
 from app.inference.result import Detection
 from app.pipeline.exports.extras import yolo_line_override
 from app.pipeline.exports.images import ExportImage
+from app.pipeline.exports.text_safety import one_line
 
 CLASSES_FILE = "classes.txt"
 
@@ -39,4 +40,4 @@ def yolo_text(image: ExportImage) -> str:
 
 
 def classes_text(names: Sequence[str]) -> str:
-    return "".join(f"{name}\n" for name in names)
+    return "".join(f"{one_line(name)}\n" for name in names)  # a class's id is its line

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
+from superqt.utils import QSignalDebouncer
 
 from app.inference.result import Detection, InferenceResult
 from app.ui.batch.batch_bar import ALL, CLASS_PREFIX, FAILED, WITH_DETECTIONS, WITHOUT_DETECTIONS, BatchBar
@@ -59,10 +60,10 @@ class BatchBrowser(QObject):
         self.gallery, self.bar, self.strip = gallery, bar, gallery.strip
         self._labels: dict[str, set[str]] = {}  # key -> classes it shows (under the sliders)
         self.strip.namer = self.name_of
-        self._recount = QTimer(self)
-        self._recount.setSingleShot(True)
-        self._recount.setInterval(RECOUNT_DELAY_MS)
-        self._recount.timeout.connect(self.recount)
+        # Debounced: a slider dragged recounts once it rests for RECOUNT_DELAY_MS.
+        self._recount = QSignalDebouncer(parent=self)
+        self._recount.setTimeout(RECOUNT_DELAY_MS)
+        self._recount.triggered.connect(self.recount)
         bar.prev_button.clicked.connect(lambda: self.step(-1))
         bar.next_button.clicked.connect(lambda: self.step(1))
         bar.search.textChanged.connect(lambda _t: self.apply_filter())
@@ -70,7 +71,7 @@ class BatchBrowser(QObject):
         gallery.state.browsing_changed.connect(lambda _none: self._on_browsing())
         gallery.shown.connect(lambda _key: self.update_info())
         self.strip.selected.connect(lambda _key: self.update_info())
-        thresholds.changed.connect(lambda *_a: self._recount.start())
+        thresholds.changed.connect(lambda *_a: self._recount.throttle())
 
     # -- names -----------------------------------------------------------------------------
     def name_of(self, key: str) -> str:

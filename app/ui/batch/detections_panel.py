@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import signals_blocked
 
 from app.inference.result import SemanticMask
 from app.ui.batch.result_summary import share_text
@@ -80,27 +81,26 @@ class DetectionsPanel(QWidget):
         selected = self._highlighted
         self._items, self._masks = items, masks
         self._highlighted = None
-        self.table.blockSignals(True)
-        self.table.setRowCount(len(items) + len(masks))
-        rows: list[tuple[str, ...]] = []
-        for item in items:
-            det = item.detection
-            area = "" if det.mask is None else str(det.mask.area)
-            rows.append((det.label, f"{det.score:.3f}", _box(det.box), area))
-        size = self.view.image_size()
-        for semantic, _item in masks:
-            x1, y1, x2, y2 = semantic.mask.bbox()
-            share = share_text(semantic, *size) if size else f"{semantic.label}"
-            area = f"{semantic.area} ({share.removeprefix(semantic.label).strip()})"
-            rows.append((semantic.label, "-", _box((x1, y1, x2, y2)), area))
-        for row, cells in enumerate(rows):
-            for col, text in enumerate((str(row + 1), *cells)):
-                cell = QTableWidgetItem(text)
-                if col in (0, 2, 4):
-                    cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                self.table.setItem(row, col, cell)
-        self.table.clearSelection()
-        self.table.blockSignals(False)
+        with signals_blocked(self.table):
+            self.table.setRowCount(len(items) + len(masks))
+            rows: list[tuple[str, ...]] = []
+            for item in items:
+                det = item.detection
+                area = "" if det.mask is None else str(det.mask.area)
+                rows.append((det.label, f"{det.score:.3f}", _box(det.box), area))
+            size = self.view.image_size()
+            for semantic, _item in masks:
+                x1, y1, x2, y2 = semantic.mask.bbox()
+                share = share_text(semantic, *size) if size else f"{semantic.label}"
+                area = f"{semantic.area} ({share.removeprefix(semantic.label).strip()})"
+                rows.append((semantic.label, "-", _box((x1, y1, x2, y2)), area))
+            for row, cells in enumerate(rows):
+                for col, text in enumerate((str(row + 1), *cells)):
+                    cell = QTableWidgetItem(text)
+                    if col in (0, 2, 4):
+                        cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                    self.table.setItem(row, col, cell)
+            self.table.clearSelection()
         self.empty.setVisible(not rows)
         if selected is not None and selected < len(rows):
             self.select(selected)  # the same position on the next live frame stays highlighted

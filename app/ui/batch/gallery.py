@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
+from superqt.utils import signals_blocked
 
 from app.inference.decoding.filtering import refilter
 from app.inference.result import ClassScore, Detection, InferenceResult, SemanticMask
@@ -154,9 +155,8 @@ class Gallery(QObject):
         self.current_image = None
         item = self.strip.item_for(key)
         if item is not None and self.strip.currentItem() is not item:
-            self.strip.blockSignals(True)
-            self.strip.setCurrentItem(item)
-            self.strip.blockSignals(False)
+            with signals_blocked(self.strip):
+                self.strip.setCurrentItem(item)
         if self._loading is not None:
             self._loading.cancel()
         self._loading = self._tasks.spawn(self._load(key), name=f"show {Path(key).name}")

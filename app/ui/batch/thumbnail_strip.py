@@ -12,6 +12,7 @@ import numpy as np
 from PySide6.QtCore import QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QListView, QListWidget, QListWidgetItem, QWidget
+from superqt.utils import signals_blocked
 
 from app.pipeline.thumbnails import THUMB_SIZE, make_thumbnail
 from app.ui.base.qimage import rgb_to_qimage
@@ -105,24 +106,16 @@ class ThumbnailStrip(QListWidget):
         the current one stays current, without a `selected` signal (nothing else changed)."""
         rank = {key: i for i, key in enumerate(keys)}
         current = self.currentItem()
-        self.blockSignals(True)
-        try:
+        with signals_blocked(self):
             items = [self.takeItem(0) for _ in range(self.count())]
             items.sort(key=lambda item: rank.get(str(item.data(KeyRole)), len(rank)))
             for item in items:
                 self.addItem(item)
             if current is not None:
                 self.setCurrentItem(current)
-        finally:
-            self.blockSignals(False)
 
     def item_for(self, key: str) -> QListWidgetItem | None:
         return self._items.get(key)
-
-    def rename_all(self) -> None:
-        """Apply `namer` again (e.g. a folder was opened that holds earlier files)."""
-        for key, item in self._items.items():
-            item.setText(self.namer(key))
 
     def clear(self) -> None:
         super().clear()

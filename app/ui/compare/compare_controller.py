@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
+from superqt.utils import QSignalThrottler
 
 from app.inference.core.open_session import open_session
 from app.inference.core.session import TritonSession
@@ -90,10 +91,10 @@ class CompareController(QObject):
         self._figures_timer = QTimer(self)
         self._figures_timer.setInterval(FIGURES_INTERVAL_MS)
         self._figures_timer.timeout.connect(self.update_figures)
-        self._paint_timer = QTimer(self)
-        self._paint_timer.setSingleShot(True)
-        self._paint_timer.setInterval(0)  # after the results already queued: coalesces bursts
-        self._paint_timer.timeout.connect(self._paint_live)
+        # At 0 ms, trailing: after the results already queued (a burst costs one paint).
+        self._paint_pass = QSignalThrottler(QSignalThrottler.EmissionPolicy.Trailing, parent=self)
+        self._paint_pass.setTimeout(0)
+        self._paint_pass.triggered.connect(self._paint_live)
 
     @property
     def active(self) -> bool:
@@ -377,8 +378,7 @@ class CompareController(QObject):
             self.tally.add_match(ComparedInput(pair.a, pair.b, pair.match))
         if self._pending is None or pair.index > self._pending.index:
             self._pending = pair
-        if not self._paint_timer.isActive():
-            self._paint_timer.start()
+        self._paint_pass.throttle()
 
     def _paint_live(self) -> None:
         pair, self._pending = self._pending, None

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
+from superqt.utils import QSignalDebouncer
 
 from app.evaluation.classes import ClassMapError, read_class_map
 from app.evaluation.confusion import ConfusionMatrix
@@ -142,10 +143,10 @@ class EvaluationController(QObject):
         self._confusion_id = 0
         self._index: dict[str, int] = {}  # batch key -> dataset image index
         self._evaluated: set[int] = set()  # the image indices the model answered
-        self._settle_timer = QTimer(self)
-        self._settle_timer.setSingleShot(True)
-        self._settle_timer.setInterval(SETTLE_MS)
-        self._settle_timer.timeout.connect(self._settle)
+        # Debounced: the slider's steps settle once it rests for SETTLE_MS.
+        self._settle_later = QSignalDebouncer(parent=self)
+        self._settle_later.setTimeout(SETTLE_MS)
+        self._settle_later.triggered.connect(self._settle)
         panel.threshold_changed.connect(self.set_threshold)
         panel.best_requested.connect(lambda: self.set_threshold(None))
         panel.cancel_requested.connect(self.cancel)
@@ -263,8 +264,11 @@ class EvaluationController(QObject):
         assert model is not None and choice is not None
         self.panel.status.setText("evaluating…")
         try:
-            evaluation, report = await asyncio.get_running_loop().run_in_executor(
-                self._executor, self._evaluation_of, run, model, choice, cancelled
+            # wrap_future, not get_running_loop(): this task is spawned by a bridged callback and
+            # its first step may be run by Qt events processed while the loop is not "running"
+            # (seen in a test under load: "no running event loop", the evaluation lost).
+            evaluation, report = await asyncio.wrap_future(
+                self._executor.submit(self._evaluation_of, run, model, choice, cancelled)
             )
         except DatasetError as e:
             if run_id == self._run_id:
@@ -366,7 +370,7 @@ class EvaluationController(QObject):
             # below the threshold, never above it (a best-F1 threshold is a detection's score).
             self.sliders.set_values(math.floor(lowest * STEPS + 1e-9) / STEPS, self.sliders.iou())
         self._draw_marks(self.state.shown_key)
-        self._settle_timer.start()
+        self._settle_later.throttle()
 
     def _settle(self) -> None:
         """Once the slider rests: the thumbnails' order (a thousand of them is a reorder worth
@@ -431,13 +435,6 @@ class EvaluationController(QObject):
         )
         self.state.set_order([str(dataset.images[i].path) for i in order])
 
-    def errors_of(self, key: str) -> int | None:
-        """False positives plus misses of a batch image at the operating point."""
-        index = self._index.get(key)
-        if index is None or self.point is None:
-            return None
-        return int(self.point.errors()[index])
-
     # -- the picture -------------------------------------------------------------------------------------
     def _draw_marks(self, key: str | None) -> None:
         evaluation, point = self.evaluation, self.point
@@ -465,5 +462,5 @@ class EvaluationController(QObject):
         return written
 
     async def shutdown(self) -> None:
-        self._settle_timer.stop()
+        self._settle_later.cancel()
         await self.stop()

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import signals_blocked
 
 from app.evaluation.cocoeval import KEYPOINT_STATS
 from app.evaluation.iou_type import IouType
@@ -307,11 +308,10 @@ class EvaluationPanel(QWidget):
     def set_slider(self, value: float | None, position: float | None = None) -> None:
         """Show the operating point without emitting (None: each class's best F1, the slider at
         `position`, e.g. the lowest of those thresholds)."""
-        self.slider.blockSignals(True)
-        at = value if value is not None else position
-        if at is not None:
-            self.slider.setValue(round(min(max(at, 0.0), 1.0) * STEPS))
-        self.slider.blockSignals(False)
+        with signals_blocked(self.slider):
+            at = value if value is not None else position
+            if at is not None:
+                self.slider.setValue(round(min(max(at, 0.0), 1.0) * STEPS))
         self.slider_value.setText("best F1" if value is None else f"{self.slider.value() / STEPS:.2f}")
         self.best_button.setEnabled(value is not None and self.slider.isEnabled())
 

@@ -12,14 +12,14 @@ from PySide6.QtGui import (
     QFontMetricsF,
     QHelpEvent,
     QMouseEvent,
-    QPainter,
     QPaintEvent,
     QPalette,
     QPen,
 )
-from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+from PySide6.QtWidgets import QToolTip, QWidget
 
 from app.ui.evaluation.axes import upright_title
+from app.ui.widgets.plot_base import PlotBase
 
 LOW, HIGH = QColor(245, 247, 250), QColor(33, 102, 172)  # an empty cell, a whole row's share
 SELECTED = QColor(255, 140, 0)
@@ -61,20 +61,16 @@ def cell_explained(labels: list[str], row: int, column: int) -> str:
     return cell_meaning(labels, row, column)
 
 
-class ConfusionHeatMap(QWidget):
+class ConfusionHeatMap(PlotBase):
     cell_clicked = Signal(int, int)  # row (truth), column (prediction); (-1, -1): let go
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        # (the minimum: a 1024x640 screen still holds the window)
+        super().__init__(QSize(200, 120), QSize(340, 300), parent)
         self.labels: list[str] = []
         self.matrix = np.zeros((0, 0), np.int64)
         self.selected: tuple[int, int] | None = None
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setMinimumSize(200, 120)  # a 1024x640 screen still holds the window
         self.setMouseTracking(True)
-
-    def sizeHint(self) -> QSize:
-        return QSize(340, 300)
 
     def set_matrix(self, labels: list[str], matrix: np.ndarray) -> None:
         self.labels, self.matrix = list(labels), np.asarray(matrix)
@@ -123,11 +119,7 @@ class ConfusionHeatMap(QWidget):
 
     # -- painting -------------------------------------------------------------------------------------
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        pal = self.palette()
-        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
-        text = pal.color(QPalette.ColorRole.Text)
+        painter, text, _metrics = self.begin_paint()
         n = len(self.labels)
         if not n:
             painter.setPen(text)
@@ -158,7 +150,7 @@ class ConfusionHeatMap(QWidget):
                 count = int(self.matrix[i, j])
                 share = count / totals[i] if totals[i] else 0.0
                 painter.fillRect(cell, shade(share))
-                painter.setPen(QPen(pal.color(QPalette.ColorRole.Base), 1))
+                painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Base), 1))
                 painter.drawRect(cell)
                 if not small:
                     painter.setPen(QColor(255, 255, 255) if share > 0.5 else QColor(30, 30, 30))

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtWidgets import QWidget
 
 from app.ui.evaluation.axes import upright_title
+from app.ui.widgets.plot_base import PlotBase
 
 TICKS = 5
 LEGEND_LINES = 8  # classes named in the legend at most (the rest: "+ N more")
@@ -26,15 +27,10 @@ class Curve:
     point: tuple[float, float] | None = None  # (recall, precision) at the operating point
 
 
-class PrCurves(QWidget):
+class PrCurves(PlotBase):
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(QSize(220, 150), QSize(340, 280), parent)
         self.curves: list[Curve] = []
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setMinimumSize(220, 150)
-
-    def sizeHint(self) -> QSize:
-        return QSize(340, 280)
 
     def set_curves(self, curves: list[Curve]) -> None:
         self.curves = list(curves)
@@ -53,11 +49,7 @@ class PrCurves(QWidget):
         return QPointF(plot.left() + recall * plot.width(), plot.bottom() - precision * plot.height())
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        pal = self.palette()
-        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
-        text = pal.color(QPalette.ColorRole.Text)
+        painter, text, _metrics = self.begin_paint()
         plot = self.plot_rect()
         if plot.width() < 20:
             painter.end()

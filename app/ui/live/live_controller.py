@@ -3,19 +3,20 @@
 The run (capture thread -> LiveJob -> session) is Qt-free. Its results and events come
 back through the bridge, bound to the run that produced them, so a stopped run's late
 results are counted and never drawn. `on_result` keeps only the newest result and draws
-it on the next pass of the event loop: a burst of results costs one paint. Every
+it on the next pass of the event loop (superqt's throttler, at 0 ms): a burst of results costs
+one paint. Every
 displayed picture is the frame its boxes were computed on. When a file ends, the run's
 "drained" (after its last result, through the same bridge) releases the capture.
 
 Frames are decoded on the capture thread, no bigger than the view shows them (`LiveDetail`
 keeps the run's `DecodePlan` told), into a buffer the view draws without copying; while a
-recording is armed or on they are decoded at full size, and the recording takes only those.
+recording (`LiveRecorder`, app/ui/live/recording.py) is armed or on they are decoded at full
+size, and the recording takes only those. The panel's live rows: app/ui/live/live_rows.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import functools
 import logging
 import time
@@ -23,27 +24,33 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
+from superqt.utils import QSignalThrottler
 
-from app.drawing.draw_list import FrozenTrail, TrailSource, frozen_trails
+from app.drawing.draw_list import TrailSource
 from app.inference.core.session import TritonSession
 from app.inference.decoding.filtering import refilter
 from app.inference.result import Detection, InferenceResult
 from app.pipeline.display import DisplayMeter, DisplayStats
-from app.pipeline.frame_order import FrameOrder
-from app.pipeline.live import LiveEvent, LiveOptions, LiveRun, LiveState, LiveStats, StreamStats
+from app.pipeline.live import (
+    LiveEvent,
+    LiveOptions,
+    LiveRun,
+    LiveState,
+    LiveStats,
+    StreamStats,
+    frame_of,
+)
 from app.pipeline.live_decode import DecodePlan
-from app.pipeline.recording import LiveRecording
 from app.sources.cameras import parse_source
-from app.sources.frame import Frame
 from app.sources.live import Opener
-from app.ui.analysis.scoped_stats import Scope
-from app.ui.analysis.stats_panel import StatsPanel, format_ms
+from app.ui.analysis.stats_panel import StatsPanel
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
 from app.ui.live.live_detail import LiveDetail
+from app.ui.live.live_rows import show_live_rows
+from app.ui.live.recording import LiveRecorder
 from app.ui.view.image_view import ImageView
-from app.ui.view.painter import render_rgb_in_place
 from app.ui.widgets.thresholds import ThresholdsWidget
 
 log = logging.getLogger(__name__)
@@ -51,22 +58,6 @@ log = logging.getLogger(__name__)
 ERROR_REPORT_INTERVAL_S = 2.0  # a model failing on every frame: one banner update per 2 s
 CAPTURE_STOP_TIMEOUT_S = 2.0
 SCREENSHOT_FRAMES = 30  # --screenshot with --camera: after this many annotated frames
-
-
-class RecordingState(enum.StrEnum):
-    OFF = "off"
-    ARMED = "armed"  # Record pressed before Start: records from the stream's first frame
-    RECORDING = "recording"
-
-
-LIVE_ROWS = (
-    "Capture frames/s",
-    "Inferred frames",
-    "Dropped frames",
-    "Display frames/s",
-    "Display lag p50",
-    "Display lag p95",
-)
 
 
 def source_label(source: int | str) -> str:
@@ -78,11 +69,10 @@ def source_label(source: int | str) -> str:
 class LiveController(QObject):
     state_changed = Signal(object, str)  # LiveState, detail
     frame_shown = Signal(int, float)  # frame index, capture-to-display latency (ms)
-    recording_changed = Signal(bool)  # armed or recording
-    recording_state = Signal(object)  # RecordingState
     result = Signal(object)  # every result of the live stream (GUI thread), for the log
     painted = Signal(object)  # the result just drawn (its frame in .tag), e.g. for track trails
     released = Signal()  # every capture thread has ended: `idle` may be True now
+    view_taken = Signal()  # a stream's first frame is about to be drawn: the view is the stream's
 
     def __init__(
         self,
@@ -93,7 +83,6 @@ class LiveController(QObject):
         tasks: TaskSet,
         bridge: GuiBridge,
         report: Callable[[str, bool], None],
-        on_take_view: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
         self.view, self.thresholds, self.stats_panel = view, thresholds, stats_panel
@@ -101,7 +90,6 @@ class LiveController(QObject):
         self._tasks = tasks
         self._bridge = bridge
         self._report = report
-        self._on_take_view = on_take_view
         self.options = LiveOptions()
         self.source: int | str | None = None
         self.state = LiveState.IDLE
@@ -114,11 +102,18 @@ class LiveController(QObject):
         self.meter = DisplayMeter()
         self.decode_plan = DecodePlan()  # how big frames are decoded; kept across runs
         self.detail = LiveDetail(view, self.decode_plan, executor, tasks)
-        self.recording = LiveRecording(paint=render_rgb_in_place)
-        self.armed: Path | None = None  # a recording waiting for the stream's first frame
-        self.recording_since: float | None = None  # time.monotonic() of its first frame
-        self._order: FrameOrder[tuple[Frame, InferenceResult, tuple[FrozenTrail, ...]]] | None = None
-        self._recording = RecordingState.OFF
+        self.recorder = LiveRecorder(
+            self.decode_plan,
+            executor,
+            report,
+            playing=lambda: self.live is not None,
+            fps=self._record_fps,
+            settled=self._settled,
+            frame_by_frame=lambda: self.options.frame_by_frame,
+            trails=lambda: self.trails_hook() if self.trails_hook is not None else (),
+            visible=self._visible,
+            style=view.overlay_style,
+        )
         self.opener: Opener | None = None  # how the capture opens sources (a seam for tests)
         # Applied to every ok result before it is recorded or drawn (e.g. adds track ids).
         self.result_hook: Callable[[InferenceResult], InferenceResult] | None = None
@@ -132,10 +127,11 @@ class LiveController(QObject):
         self._last_error_report = 0.0
         self._owns_view = False
         self._releasing = 0  # releases (capture thread joins) still running on the executor
-        self._paint_timer = QTimer(self)
-        self._paint_timer.setSingleShot(True)
-        self._paint_timer.setInterval(0)  # after the queued results already waiting: coalesces bursts
-        self._paint_timer.timeout.connect(self._paint)
+        # At 0 ms, trailing: the paint comes after the queued results already waiting (a burst
+        # of them costs one paint, of the newest).
+        self._paint_pass = QSignalThrottler(QSignalThrottler.EmissionPolicy.Trailing, parent=self)
+        self._paint_pass.setTimeout(0)
+        self._paint_pass.triggered.connect(self._paint)
         thresholds.changed.connect(self._refilter)
 
     # -- public (GUI thread) --------------------------------------------------------------
@@ -172,7 +168,7 @@ class LiveController(QObject):
 
     async def _user_stop(self) -> None:
         await self._stop(LiveState.STOPPED)
-        self._disarm("the stream was stopped before its first frame")
+        self.recorder.disarm("the stream was stopped before its first frame")
 
     def release_view(self) -> None:
         """The batch shows its images again: nothing more of this stream is drawn (the next
@@ -207,7 +203,7 @@ class LiveController(QObject):
     @property
     def paint_pending(self) -> bool:
         """A result waits for the next paint pass (nothing else of this stream can be drawn)."""
-        return self._paint_timer.isActive()
+        return self._pending is not None
 
     @property
     def run_id(self) -> int:
@@ -242,7 +238,7 @@ class LiveController(QObject):
 
     async def shutdown(self) -> None:
         """The window closes: stop the stream, release the capture, close the recording."""
-        self.armed = None
+        self.recorder.drop_armed()
         await self._stop(LiveState.STOPPED, quiet=True)
 
     # -- results (GUI thread, from the bridge) ---------------------------------------------------
@@ -252,14 +248,12 @@ class LiveController(QObject):
         self.result.emit(result)  # logged whatever its run
         if run != self._run:
             return  # a stopped run's (cancelled) request: logged, not drawn
-        frame: Frame = result.tag
+        frame = frame_of(result)
         self.meter.result()
-        if self.armed is not None:  # the stream's first result: an armed recording begins
-            path, self.armed = self.armed, None
-            self._begin_recording(path, first=0)
+        self.recorder.stream_started()  # (an armed recording begins with the first result)
         if result.ok and self.result_hook is not None:
             result = self.result_hook(result)  # e.g. track ids, before it is recorded or drawn
-        self._record(frame, result)
+        self.recorder.record(frame, result)
         if not result.ok:
             self._report_error(result)
             return
@@ -270,18 +264,16 @@ class LiveController(QObject):
             if frame.index < self._pending_index:
                 return
         self._pending, self._pending_index = result, frame.index
-        if not self._paint_timer.isActive():
-            self._paint_timer.start()
+        self._paint_pass.throttle()
 
     def _paint(self) -> None:
         result, self._pending = self._pending, None
         if result is None:
             return
-        frame: Frame = result.tag
+        frame = frame_of(result)
         if not self._owns_view:
             self._owns_view = True
-            if self._on_take_view is not None:
-                self._on_take_view()
+            self.view_taken.emit()
         # The display buffer is drawn as it is (no copy); the scene stays in source pixels.
         picture = frame.display if frame.display is not None else frame.image
         size = frame.original_size
@@ -319,35 +311,10 @@ class LiveController(QObject):
         return self.meter.stats()
 
     def update_stats_panel(self) -> None:
-        """The live stream's own rows, shown under the live scope's figures (its Requests/s is
-        the inferred frames per second: one request per frame)."""
-        panel = self.stats_panel
-        if panel.scope() is not Scope.LIVE:
-            for name in LIVE_ROWS:
-                panel.remove_extra(name)
-            return
-        d = self.meter.stats()
-        stats = self.stats()
-        s = stats.stream if stats is not None else None
+        """The live stream's own rows, shown under the live scope's figures."""
+        stream = self.stream_stats()
         capture_fps = self.live.stats().capture.fps if self.live is not None else 0.0
-        panel.set_extra(LIVE_ROWS[0], f"{capture_fps:.1f}", "Frames read from the source per second")
-        inferred, dropped, offered = "0", "0", 0
-        if s is not None:
-            pct = 100.0 * s.dropped / s.offered if s.offered else 0.0
-            inferred, offered = f"{s.completed} of {s.offered}", s.offered
-            dropped = f"{s.dropped} ({pct:.0f}%)"
-        panel.set_extra(
-            LIVE_ROWS[1], inferred, "Frames whose request ended (of the frames captured), after the end too"
-        )
-        panel.set_extra(
-            LIVE_ROWS[2],
-            dropped,
-            f"Frames not sent because the stream's requests in flight were all busy (of {offered} captured)",
-        )
-        panel.set_extra(LIVE_ROWS[3], f"{d.display_fps:.1f}", "Annotated frames drawn per second")
-        lag = "From the frame's capture to its picture on screen (with its boxes)"
-        panel.set_extra(LIVE_ROWS[4], format_ms(d.latency_p50_ms), lag)
-        panel.set_extra(LIVE_ROWS[5], format_ms(d.latency_p95_ms), lag)
+        show_live_rows(self.stats_panel, self.meter.stats(), stream, capture_fps)
 
     def _record_fps(self) -> float:
         """Frame by frame, every frame is recorded: the source's rate. Live, the rate frames are
@@ -362,102 +329,12 @@ class LiveController(QObject):
             return round(stats.stream.inference_fps)
         return source or 30.0
 
-    def _record(self, frame: Frame, result: InferenceResult) -> None:
-        """Into the recording in frame order (results may come out of order). A frame decoded
-        smaller (before the recording asked for full size) is left out: the video has the
-        source's resolution throughout."""
-        if not self.recording.active or self._order is None or frame.reduced:
-            return
+    def _settled(self) -> bool:
+        """No request unfinished (an answered one may still be decoding) and every result
+        received here: nothing older can still come (the recording's frame order)."""
         stats = self.stream_stats()
-        # No request unfinished (an answered one may still be decoding) and every result
-        # received here: nothing older can still come.
-        live = self.live
-        unfinished = live.unfinished() if live is not None else 0
-        quiet = stats is not None and unfinished == 0 and stats.completed <= self.meter.results
-        trails = frozen_trails(self.trails_hook()) if result.ok and self.trails_hook is not None else ()
-        item = (frame, result, trails) if result.ok else None
-        for ready, done, drawn_trails in self._order.push(frame.index, item, quiet):
-            self._write_recorded(ready, done, drawn_trails)
-
-    def _write_recorded(
-        self, frame: Frame, result: InferenceResult, trails: tuple[FrozenTrail, ...] = ()
-    ) -> None:
-        # What the view shows of that frame: boxes past the sliders, masks, top classes, trails,
-        # in the view's style (its mask opacity and skeleton).
-        style = self.view.overlay_style()
-        self.recording.write(frame, self._visible(result), result.masks, result.classes, style, trails)
-
-    # -- recording -----------------------------------------------------------------------------------
-    def start_recording(self, video_path: str | Path) -> None:
-        """Record from the next annotated frame; before Start, arm: it records from the stream's
-        first frame (the frame rate is the source's, known once it is open)."""
-        path = Path(video_path)
-        if self.recording.active or self.armed is not None:
-            return
-        if self.live is None:
-            self.armed = path
-            self.decode_plan.full = True  # from the stream's first frame
-            self._recording_state(RecordingState.ARMED)
-            self._report(f"recording armed: {path.name} starts with the stream's first frame", False)
-            return
-        self._begin_recording(path)
-
-    def _begin_recording(self, path: Path, first: int | None = None) -> None:
-        """first: the first frame to record (0: an armed recording, from the stream's start;
-        None: from the next result)."""
-        self._order = FrameOrder(first, consecutive=self.options.frame_by_frame)
-        try:
-            self.recording.start(path, self._record_fps())
-        except ValueError as e:
-            self._report(str(e), True)
-            self.decode_plan.full = False
-            self._recording_state(RecordingState.OFF)
-            return
-        # Recorded at the source's resolution: frames are decoded at full size meanwhile.
-        self.decode_plan.full = True
-        self.recording_since = time.monotonic()
-        self._recording_state(RecordingState.RECORDING)
-        self._report(f"recording to {path.name} at the source's full resolution", False)
-
-    def _disarm(self, why: str) -> None:
-        """An armed recording whose stream never delivered a frame: say so, nothing is written."""
-        if self.armed is None:
-            return
-        path, self.armed = self.armed, None
-        self.decode_plan.full = False
-        self._recording_state(RecordingState.OFF)
-        self._report(f"nothing recorded to {path.name}: {why}", True)
-
-    async def stop_recording(self, why: str = "") -> None:
-        """Close the files (what is queued is written first) and say what was recorded."""
-        if self.armed is not None and not self.recording.active:
-            path, self.armed = self.armed, None
-            self.decode_plan.full = False
-            self._recording_state(RecordingState.OFF)
-            self._report(f"recording to {path.name} cancelled before the stream started", False)
-            return
-        recording = self.recording
-        if self._order is not None:  # the stream stopped: what waited for older frames goes in
-            for frame, done, trails in self._order.drain():
-                self._write_recorded(frame, done, trails)
-            self._order = None
-        self.decode_plan.full = False  # the view's size again from the next frame
-        summary = await asyncio.get_running_loop().run_in_executor(self._executor, recording.stop)
-        self.recording_since = None
-        self._recording_state(RecordingState.OFF)
-        if summary:
-            # Not in parentheses: that would read as raw detail and be left out of the status bar.
-            early = f"; the stream stopped: {why}" if why and summary.ok else ""
-            self._report(summary.text + early, not summary.ok)
-
-    def recording_status(self) -> RecordingState:
-        """As last announced: a recording being closed is RECORDING until its files are written."""
-        return self._recording
-
-    def _recording_state(self, state: RecordingState) -> None:
-        self._recording = state
-        self.recording_state.emit(state)
-        self.recording_changed.emit(state is not RecordingState.OFF)
+        unfinished = self.live.unfinished() if self.live is not None else 0
+        return stats is not None and unfinished == 0 and stats.completed <= self.meter.results
 
     # -- start / stop --------------------------------------------------------------------------------
     async def _restart(self) -> None:
@@ -493,8 +370,8 @@ class LiveController(QObject):
         self._run += 1  # from now on this run's results are not drawn
         live, self.live = self.live, None
         self._pending = None
-        if self.recording.active:
-            await self.stop_recording(why)
+        if self.recorder.active:
+            await self.recorder.stop(why)
         if live is not None:
             self._releasing += 1
             job = live.job  # its figures outlive the run (stop() lets it go)
@@ -519,7 +396,7 @@ class LiveController(QObject):
             return
         if event is LiveEvent.ERROR:
             self._fail(message)
-            self._disarm(f"the source failed before its first frame ({message})")
+            self.recorder.disarm(f"the source failed before its first frame ({message})")
             self._tasks.spawn(self._stop(LiveState.FAILED, quiet=True, why=message), name="live stop")
         else:
             self._set_state(LiveState.ENDED, f"{self._describe()}: end of the file")
@@ -533,7 +410,7 @@ class LiveController(QObject):
     async def _finish_file(self, run: int) -> None:
         if run == self._run:
             await self._stop(LiveState.ENDED, quiet=True)
-            self._disarm("the video ended before its first annotated frame")
+            self.recorder.disarm("the video ended before its first annotated frame")
 
     def _fail(self, message: str) -> None:
         self.error = message

@@ -21,10 +21,12 @@ from PySide6.QtWidgets import (
     QToolBar,
     QWidget,
 )
+from superqt.utils import signals_blocked
 
 from app.pipeline.live import LiveState
 from app.ui.base.tasks import TaskSet
-from app.ui.live.live_controller import LiveController, RecordingState
+from app.ui.live.live_controller import LiveController
+from app.ui.live.recording import RecordingState
 from app.ui.widgets.banner import split_detail
 from app.ui.widgets.camera_picker import CameraPicker, ask_stream_url, ask_video_file
 from app.ui.widgets.elided_label import ElidedLabel
@@ -149,7 +151,11 @@ class LiveUi:
         live: LiveController,
         executor: Executor,
         tasks: TaskSet,
+        opened_dir: Callable[[], str],
+        remember_record_dir: Callable[[str], None],
     ) -> None:
+        """`opened_dir()`: the folder last opened from (where the dialogs start otherwise);
+        `remember_record_dir(folder)`: keeps a new recording folder remembered at once."""
         self.window, self.live = window, live
         self._executor, self._tasks = executor, tasks
         self.toolbar = bar = LiveToolbar(window)
@@ -170,10 +176,7 @@ class LiveUi:
         menu.addAction(bar.record_action)
         self.picker: CameraPicker | None = None
         self.record_dir = ""  # the folder last recorded to (the viewer keeps it remembered)
-        # Set by the viewer: the folder last opened from (where the dialogs start otherwise)
-        # and where a new recording folder is remembered at once.
-        self.opened_dir: Callable[[], str] = lambda: ""
-        self.remember_record_dir: Callable[[str], None] = lambda _folder: None
+        self.opened_dir, self.remember_record_dir = opened_dir, remember_record_dir
 
         bar.open_action.triggered.connect(self.open_camera)
         self.open_camera_action.triggered.connect(self.open_camera)
@@ -188,7 +191,7 @@ class LiveUi:
         bar.loop.toggled.connect(live.set_loop)  # applies to the file playing, at once
         bar.resolution.currentIndexChanged.connect(self.apply_options)
         live.state_changed.connect(self._state_changed)
-        live.recording_state.connect(self._recording_changed)
+        live.recorder.state_changed.connect(self._recording_changed)
         self.rec_mark = RecordingMark(view)
 
     def _state_changed(self, state: LiveState, detail: str) -> None:
@@ -264,7 +267,7 @@ class LiveUi:
 
     def _record_toggled(self, checked: bool) -> None:
         if not checked:
-            self._tasks.spawn(self.live.stop_recording(), name="stop recording")
+            self._tasks.spawn(self.live.recorder.stop(), name="stop recording")
             return
         self.toolbar.record_action.setChecked(False)  # until the recording (or arming) is on
         # Qt's own dialog asks before replacing an existing file.
@@ -291,13 +294,12 @@ class LiveUi:
             path += ".mp4"
         self.record_dir = str(Path(path).parent)
         self.remember_record_dir(self.record_dir)  # at once: not only at a clean exit
-        self.live.start_recording(path)
+        self.live.recorder.start(path)
 
     def _recording_changed(self, state: RecordingState) -> None:
         action = self.toolbar.record_action
-        action.blockSignals(True)
-        action.setChecked(state is not RecordingState.OFF)
-        action.blockSignals(False)
+        with signals_blocked(action):
+            action.setChecked(state is not RecordingState.OFF)
         action.setText(
             {
                 RecordingState.OFF: "● Record…",
@@ -306,7 +308,7 @@ class LiveUi:
             }[state]
         )
         if state is RecordingState.RECORDING:
-            self.rec_mark.recording(self.live.recording_since)
+            self.rec_mark.recording(self.live.recorder.since)
         elif state is RecordingState.ARMED:
             self.rec_mark.armed()
         else:

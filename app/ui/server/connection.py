@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import SessionSpec
-from app.inference.protocol import UrlError, parse_endpoints
+from app.inference.protocol import UrlError
 from app.pipeline.connection.local_server import LocalServer
 from app.pipeline.connection.manager import ConnectionManager
 from app.pipeline.connection.restart_budget import RestartBudget
@@ -53,26 +53,30 @@ class ConnectionController(QObject):
     # usable Python): the reason. Not emitted for a server that tried to start and failed.
     local_server_unavailable = Signal(str)
 
-    def __init__(self, executor: Executor, bridge: GuiBridge, tritonserver: str | None = None) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        bridge: GuiBridge,
+        spec_for: Callable[[list[str], str | None], SessionSpec],
+        session_in_use: Callable[[], bool],
+        tritonserver: str | None = None,
+    ) -> None:
+        """`spec_for(urls, model)`: the SessionSpec the viewer's settings and panel give
+        (called here, on the GUI thread). `session_in_use()`: work would be lost by replacing
+        the session now (a batch runs); called on a worker thread."""
         super().__init__()
         self._executor = executor
         self._closed = False
         self.state = ConnectionState.IDLE
         self.session: TritonSession | None = None
-        # Set by the viewer. `spec_for(urls, model)`: the SessionSpec its settings and panel
-        # give (called here, on the GUI thread). `session_in_use()`: work would be lost by
-        # replacing the session now (a batch runs); called on a worker thread.
-        self.spec_for: Callable[[list[str], str | None], SessionSpec] = lambda urls, model: SessionSpec(
-            endpoints=parse_endpoints(urls), model=model
-        )
-        self.session_in_use: Callable[[], bool] = lambda: False
+        self.spec_for = spec_for
         self.manager = ConnectionManager(
             executor,
             bridge.wrap(self._on_event),
             # keep_ports: restarted after a crash, it comes back on the same address, so a
             # batch's session (its requests retrying until their deadlines) is kept.
             local=LocalServer(tritonserver=tritonserver, keep_ports=True),
-            session_in_use=lambda: self.session_in_use(),
+            session_in_use=session_in_use,
         )
 
     # -- public ------------------------------------------------------------------

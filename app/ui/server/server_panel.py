@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import signals_blocked
 
 from app.inference.introspection.discovery import ModelInfo
 from app.inference.profiles.task_summary import task_summary
@@ -168,9 +169,8 @@ class ServerPanel(QWidget):
         """The choice shown (no signal)."""
         index = self.transport_combo.findData(kind)
         self.transport_combo.setCurrentIndex(max(index, 0))
-        self.client_batch.blockSignals(True)
-        self.client_batch.setValue(client_batch)
-        self.client_batch.blockSignals(False)
+        with signals_blocked(self.client_batch):
+            self.client_batch.setValue(client_batch)
         self._transport_choice = (kind, client_batch)
 
     def transport_choice(self) -> tuple[TransportKind, int]:
@@ -208,17 +208,16 @@ class ServerPanel(QWidget):
         return self.state_label.text()
 
     def set_models(self, models: list[ModelEntry], current: str | None) -> None:
-        self.model_combo.blockSignals(True)
-        self.model_combo.clear()
-        for m in sorted(models, key=lambda m: m.name):
-            text = m.name if m.ready else f"{m.name} ({m.state or 'not loaded'})"
-            self.model_combo.addItem(text, m.name)
-            index = self.model_combo.count() - 1
-            if m.reason:
-                self.model_combo.setItemData(index, m.reason, Qt.ItemDataRole.ToolTipRole)
-            if m.name == current:
-                self.model_combo.setCurrentIndex(index)
-        self.model_combo.blockSignals(False)
+        with signals_blocked(self.model_combo):
+            self.model_combo.clear()
+            for m in sorted(models, key=lambda m: m.name):
+                text = m.name if m.ready else f"{m.name} ({m.state or 'not loaded'})"
+                self.model_combo.addItem(text, m.name)
+                index = self.model_combo.count() - 1
+                if m.reason:
+                    self.model_combo.setItemData(index, m.reason, Qt.ItemDataRole.ToolTipRole)
+                if m.name == current:
+                    self.model_combo.setCurrentIndex(index)
 
     def current_model(self) -> str | None:
         data = self.model_combo.currentData()

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import signals_blocked
 
 from app.inference.introspection.model_config import ConfigError, read_config_file
 from app.inference.introspection.repository import (
@@ -297,18 +298,17 @@ class RepositoryWindow(QDialog):
     def _show_entries(self, entries: list[ModelEntry]) -> None:
         chosen = self.selected()
         self.entries = list(entries)
-        self.table.blockSignals(True)
-        self.table.setRowCount(len(entries))
-        for row, entry in enumerate(entries):
-            values = (entry.name, entry.version or "-", entry.state_text, entry.reason)
-            for col, text in enumerate(values):
-                item = QTableWidgetItem(text)
-                if col == 3 and text:
-                    item.setToolTip(text)
-                if col == 2 and entry.state in STATE_COLORS:
-                    item.setForeground(STATE_COLORS[entry.state])
-                self.table.setItem(row, col, item)
-        self.table.blockSignals(False)
+        with signals_blocked(self.table):
+            self.table.setRowCount(len(entries))
+            for row, entry in enumerate(entries):
+                values = (entry.name, entry.version or "-", entry.state_text, entry.reason)
+                for col, text in enumerate(values):
+                    item = QTableWidgetItem(text)
+                    if col == 3 and text:
+                        item.setToolTip(text)
+                    if col == 2 and entry.state in STATE_COLORS:
+                        item.setForeground(STATE_COLORS[entry.state])
+                    self.table.setItem(row, col, item)
         if chosen is not None:
             self.select(chosen)
         self._update_buttons()

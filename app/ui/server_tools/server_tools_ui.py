@@ -149,7 +149,8 @@ class ServerToolsUi(QObject):
             return
         if self.repository is None:
             self.repository = RepositoryWindow(self.window, self._executor, self._tasks)
-            self.repository.models_changed.connect(lambda entries: self.models_changed.emit(list(entries)))
+            # Its list is the newest word on the models (the tune offers the ready ones).
+            self.repository.models_changed.connect(self._on_repository_listed)
             self.repository.model_loaded.connect(self.model_reloaded)
         self.repository.set_server(session.spec.endpoints[0], session.spec.connection)
         if session.info is not None and self.repository.selected() is None:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QWidget,
 )
+from superqt.utils import signals_blocked
 
 from app.pipeline.sweep import SweepPlan
 from app.pipeline.tune import TunePlan
@@ -104,12 +105,11 @@ class TuneForm(QWidget):
         self.model.activated.connect(lambda _i: self.model_chosen.emit(self.model.currentText()))
 
     def set_models(self, names: Sequence[str], current: str | None) -> None:
-        self.model.blockSignals(True)
-        self.model.clear()
-        self.model.addItems(list(names))
-        if current is not None and current in names:
-            self.model.setCurrentText(current)
-        self.model.blockSignals(False)
+        with signals_blocked(self.model):
+            self.model.clear()
+            self.model.addItems(list(names))
+            if current is not None and current in names:
+                self.model.setCurrentText(current)
 
     def chosen_model(self) -> str | None:
         return self.model.currentText() or None

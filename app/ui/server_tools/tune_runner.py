@@ -1,18 +1,21 @@
-"""One tune of the viewer, on a thread of its own: read the images, prepare the trials, run
-them, restore the original config (app.pipeline.tune does the work). Its reports are
-callables the window made with `GuiBridge.wrap`, so they land on the GUI thread.
+"""One tune of the viewer, on a worker of the viewer's shared executor: read the images,
+prepare the trials, run them, restore the original config (app.pipeline.tune does the work).
+Its reports are callables the window made with `GuiBridge.wrap`, so they land on the GUI thread.
 
-A thread of its own rather than the executor: a tune takes minutes and would hold one of
-the viewer's few I/O workers all that time. `cancel()` from any thread; `join(timeout)`
-bounds the wait for the restore when the viewer closes."""
+A tune holds its worker for minutes: the executor has room for it and a load ramp beside the
+short I/O (app.ui.qt_app.IO_WORKERS). `cancel()` from any thread; `wait(timeout)` bounds the
+wait for the restore when the viewer closes, without holding a second worker."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +53,7 @@ class TuneTarget:
 
 @dataclass(frozen=True)
 class TuneReports:
-    """Where the thread reports (each already made safe to call from any thread)."""
+    """Where the worker reports (each already made safe to call from any thread)."""
 
     planned: Callable[[list[TrialSettings], int], None]  # the trials, the total of requests
     progress: Callable[[TuneProgress], None]
@@ -65,16 +68,16 @@ class TuneRunner:
         self.target, self.plan, self.reports = target, plan, reports
         self._tuner: Tuner | None = None
         self._cancelled = threading.Event()
-        self._lock = threading.Lock()  # _tuner between the thread and cancel()
-        self._thread = threading.Thread(target=self._work, name="tune", daemon=True)
+        self._lock = threading.Lock()  # _tuner between the worker and cancel()
+        self._work_done: concurrent.futures.Future[None] | None = None
 
-    def start(self) -> TuneRunner:
-        self._thread.start()
+    def start(self, executor: Executor) -> TuneRunner:
+        self._work_done = executor.submit(self._work)
         return self
 
     @property
     def running(self) -> bool:
-        return self._thread.is_alive()
+        return self._work_done is not None and not self._work_done.done()
 
     def cancel(self) -> None:
         self._cancelled.set()
@@ -83,12 +86,14 @@ class TuneRunner:
         if tuner is not None:
             tuner.cancel()
 
-    def join(self, timeout: float) -> bool:
-        """Wait (off the GUI thread) for the end, restore included; whether it ended."""
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+    async def wait(self, timeout: float) -> bool:
+        """Wait (the GUI thread's loop goes on) for the end, restore included; whether it ended."""
+        if self._work_done is None:
+            return True
+        done, _pending = await asyncio.wait([asyncio.wrap_future(self._work_done)], timeout=timeout)
+        return bool(done)
 
-    # -- the thread ------------------------------------------------------------------------------
+    # -- the worker ------------------------------------------------------------------------------
     def _work(self) -> None:
         try:
             result, message = self._tune()

@@ -5,7 +5,7 @@ plot (throughput against p95, the Pareto front, the recommendation) and the tabl
 Apply (the recommended config loaded on the server, after a confirmation naming the server
 and the model), Save config.pbtxt…, and CSV / PNG exports (written whole or not at all).
 
-Closing the window (or the viewer) while a tune runs cancels it; the tune's thread restores
+Closing the window (or the viewer) while a tune runs cancels it; the tune's worker restores
 the original config, and the viewer waits for that (bounded) before it stops the server."""
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ class TuneWindow(QDialog):
             note=wrap(self._on_note),
             finished=wrap(self._on_finished),
         )
-        self._runner = TuneRunner(target, plan, reports).start()
+        self._runner = TuneRunner(target, plan, reports).start(self._executor)
         self._update_buttons()
 
     def cancel(self) -> None:
@@ -275,7 +275,7 @@ class TuneWindow(QDialog):
         self.cancel_button.setEnabled(False)
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        """Closing the window stops a tune (its thread restores the original config)."""
+        """Closing the window stops a tune (its worker restores the original config)."""
         self._closing()
         super().closeEvent(event)
 
@@ -289,11 +289,11 @@ class TuneWindow(QDialog):
         self.outputs.close_question()
 
     async def shutdown(self) -> None:
-        """The viewer closes: cancel, and wait (bounded, off the GUI thread) for the restore."""
+        """The viewer closes: cancel, and wait (bounded, the GUI thread's loop going on) for the restore."""
         self.close()
         runner = self._runner
         if runner is not None:
-            await self._call(runner.join, RESTORE_WAIT_S)
+            await runner.wait(RESTORE_WAIT_S)
 
     # -- reports (GUI thread, through the bridge) ------------------------------------------------
     def _on_planned(self, trials: list[TrialSettings], total: int) -> None:

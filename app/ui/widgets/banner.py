@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
+from app.inference.redaction import redact
+
 MIN_DETAIL_CHARS = 12  # "(frame 3)" is part of the message, not raw detail
 
 
@@ -103,6 +105,7 @@ class ErrorBanner(QWidget):
         self.hide()
 
     def show_error(self, text: str, context: Context = Context.OTHER) -> None:
+        text = redact(text)  # a server's or an exception's words: no header value, no password
         self._order += 1
         entry = self._entries.get(context)
         count = entry.count + 1 if entry is not None else 1

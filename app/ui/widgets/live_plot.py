@@ -7,8 +7,10 @@ import math
 from typing import NamedTuple
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPaintEvent, QPalette, QPen
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPaintEvent, QPen
+from PySide6.QtWidgets import QWidget
+
+from app.ui.widgets.plot_base import PlotBase
 
 WINDOW_S = 60.0
 LATENCY_COLOR = QColor(230, 120, 20)
@@ -49,7 +51,7 @@ def format_tick(value: float) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
-class LivePlot(QWidget):
+class LivePlot(PlotBase):
     """Feed with `add_point(t_monotonic, latency_ms, throughput)`; points older than 60 s
     (relative to the newest point) are dropped. The right edge of the plot is the
     newest point's time."""
@@ -57,14 +59,9 @@ class LivePlot(QWidget):
     TICKS = 4  # horizontal grid lines (each y axis is divided the same way)
 
     def __init__(self, parent: QWidget | None = None, window_s: float = WINDOW_S) -> None:
-        super().__init__(parent)
+        super().__init__(QSize(220, 120), QSize(360, 160), parent)
         self._window_s = window_s
         self._points: collections.deque[PlotPoint] = collections.deque()
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setMinimumSize(220, 120)
-
-    def sizeHint(self) -> QSize:
-        return QSize(360, 160)
 
     # --- data -------------------------------------------------------------------
 
@@ -104,14 +101,9 @@ class LivePlot(QWidget):
         return QRectF(left, top, self.width() - left - right, self.height() - top - bottom)
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        pal = self.palette()
-        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
-        metrics = QFontMetricsF(self.font())
+        painter, text_color, metrics = self.begin_paint()
         plot = self.plot_rect(metrics)
         if plot.width() >= 10 and plot.height() >= 10:
-            text_color = pal.color(QPalette.ColorRole.Text)
             self._draw_y_axes(painter, plot, metrics, text_color)
             self._draw_x_axis(painter, plot, metrics, text_color)
             self._draw_titles(painter, metrics)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QSlider, QWidget
+from superqt.utils import signals_blocked
 
 from app.inference.profile_kinds import Task
 
@@ -107,14 +108,9 @@ class ThresholdsWidget(QWidget):
     def set_values(self, score: float, iou: float) -> None:
         """Set both sliders; emits `changed` once if anything changed."""
         before = (self.score(), self.iou())
-        for row in (self._score, self._iou):
-            row.slider.blockSignals(True)
-        try:
+        with signals_blocked(self._score.slider, self._iou.slider):
             self._score.set_value(score)
             self._iou.set_value(iou)
-        finally:
-            for row in (self._score, self._iou):
-                row.slider.blockSignals(False)
         self._score._show(0)
         self._iou._show(0)
         if (self.score(), self.iou()) != before:

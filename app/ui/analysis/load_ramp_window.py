@@ -2,16 +2,18 @@
 background, with progress, Cancel, a plot of throughput and latency against concurrency with
 the knee marked, a table, and CSV/PNG export.
 
-The sweep runs on a thread of its own (sessions of its own, so the viewer's statistics are not
-mixed in); everything it reports comes back through the bridge to the GUI thread.
+The sweep runs on a worker of the viewer's shared executor (it holds it for the whole ramp:
+the executor has room for that, app.ui.qt_app.IO_WORKERS), with sessions of its own so the
+viewer's statistics are not mixed in; everything it reports comes back through the bridge to
+the GUI thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import csv
 import math
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
@@ -19,11 +21,9 @@ from pathlib import Path
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QColor,
-    QFontMetricsF,
     QPainter,
     QPainterPath,
     QPaintEvent,
-    QPalette,
     QPen,
 )
 from PySide6.QtWidgets import (
@@ -36,7 +36,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
-    QSizePolicy,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
@@ -61,18 +60,13 @@ from app.ui.base.bridge import GuiBridge
 from app.ui.base.qimage import write_png
 from app.ui.base.window_fit import secondary_window
 from app.ui.widgets.live_plot import axis_max, format_tick
+from app.ui.widgets.plot_base import PlotBase
 
 THROUGHPUT_COLOR = QColor(30, 120, 200)
+SHUTDOWN_WAIT_S = 10.0  # a cancelled level ends within its requests' deadlines
 P50_COLOR = QColor(230, 120, 20)
 P95_COLOR = QColor(200, 40, 40)
 KNEE_COLOR = QColor(40, 160, 60)
-
-
-def spread_text(result: LevelResult) -> str:
-    """e.g. "4", "31 noisy", "-" (too few requests to tell)."""
-    if result.spread is None:
-        return "-"
-    return f"{result.spread * 100:.0f}" + (" noisy" if result.noisy else "")
 
 
 COLUMNS = (
@@ -104,18 +98,13 @@ def parse_int_list(text: str, low: int, high: int, what: str) -> list[int]:
     return values
 
 
-class SweepPlot(QWidget):
+class SweepPlot(PlotBase):
     """Throughput (left axis) and latency p50/p95 (right axis) against the requests in flight
     (log2 spacing); one set of lines per transport/batch series; the knee marked."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(QSize(320, 200), QSize(560, 300), parent)
         self.results: list[LevelResult] = []
-        self.setMinimumSize(320, 200)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-
-    def sizeHint(self) -> QSize:
-        return QSize(560, 300)
 
     def set_results(self, results: Sequence[LevelResult]) -> None:
         self.results = list(results)
@@ -125,12 +114,7 @@ class SweepPlot(QWidget):
         return [k for k in (find_knee(s) for s in series(self.results).values()) if k is not None]
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        pal = self.palette()
-        painter.fillRect(self.rect(), pal.color(QPalette.ColorRole.Base))
-        text = pal.color(QPalette.ColorRole.Text)
-        metrics = QFontMetricsF(self.font())
+        painter, text, metrics = self.begin_paint()
         if not self.results:
             painter.setPen(text)
             painter.drawText(
@@ -255,7 +239,7 @@ class SweepPlot(QWidget):
         painter.setBrush(Qt.BrushStyle.NoBrush)
 
 
-class LoadTestWindow(QDialog):
+class LoadRampWindow(QDialog):
     finished_sweep = Signal(str)  # the recommendation (or why it stopped)
 
     def __init__(self, parent: QWidget, bridge: GuiBridge, executor: Executor) -> None:
@@ -267,7 +251,7 @@ class LoadTestWindow(QDialog):
         self._spec: SessionSpec | None = None
         self._paths: list[str] = []
         self._sweep: Sweep | None = None
-        self._thread: threading.Thread | None = None
+        self._work_done: concurrent.futures.Future[None] | None = None  # the sweep's run
         self.results: list[LevelResult] = []
         self.recommendation = ""
 
@@ -336,7 +320,7 @@ class LoadTestWindow(QDialog):
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._work_done is not None and not self._work_done.done()
 
     def plan(self) -> SweepPlan:
         kinds = tuple(
@@ -369,13 +353,9 @@ class LoadTestWindow(QDialog):
         self.progress.setValue(0)
         self.progress.setFormat("loading images…")
         wrap = self._bridge.wrap
-        self._thread = threading.Thread(
-            target=self._run,
-            args=(plan, wrap(self._on_level), wrap(self._on_progress), wrap(self._on_end)),
-            name="load-test",
-            daemon=True,
+        self._work_done = self._executor.submit(
+            self._run, plan, wrap(self._on_level), wrap(self._on_progress), wrap(self._on_end)
         )
-        self._thread.start()
 
     def _run(
         self,
@@ -384,7 +364,7 @@ class LoadTestWindow(QDialog):
         on_progress: Callable[[SweepProgress], None],
         on_end: Callable[[str], None],
     ) -> None:
-        # The sweep's own thread: decoding images, opening sessions and waiting all block.
+        # On the worker: decoding images, opening sessions and waiting all block.
         try:
             assert self._spec is not None
             images, _names = load_sweep_images(self._paths)
@@ -402,11 +382,12 @@ class LoadTestWindow(QDialog):
         self.cancel_button.setEnabled(False)
 
     async def shutdown(self) -> None:
-        """The viewer closes: stop the sweep and wait for its thread (off the GUI thread)."""
+        """The viewer closes: stop the sweep and wait (bounded; the GUI thread's loop goes on)
+        for its worker to end."""
         self.cancel()
-        thread = self._thread
-        if thread is not None:
-            await asyncio.get_running_loop().run_in_executor(self._executor, thread.join, 10.0)
+        work = self._work_done
+        if work is not None:
+            await asyncio.wait([asyncio.wrap_future(work)], timeout=SHUTDOWN_WAIT_S)
         self.close()
 
     # -- reports (GUI thread) ------------------------------------------------------------------
