@@ -55,6 +55,11 @@ class ProxyRules:
     config_404: bool = False
     index_404: bool = False  # no repository index (a server without Triton's repository extension)
     resets_left: int = 0  # inference replies still to cut short (-1: every one)
+    # Inference replies that announce this many bytes (a hostile or broken server): in their
+    # Content-Length (the real body follows, then the connection closes), or as the size of
+    # their JSON header (Inference-Header-Content-Length).
+    announce_length: int = 0
+    announce_header_length: int = 0
     echo_headers: bool = False  # inference answered 400, its error quoting the request's headers
     lock: threading.Lock = field(default_factory=threading.Lock)
     headers: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (path, headers)
@@ -144,6 +149,12 @@ def _handler(upstream: tuple[str, int], rules: ProxyRules) -> type[BaseHTTPReque
             if method == "POST" and self.path.endswith("/infer") and rules.take_reset():
                 self._cut_short(reply.status, data, kept)
                 return
+            if method == "POST" and self.path.endswith("/infer") and rules.announce_header_length:
+                kept = {k: v for k, v in kept.items() if k.lower() != "inference-header-content-length"}
+                kept["Inference-Header-Content-Length"] = str(rules.announce_header_length)
+            if method == "POST" and self.path.endswith("/infer") and rules.announce_length:
+                self._announce(reply.status, data, kept, rules.announce_length)
+                return
             self._answer(reply.status, data, kept)
 
         def _head(self, status: int, data: bytes, headers: dict[str, str]) -> None:
@@ -157,6 +168,17 @@ def _handler(upstream: tuple[str, int], rules: ProxyRules) -> type[BaseHTTPReque
         def _answer(self, status: int, data: bytes, headers: dict[str, str]) -> None:
             self._head(status, data, headers)
             self.wfile.write(data)
+
+        def _announce(self, status: int, data: bytes, headers: dict[str, str], length: int) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                if key.lower() != "content-length":
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(length))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+            self.close_connection = True
 
         def _cut_short(self, status: int, data: bytes, headers: dict[str, str]) -> None:
             """The status line, the headers and half the body, then a TCP reset."""

@@ -16,10 +16,10 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from app.system.atomic_files import write_whole
+from app.system.bounded_read import MAX_SMALL_FILE_BYTES, BoundedReadError, parse_json, read_text
 
 Point = tuple[float, float]
 TOP_LEVEL_FIELDS = ("lines", "zones", "size")
@@ -100,14 +100,9 @@ def load_zones(path: str | os.PathLike[str]) -> ZonesConfig:
     """The zones file at `path`, checked (ZonesFileError naming the file and the cause)."""
     name = os.fspath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ZonesFileError(f"{name}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise ZonesFileError(f"{name}: cannot read it ({reason})") from None
-    try:
-        data = json.loads(text)
+        data = parse_json(read_text(path, MAX_SMALL_FILE_BYTES, name), name)
+    except BoundedReadError as e:
+        raise ZonesFileError(str(e)) from None
     except json.JSONDecodeError as e:
         raise ZonesFileError(f"{name}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
     return ZonesConfig.from_dict(data, name)

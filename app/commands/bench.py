@@ -224,7 +224,7 @@ def format_table(report: dict[str, Any]) -> str:
             f"  (plain {e['plain_throughput']:.1f} req/s, app/plain {e['ratio']:.3f})" if "ratio" in e else ""
         )
         rows.append(
-            f"{e['concurrency']:>9} {e['transport']:>9} {e['client_batch']:>5} {e['throughput']:>9.1f} "
+            f"{e['concurrency']:>9} {e['transport']:>9} {e['client_batch']:>5} {_rate(e['throughput']):>9} "
             f"{_spread(e.get('spread')):>5} {ms(e['p50_ms']):>8} {ms(e['p95_ms']):>8} {ms(e['p99_ms']):>8} "
             f"{ms(e['server_queue_ms']):>9} {ms(e['server_compute_ms']):>9} {ms(e['server_avg_batch']):>9} "
             f"{_rate(e['server_executions_per_s']):>8} {e['failed']:>6}{mark}{ratio}"
@@ -248,7 +248,7 @@ def build_report(sweep: Sweep, url: str, names: list[str], plan: SweepPlan) -> d
     levels = []
     for r in sweep.results:
         record = r.to_record()
-        if record.get("plain_throughput"):
+        if record.get("plain_throughput") and record["throughput"] is not None:
             record["ratio"] = round(r.throughput / record["plain_throughput"], 3)
         levels.append(record)
     knees = [k.to_record() for k in (find_knee(s) for s in series(sweep.results).values()) if k is not None]
@@ -261,7 +261,7 @@ def build_report(sweep: Sweep, url: str, names: list[str], plan: SweepPlan) -> d
         "levels": levels,
         "knee": knees[0]
         if len(knees) == 1
-        else (max(knees, key=lambda k: k["throughput"]) if knees else None),
+        else (max(knees, key=lambda k: k["throughput"] or 0.0) if knees else None),
         "knees": knees,
         "recommendation": sentence,
         "recommended": None if best is None else best.to_record(),

@@ -115,6 +115,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "written by `infer --format`)",
     )
     p.add_argument(
+        "--allow-outside-paths",
+        action="store_true",
+        help="read images the label files name outside the dataset's folder and --images (../x.jpg, "
+        "an absolute path elsewhere); without it they are named and not read",
+    )
+    p.add_argument(
         "--iou-type",
         choices=IOU_TYPES,
         default=IouType.BBOX.value,
@@ -310,6 +316,7 @@ def _evaluate_all(
                     args.images,
                     model_labels=profile.labels,
                     keypoint_names=keypoint_names,
+                    allow_outside_paths=args.allow_outside_paths,
                 )
                 _describe(dataset)
             _check_iou_type(IouType(args.iou_type), name, profile.task, profile.kpt_shape)

@@ -24,6 +24,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from app.system.bounded_read import MAX_SMALL_FILE_BYTES, BoundedReadError, read_text
+
 HEADERS_ENV = "TRITON_VIEWER_HEADERS"
 BINARY_SUFFIX = "-bin"
 
@@ -76,11 +78,9 @@ def parse_lines(lines: Iterable[str], origin: str, *, restricted: bool = False) 
 def read_header_file(path: str | Path, *, restricted: bool = False) -> dict[str, str | bytes]:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise HeaderError(f"--header-file {p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HeaderError(f"--header-file {p}: cannot read it ({exc})") from None
+        text = read_text(p, MAX_SMALL_FILE_BYTES, f"--header-file {p}", "utf-8-sig")
+    except BoundedReadError as exc:
+        raise HeaderError(str(exc)) from None
     return parse_lines(text.splitlines(), f"--header-file {p}", restricted=restricted)
 
 

@@ -42,7 +42,7 @@ from app.inference.introspection.repository import RepositoryControl
 from app.inference.introspection.server_metrics import MetricsReader, default_metrics_url
 from app.inference.model_files.reading import is_model_file_name
 from app.inference.profiles.profile import ProfileError
-from app.pipeline.sweep import Sweep, SweepPlan, SweepProgress
+from app.pipeline.sweep import LevelResult, Sweep, SweepPlan, SweepProgress
 from app.pipeline.tune import TuneError, TunePhase, TunePlan, TuneProgress, Tuner, TuneResult
 from app.pipeline.tune_export import write_csv, write_json, write_model_config
 from app.pipeline.tune_settings import parse_delay_list, parse_int_list
@@ -276,6 +276,9 @@ def format_report(result: TuneResult, images: int, requests: int) -> str:
     def ms(v: float | None) -> str:
         return "-" if v is None else f"{v:.2f}"
 
+    def throughput(lv: LevelResult) -> str:
+        return "-" if lv.no_success else f"{lv.throughput:.1f}"  # none succeeded: none measured
+
     for n, trial in enumerate(result.trials, 1):
         s = trial.settings
         label = f"{n}{'*' if trial.original else ''}"
@@ -289,7 +292,7 @@ def format_report(result: TuneResult, images: int, requests: int) -> str:
         for lv in trial.levels:
             marks = (" P" if id(lv) in front else "") + ("  <- recommended" if id(lv) == chosen else "")
             rows.append(
-                f"{head} {lv.concurrency:>9} {lv.transport:>9} {lv.throughput:>8.1f} {ms(lv.p50_ms):>8} "
+                f"{head} {lv.concurrency:>9} {lv.transport:>9} {throughput(lv):>8} {ms(lv.p50_ms):>8} "
                 f"{ms(lv.p95_ms):>8} {ms(lv.p99_ms):>8} {ms(lv.server_queue_ms):>9} "
                 f"{ms(lv.server_compute_ms):>8} {ms(lv.server_avg_batch):>9} {lv.failed:>6}{marks}"
             )

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.system.bounded_read import MAX_SMALL_FILE_BYTES, BoundedReadError, parse_json, read_text
+
 
 class ClassMapError(Exception):
     pass
@@ -24,16 +26,21 @@ def read_class_map(path: str | Path) -> dict[str, str]:
     """The renames of a class map file; ClassMapError naming the file and the line."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ClassMapError(f"--class-map {p}: cannot read it ({e})") from None
+        text = read_text(p, MAX_SMALL_FILE_BYTES, f"--class-map {p}")
+    except BoundedReadError as e:
+        raise ClassMapError(str(e)) from None
     if text.lstrip().startswith("{"):
         try:
-            doc = json.loads(text)
+            doc = parse_json(text, f"--class-map {p}")
+        except BoundedReadError as e:
+            raise ClassMapError(str(e)) from None
         except json.JSONDecodeError as e:
             raise ClassMapError(
                 f"--class-map {p}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
             ) from None
+        if not isinstance(doc, dict):
+            shape = '{"dataset name": "model name"}'
+            raise ClassMapError(f"--class-map {p}: a JSON class map is an object {shape}")
         bad = [k for k, v in doc.items() if not isinstance(v, str | type(None))]
         if bad:
             raise ClassMapError(f"--class-map {p}: the value of {bad[0]!r} must be a class name (or null)")

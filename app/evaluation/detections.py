@@ -20,7 +20,7 @@ import numpy as np
 from app.annotations.regions import region_instances
 from app.evaluation.classes import ClassMatch
 from app.evaluation.iou_type import IouType
-from app.inference.result import Detection, InferenceResult
+from app.inference.result import Detection, InferenceResult, record_pixel, record_score
 
 
 @dataclass
@@ -58,18 +58,17 @@ def build_detections(
                 not_in_dataset += 1
                 continue
             if boxes:  # inline: the common case, ~10 detections an image
-                x1, y1, x2, y2 = det.box
+                # The box and score the records write: the figures are exactly the records'.
+                x1, y1, x2, y2 = (record_pixel(v) for v in det.box)
                 ann: dict[str, Any] | None = (
-                    {"bbox": [float(x1), float(y1), float(x2 - x1), float(y2 - y1)]}
-                    if x2 > x1 and y2 > y1
-                    else None
+                    {"bbox": [x1, y1, x2 - x1, y2 - y1]} if x2 > x1 and y2 > y1 else None
                 )
             else:
                 ann = _annotation(det, iou_type)
             if ann is None:
                 unusable += 1
                 continue
-            s = float(det.score)
+            s = record_score(det.score)
             ann["image_id"] = index + 1
             ann["category_id"] = cat + 1
             ann["score"] = s
@@ -93,8 +92,12 @@ def _annotation(det: Detection, iou_type: IouType) -> dict[str, Any] | None:
     if iou_type is IouType.KEYPOINTS:
         if not det.keypoints:
             return None
-        return {"keypoints": [float(v) for x, y, s in det.keypoints for v in (x, y, s)]}
-    x1, y1, x2, y2 = (float(v) for v in det.box)
+        return {
+            "keypoints": [
+                v for x, y, s in det.keypoints for v in (record_pixel(x), record_pixel(y), float(s))
+            ]
+        }
+    x1, y1, x2, y2 = (record_pixel(v) for v in det.box)
     if x2 <= x1 or y2 <= y1:
         return None
     return {"bbox": [x1, y1, x2 - x1, y2 - y1]}

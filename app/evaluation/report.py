@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 from app.evaluation.cocoeval import BOX_STATS, KEYPOINT_STATS
-from app.evaluation.datasets.model import CLIPPED, Problem
+from app.evaluation.datasets.model import CLIPPED, DUPLICATE_ID, OUTSIDE_PATH, Problem
 from app.evaluation.evaluate import Evaluation
 from app.evaluation.iou_type import IouType
 from app.inference.result import finite, strict_json
@@ -53,6 +53,8 @@ def dataset_record(evaluation: Evaluation) -> dict[str, Any]:
             "images": sum(1 for p in dropped if p.image_dropped),
             "by_reason": dict(by_kind),
             "clipped_boxes": sum(1 for p in problems if p.kind == CLIPPED),
+            "outside_paths": sum(1 for p in problems if p.kind == OUTSIDE_PATH),
+            "duplicate_image_ids": sum(1 for p in problems if p.kind == DUPLICATE_ID),
             "problems": [p.to_record() for p in problems[:PROBLEMS_LISTED]],
             "more_problems": max(len(problems) - PROBLEMS_LISTED, 0),
         },

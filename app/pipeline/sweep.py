@@ -38,6 +38,7 @@ from app.resources import sample_image
 from app.sources.files import expand_inputs
 from app.sources.images import read_image
 
+NO_SUCCESS = "no request succeeded, so no throughput (null)"  # a level's note
 KNEE_GAIN = 0.05  # "throughput grows less than 5%"
 NOISY_SPREAD = 0.15  # a level whose throughput varies by more than ±15% while it runs is noisy
 MAX_MARGIN = 0.25  # however noisy, 25% more throughput at a later level is "clearly more"
@@ -110,6 +111,12 @@ class LevelResult:
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the plain loop's figures
     # A pipeline's stages over the level: {"STAGE": {"count", "queue_ms", "compute_ms"}}.
     models: dict[str, dict[str, float | int]] | None = None
+    succeeded: int | None = None  # requests that succeeded (None: not counted)
+
+    @property
+    def no_success(self) -> bool:
+        """No request of the level succeeded: it has no throughput (null in its record)."""
+        return self.succeeded == 0
 
     def to_record(self) -> dict[str, Any]:
         record = asdict(self)
@@ -117,6 +124,8 @@ class LevelResult:
         record.update(extra)
         if record["models"] is None:  # a single model: no key, as in infer's summary
             del record["models"]
+        if self.no_success:
+            record["throughput"] = None
         return record
 
 
@@ -360,6 +369,7 @@ class Sweep:
             transport=session.transport.kind.value,
             client_batch=session.batching,
             throughput=figures.throughput,
+            succeeded=figures.ok,
             p50_ms=figures.p50_ms,
             p95_ms=figures.p95_ms,
             p99_ms=figures.p99_ms,
@@ -378,6 +388,10 @@ class Sweep:
             models=None if server is None else server.models_record(),
         )
         self.results.append(result)
+        if result.no_success:
+            self.notes.append(
+                f"{step}: {NO_SUCCESS}; the first error: {result.first_error or 'none recorded'}"
+            )
         if self.on_level is not None:
             self.on_level(result)
 

@@ -25,11 +25,12 @@ from app.inference.introspection.repository import RepositoryControl, Repository
 from app.inference.profiles.profile import ProfileError
 from app.inference.protocol import Endpoint
 from app.inference.redaction import url_without_password
-from app.pipeline.sweep import LevelResult, Sweep, SweepPlan, SweepProgress, stage_notes
+from app.pipeline.sweep import NO_SUCCESS, LevelResult, Sweep, SweepPlan, SweepProgress, stage_notes
 from app.pipeline.tune_analysis import Point, Recommendation, TrialResult, pareto_front, recommend
 from app.pipeline.tune_settings import (
     TrialSettings,
     apply_settings,
+    mark_owner,
     new_trial_mark,
     settings_of,
     trial_mark_of,
@@ -87,7 +88,7 @@ def level_record(level: LevelResult) -> dict[str, Any]:
         "concurrency": level.concurrency,
         "transport": level.transport,
         "client_batch": level.client_batch,
-        "throughput": level.throughput,
+        "throughput": None if level.no_success else level.throughput,
         "p50_ms": level.p50_ms,
         "p95_ms": level.p95_ms,
         "p99_ms": level.p99_ms,
@@ -220,6 +221,9 @@ class Tuner:
         self._t0 = 0.0
         self._current: tuple[int, TrialSettings] | None = None  # the trial under way
         self.restore_error: str | None = None  # why the original config could not be restored
+        # On every config this tune loads, from its first load on: another tune of the model
+        # on the same server sees it and is refused while this one runs.
+        self.mark = new_trial_mark()
 
     # -- control ------------------------------------------------------------
     def cancel(self) -> None:
@@ -245,6 +249,7 @@ class Tuner:
         config = self._read_config()
         mark = trial_mark_of(config)
         if mark is not None:
+            self._refuse_if_owned(mark)
             self._note(
                 f"model '{self.model}' is on a trial config left by an earlier tune ({mark}) that "
                 "did not restore it: reloading it from the repository's files first"
@@ -256,11 +261,14 @@ class Tuner:
                     f"the repository's own config of '{self.model}' carries the tune's trial mark: "
                     "remove that parameter from its config.pbtxt"
                 )
-        # An identical override loads nothing (instant) but fails at once where load is not
-        # allowed: the tune stops before measuring anything, not at its first trial.
-        self._call(lambda: self.repository.load(self.model, config))
-        self.original_config = config
+        # The same config with this tune's mark: it fails at once where load is not allowed (the
+        # tune stops before measuring anything), and from now on a second tune is refused.
         current = settings_of(config)
+        with self._lock:
+            self._changed = True  # from the moment we ask: a load may succeed late
+        self.original_config = config
+        self._call(lambda: self.repository.load(self.model, apply_settings(config, current, self.mark)))
+        self._check_still_ours()
         try:
             self.trials = trial_settings(
                 current, self.plan.instances, self.plan.max_batches, self.plan.queue_delays
@@ -314,6 +322,37 @@ class Tuner:
         result.notes = list(self.notes)
         return result
 
+    def _refuse_if_owned(self, mark: str) -> None:
+        """TuneError when the trial config on the server is another tune's that may still run:
+        one running on this machine (its pid and start time match), or on another machine
+        (where this one cannot look). An older mark, or a dead owner's, is left over."""
+        owner = mark_owner(mark)
+        if owner is None or mark == self.mark:
+            return
+        if owner.alive:
+            raise TuneError(
+                f"model '{self.model}' is being tuned on this server by another tune right now "
+                f"({mark}, still running): one tune of a model per server at a time"
+            )
+        if not owner.here:
+            raise TuneError(
+                f"model '{self.model}' is on the trial config of a tune on {owner.host or 'another machine'} "
+                f"({mark}), which this machine cannot tell is still running. If it is not: "
+                f"`repository unload {self.model}` then `repository load {self.model}`, then tune again"
+            )
+
+    def _check_still_ours(self) -> None:
+        """TuneError (and nothing restored: the config is not ours to restore) when another
+        tune's config replaced this one's since it was loaded."""
+        mark = trial_mark_of(self._read_config())
+        if mark is not None and mark != self.mark:
+            with self._lock:
+                self._changed = False
+            raise TuneError(
+                f"another tune of '{self.model}' loaded its own config on this server ({mark}): "
+                "this tune stops (one tune of a model per server at a time)"
+            )
+
     def restore(self) -> None:
         """Load the original config back if a trial config is on. Idempotent; TuneError when
         the server refuses (the message says how to restore by hand)."""
@@ -321,6 +360,13 @@ class Tuner:
             changed = self._changed
         if not changed or self.original_config is None:
             return
+        with contextlib.suppress(TuneError):  # unreadable: restore all the same
+            mark = trial_mark_of(self._read_config())
+            if mark is not None and mark != self.mark:  # another tune's now: not ours to undo
+                self._note(f"the config of '{self.model}' is another tune's now ({mark}): not restored")
+                with self._lock:
+                    self._changed = False
+                return
         self._progress_phase(TunePhase.RESTORING)
         try:
             self.repository.load(self.model, self.original_config)
@@ -341,7 +387,8 @@ class Tuner:
         self._current = (index, settings)
         if not original:
             self._progress_phase(TunePhase.LOADING)
-            config = apply_settings(self.original_config, settings, new_trial_mark())
+            self._check_still_ours()
+            config = apply_settings(self.original_config, settings, self.mark)
             t0 = time.monotonic()
             with self._lock:
                 self._changed = True  # from the moment we ask: a load may succeed late
@@ -375,6 +422,8 @@ class Tuner:
         if self.metrics is not None:
             trial.server_metrics = summary_of(self.metrics.between(started, time.time()))
         for note in sweep.notes + stage_notes(trial.levels):
+            if NO_SUCCESS in note:  # a level's own: which trial's
+                note = f"{settings.describe()}, {note}"
             if note not in self.notes:
                 self._note(note)
         return trial

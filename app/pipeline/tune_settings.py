@@ -8,12 +8,15 @@ from __future__ import annotations
 import copy
 import itertools
 import os
+import re
+import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.inference.introspection.model_config import ModelConfigDict, normalise
+from app.system.leftovers import owner_alive, start_time, sweep_enabled
 
 # A config parameter set on every trial config: a later tune (or `repository config`) can
 # tell that a model was left on a trial config by a tune that could not restore it (killed).
@@ -71,7 +74,40 @@ def trial_mark_of(config: Mapping[str, Any]) -> str | None:
 
 
 def new_trial_mark() -> str:
-    return f"pid {os.getpid()}, {time.strftime('%Y-%m-%d %H:%M:%S')}"
+    """Who sets the trial config: this process (pid and start time: a reused pid is another
+    process) on this machine, when, and which of its tunes (two in one process differ)."""
+    pid = os.getpid()
+    when = time.strftime("%Y-%m-%d %H:%M:%S")
+    return (
+        f"pid {pid}, start {start_time(pid) or 0}, host {socket.gethostname()}, {when}, tune {next(_tunes)}"
+    )
+
+
+_tunes = itertools.count(1)
+_MARK_OWNER = re.compile(r"pid (\d+), start (\d+), host ([^,]*),")
+
+
+@dataclass(frozen=True)
+class MarkOwner:
+    pid: int
+    start: int
+    host: str
+
+    @property
+    def here(self) -> bool:
+        """On this machine, where its process can be looked up (/proc readable)."""
+        return self.host == socket.gethostname() and sweep_enabled()
+
+    @property
+    def alive(self) -> bool:
+        """Its process still runs (the same pid with the same start time); only when `here`."""
+        return self.here and owner_alive(self.pid, self.start)
+
+
+def mark_owner(mark: str) -> MarkOwner | None:
+    """The tune a mark names; None for a mark of an older version (pid and time only)."""
+    match = _MARK_OWNER.match(mark)
+    return None if match is None else MarkOwner(int(match[1]), int(match[2]), match[3])
 
 
 def apply_settings(

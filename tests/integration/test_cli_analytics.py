@@ -205,7 +205,7 @@ def _first_frame(video: Path) -> np.ndarray:
     [
         (["--zones", "ZONES"], "--zones needs --track: lines and zones count tracked objects"),
         (["--track", "--zones", "BAD"], "lines[0] 'door': a and b are the same point"),
-        (["--track", "--zones", "MISSING"], "missing.json: no such file"),
+        (["--track", "--zones", "MISSING"], "missing.json: not found"),
         (["--heatmap", "TWO.png", "SECOND"], "one file, but the inputs hold 2 videos: give a folder"),
         (["--heatmap-window", "60"], "--heatmap-window needs --heatmap PATH"),
     ],

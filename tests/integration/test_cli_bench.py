@@ -120,3 +120,33 @@ def test_a_noisy_level_is_measured_again_and_the_recommendation_says_so(
     for _p, _d, total, rest in lines:
         grown = int(total) - planned
         assert (f"(total +{grown}: a noisy level measured again)" in rest) == (grown > 0), rest
+
+
+def test_a_level_where_every_request_failed_has_no_throughput(triton: EmbeddedServer, tmp_path: Path) -> None:
+    """The `failing` model answers every request with an error at once: the level has no
+    throughput (null, and said), not the rate of its errors (it reported hundreds of req/s)."""
+    image = tmp_path / "a.png"
+    cv2.imwrite(str(image), np.full((48, 64, 3), 90, np.uint8))
+    out, table = tmp_path / "sweep.json", tmp_path / "sweep.csv"
+    done = bench(
+        *("--url", triton.grpc_url, "--model", "failing", "--image", str(image), "--requests", "16"),
+        *(
+            "--warmup",
+            "0",
+            "--concurrency",
+            "1,2",
+            "--transport",
+            "grpc",
+            "--output",
+            str(out),
+            "--csv",
+            str(table),
+        ),
+    )
+    report = strict_loads(out.read_text())
+    assert [(e["failed"], e["throughput"]) for e in report["levels"]] == [(16, None), (16, None)], done.stderr
+    notes = [n for n in report["notes"] if "no request succeeded, so no throughput (null)" in n]
+    assert len(notes) == 2 and "1 in flight" in notes[0] and "2 in flight" in notes[1]
+    assert re.search(r"^\s+1\s+grpc\s+1\s+-\s", done.stdout, re.M), done.stdout  # the table says "-"
+    with table.open() as f:
+        assert [row["throughput"] for row in csv.DictReader(f)] == ["", ""]

@@ -361,7 +361,9 @@ def test_exports_read_back_as_ground_truth(
     export = tmp_path / ("export.json" if fmt == "coco" else "export")
     done = run_cli("infer", "--url", triton.grpc_url, "--format", fmt, "--output", str(export), str(photos))
     assert done.returncode == 0, done.stderr[-2000:]
-    extra = ["--images", str(photos)] if fmt in ("coco", "yolo") else []
+    # Every format: VOC's <path> and labelme's imagePath name the photos outside the export
+    # folder, which are read only inside the dataset and --images (or with --allow-outside-paths).
+    extra = ["--images", str(photos)]
     report = evaluate(triton, export, *extra, out=tmp_path / "report.json")
     assert report["dataset"]["format"] == fmt and report["dataset"]["annotations"] == 7
     assert report["dataset"]["dropped"]["annotations"] == 0
@@ -669,7 +671,9 @@ def test_a_semantic_models_export_reads_back_as_its_own_ground_truth(
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "warning" not in done.stderr
-    extra = ["--images", str(photos)] if fmt in ("coco", "yolo") else []
+    # Every format: VOC's <path> and labelme's imagePath name the photos outside the export
+    # folder, which are read only inside the dataset and --images (or with --allow-outside-paths).
+    extra = ["--images", str(photos)]
     report = evaluate(
         triton,
         export,

@@ -307,3 +307,34 @@ def test_nothing_listening_over_http_is_retried_then_named(triton: EmbeddedServe
         ).open()
     assert caught.value.kind is ErrorKind.UNREACHABLE
     assert "nothing is listening" in str(caught.value) and "HTTP port" in str(caught.value)
+
+
+@pytest.mark.parametrize("header", ["Content-Length", "Inference-Header-Content-Length"])
+def test_a_reply_announcing_more_than_the_output_limit_is_refused_as_too_large(
+    triton: EmbeddedServer, header: str
+) -> None:
+    """A server announcing a 400 MB reply: refused from its headers, before the body is read
+    (the body never comes: the proxy sends the real, small one and closes), as too_large."""
+    announced = 400_000_000
+    with (
+        http_proxy(triton.http_port) as proxy,
+        TritonSession(
+            SessionSpec(
+                endpoints=parse_endpoints(proxy.url),
+                model=MODEL,
+                timeouts=Timeouts(request_s=20),
+                delivery=Delivery(transport=TransportKind.GRPC),
+            )
+        ) as session,
+    ):
+        if header == "Content-Length":
+            proxy.rules.announce_length = announced
+        else:
+            proxy.rules.announce_header_length = announced
+        result = session.infer(skimage.data.astronaut())
+        proxy.rules.announce_length = proxy.rules.announce_header_length = 0
+        after = session.infer(skimage.data.astronaut())
+    assert result.status is Status.FAILED and result.error_kind is ErrorKind.TOO_LARGE, result.error
+    assert "a reply of 400.0 MB" in (result.error or "") and "268.4 MB of outputs" in (result.error or "")
+    assert result.retries == 0  # not retried: the same request gets the same reply
+    assert after.ok, after.error  # the channel goes on

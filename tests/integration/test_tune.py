@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,7 +31,7 @@ from app.inference.introspection.repository import RepositoryControl
 from app.inference.introspection.server_metrics import MetricsReader
 from app.inference.protocol import parse_endpoints, parse_url
 from app.pipeline.sweep import Sweep, SweepPlan
-from app.pipeline.tune import TunePhase, TunePlan, Tuner
+from app.pipeline.tune import TuneError, TunePhase, TunePlan, Tuner
 from app.pipeline.tune_export import write_model_config
 from app.pipeline.tune_settings import TrialSettings, apply_settings, settings_of, trial_mark_of
 from app.server.embedded import EmbeddedServer
@@ -149,6 +151,67 @@ def test_a_trial_config_left_by_a_killed_tune_is_noticed_and_replaced(
     trials = t.prepare()
     assert any("left by an earlier tune (pid 1, earlier)" in n for n in notes), notes
     assert trials[0] == ORIGINAL, "the original is the repository's, not the leftover trial's"
+    assert t.original_config == original
+    assert trial_mark_of(repository.config(MODEL)) == t.mark  # this tune's from its prepare on
+    t.restore()
+    assert repository.config(MODEL) == original
+
+
+def _marked(original: dict, mark: str) -> dict:  # type: ignore[type-arg]
+    return apply_settings(original, TrialSettings(2, 16, 0), mark=mark)
+
+
+def test_a_live_tunes_trial_config_is_never_left_over_a_second_tune_is_refused(
+    repository: RepositoryControl, images: list[np.ndarray]
+) -> None:
+    """Two tunes of one model on one server: the second is refused, named, and touches nothing
+    (it used to call the first's live trial "left by an earlier tune" and reload the model)."""
+    original = repository.config(MODEL)
+    first = tuner(repository, images, (1,))
+    first.prepare()
+    second = tuner(repository, images, (1,))
+    with pytest.raises(
+        TuneError, match=r"being tuned on this server by another tune right now \(pid \d+, start"
+    ):
+        second.prepare()
+    assert trial_mark_of(repository.config(MODEL)) == first.mark  # untouched
+    first.restore()
+    assert repository.config(MODEL) == original
+
+
+def test_a_dead_owners_mark_is_left_over_another_machines_is_refused(
+    repository: RepositoryControl, images: list[np.ndarray]
+) -> None:
+    original = repository.config(MODEL)
+    # A running pid (this process) with another start time: the pid was reused, its tune is gone.
+    mark = f"pid {os.getpid()}, start 1, host {socket.gethostname()}, 2026-01-01 00:00:00, tune 1"
+    repository.load(MODEL, _marked(original, mark))
+    notes: list[str] = []
+    t = tuner(repository, images, (1,), on_note=notes.append)
+    assert t.prepare()[0] == ORIGINAL
+    assert any("left by an earlier tune" in n and mark in n for n in notes), notes
+    t.restore()
+    assert repository.config(MODEL) == original
+    elsewhere = "pid 4242, start 99, host gpu-box-7, 2026-01-01 00:00:00, tune 1"
+    repository.load(MODEL, _marked(original, elsewhere))
+    with pytest.raises(TuneError, match=r"a tune on gpu-box-7 .* cannot tell is still running"):
+        tuner(repository, images, (1,)).prepare()
+    assert trial_mark_of(repository.config(MODEL)) == elsewhere
+    repository.reload_from_files(MODEL)
+
+
+def test_a_tune_whose_config_another_replaced_stops_and_restores_nothing(
+    repository: RepositoryControl, images: list[np.ndarray]
+) -> None:
+    original = repository.config(MODEL)
+    t = tuner(repository, images, (1,))
+    t.prepare()
+    intruder = tuner(repository, images, (1,)).mark  # a live tune of this process
+    repository.load(MODEL, _marked(original, intruder))
+    with pytest.raises(TuneError, match="another tune of 'fixed_cost' loaded its own config"):
+        t.run()
+    assert trial_mark_of(repository.config(MODEL)) == intruder  # not "restored" under the other
+    repository.reload_from_files(MODEL)
     assert repository.config(MODEL) == original
 
 

@@ -209,7 +209,7 @@ def unknown(_version):
 # -- misbehaving: answers chosen by the first image's top-left red value (see README.md) ---------
 # A raw-image detector (EfficientNMS outputs, boxes in image pixels) that answers right for
 # mode 0 and wrongly on purpose otherwise: the client must fail those, never report them ok.
-MISSING_BOXES, WRONG_DTYPE, WRONG_SHAPE, NON_FINITE, CLASS_IDS, HUGE = 1, 2, 3, 4, 5, 6
+MISSING_BOXES, WRONG_DTYPE, WRONG_SHAPE, NON_FINITE, CLASS_IDS, HUGE, FINE_SCORES = 1, 2, 3, 4, 5, 6, 7
 
 
 def misbehaving(_version):
@@ -248,6 +248,8 @@ def misbehaving(_version):
             out["det_boxes"] = boxes[:, :50]
         elif mode == HUGE:
             out["det_boxes"] = np.zeros((batch, 300_000, 4), np.float32)  # 4.8 MB per image
+        elif mode == FINE_SCORES:  # right, scored 0.9497 + (green - 128) / 100000 per image
+            scores[:, 0] = 0.9497 + (images[:, 0, 0, 1].astype(np.float32) - 128) * np.float32(1e-5)
         return out
 
     return outputs

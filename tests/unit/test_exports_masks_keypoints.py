@@ -113,7 +113,7 @@ def test_a_semantic_segmentation_is_written_by_coco_yolo_and_labelme(tmp_path: P
         assert _best_iou(_polygon_mask([v for p in shape["points"] for v in p]), regions) > 0.95
     (parsed,) = AnnotationSet.from_labelme(labelme, include_poly=True)
     assert sorted(b.label for b in parsed.boxes) == ["road", "road", "sky"]
-    dataset = read_labelme(labelme)  # the product's own reader: three objects, not merged
+    dataset = read_labelme(labelme, tmp_path / "photos")  # the product's own reader: three objects
     assert sorted(o.label for o in dataset.images[0].objects) == ["road", "road", "sky"]
 
     voc = tmp_path / "voc"
@@ -154,7 +154,7 @@ def test_keypoint_names_and_one_group_per_face_in_labelme_and_coco(tmp_path: Pat
     for members in groups.values():
         assert [s["shape_type"] for s in members] == ["rectangle", "point", "point", "point"]
         assert [s["label"] for s in members[1:]] == [f"face/{name}" for name in FACE_NAMES]
-    dataset = read_labelme(labelme, keypoint_names=FACE_NAMES)
+    dataset = read_labelme(labelme, tmp_path / "photos", keypoint_names=FACE_NAMES)
     objects = sorted(dataset.images[0].objects, key=lambda o: o.box[0] if o.box else 0)
     assert len(objects) == 2 and dataset.keypoint_names == list(FACE_NAMES)
     assert objects[1].keypoints == [100.0, 30.0, 2.0, 120.0, 30.0, 2.0, 110.0, 42.0, 2.0]

@@ -60,7 +60,7 @@ def test_records_gain_keys_only_when_the_model_gives_them() -> None:
     assert record["masks"] == [
         {"class_id": 3, "label": "road", "mask": BinaryMask.from_full(full).rle(), "area": 12}
     ]
-    assert record["classes"] == [{"class_id": 7, "label": "cat", "score": 0.9123}]
+    assert record["classes"] == [{"class_id": 7, "label": "cat", "score": 0.912345}]  # unrounded
     failed = InferenceResult("r2", Status.FAILED, error="boom", masks=[], classes=[])
     assert failed.to_record()["masks"] == [] and failed.to_record()["classes"] == []
 

@@ -110,10 +110,12 @@ def test_a_line_and_a_zone_may_share_a_name(tmp_path: Path) -> None:
 
 
 def test_a_missing_or_unreadable_file(tmp_path: Path) -> None:
-    with pytest.raises(ZonesFileError, match=r"nope\.json: no such file"):
+    with pytest.raises(ZonesFileError, match=r"nope\.json: not found"):
         load_zones(tmp_path / "nope.json")
-    with pytest.raises(ZonesFileError, match="cannot read it"):
-        load_zones(tmp_path)  # a folder
+    with pytest.raises(ZonesFileError, match="is a folder, not a file"):
+        load_zones(tmp_path)
+    with pytest.raises(ZonesFileError, match="a device, not a regular file"):
+        load_zones("/dev/zero")
 
 
 def test_points_outside_the_frame_are_warnings() -> None:

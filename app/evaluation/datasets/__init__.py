@@ -4,12 +4,11 @@ Pascal VOC, labelme. `load_dataset` tells the format from the path (or takes `fm
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.evaluation.datasets.coco import looks_like_coco, read_coco
+from app.evaluation.datasets.coco import load_json, looks_like_coco, read_coco
 from app.evaluation.datasets.images import walk_files
 from app.evaluation.datasets.labelme import is_labelme, read_labelme
 from app.evaluation.datasets.model import (
@@ -41,9 +40,8 @@ __all__ = [
 
 def _json_kind(path: Path) -> DatasetFormat | None:
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
+        doc = load_json(path)  # bounded: a FIFO or a 100k-deep file is not a dataset
+    except DatasetError:
         return None
     if looks_like_coco(doc):
         return DatasetFormat.COCO
@@ -114,9 +112,12 @@ def load_dataset(
     *,
     model_labels: Sequence[str] = (),
     keypoint_names: Sequence[str] = (),
+    allow_outside_paths: bool = False,
 ) -> Dataset:
     """Read a dataset. `model_labels` name YOLO class ids when the dataset does not;
     `keypoint_names` (the model's) order labelme points and tell YOLO pose lines' length.
+    An image path a label file gives outside the dataset's folder and `images_dir` is named
+    (a problem of kind OUTSIDE_PATH) and not read unless `allow_outside_paths`.
     DatasetError when the dataset as a whole cannot be used; problems with single files
     are in `Dataset.problems`."""
     root = Path(path)
@@ -137,13 +138,13 @@ def load_dataset(
             raise DatasetError(f"{root}: no COCO .json file in this folder")
         root = coco
     if fmt is DatasetFormat.COCO:
-        dataset = read_coco(root, images)
+        dataset = read_coco(root, images, allow_outside_paths)
     elif fmt is DatasetFormat.YOLO:
         dataset = read_yolo(root, images, model_labels, len(keypoint_names) or None)
     elif fmt is DatasetFormat.VOC:
-        dataset = read_voc(root, images)
+        dataset = read_voc(root, images, allow_outside_paths)
     else:
-        dataset = read_labelme(root, images, keypoint_names)
+        dataset = read_labelme(root, images, keypoint_names, allow_outside_paths)
     _drop_repeats(dataset)
     if not dataset.images:
         problems = "; ".join(p.text() for p in dataset.problems[:3])

@@ -9,8 +9,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from app.evaluation.datasets.images import ImageIndex
+from app.evaluation.datasets.images import ImageIndex, outside_problem
 from app.evaluation.datasets.model import (
+    DUPLICATE_ID,
     MALFORMED,
     MISSING_IMAGE,
     Dataset,
@@ -20,6 +21,7 @@ from app.evaluation.datasets.model import (
     GroundTruthObject,
     Problem,
 )
+from app.system.bounded_read import MAX_DATASET_FILE_BYTES, BoundedReadError, parse_json, read_bytes
 
 
 def looks_like_coco(doc: Any) -> bool:
@@ -29,19 +31,20 @@ def looks_like_coco(doc: Any) -> bool:
 def load_json(path: Path) -> Any:
     """The parsed file; DatasetError naming the file, line and column when it is not JSON."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return parse_json(read_bytes(path, MAX_DATASET_FILE_BYTES), str(path))
     except json.JSONDecodeError as e:
         raise DatasetError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DatasetError(f"{path}: cannot read it ({e})") from None
+    except UnicodeDecodeError as e:
+        raise DatasetError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except BoundedReadError as e:
+        raise DatasetError(str(e)) from None
 
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def read_coco(path: Path, images_dir: Path | None = None) -> Dataset:
+def read_coco(path: Path, images_dir: Path | None = None, allow_outside: bool = False) -> Dataset:
     doc = load_json(path)
     if isinstance(doc, list):
         raise DatasetError(f"{path}: a list of COCO results (detections), not a dataset with images")
@@ -58,14 +61,32 @@ def read_coco(path: Path, images_dir: Path | None = None) -> Dataset:
         categories[cat["id"]] = cat["name"]
         if isinstance(cat.get("keypoints"), list) and not keypoint_names:
             keypoint_names = [str(k) for k in cat["keypoints"]]
-    index = ImageIndex([p for p in (images_dir, path.parent, path.parent / "images") if p is not None])
+    folders = [p for p in (images_dir, path.parent, path.parent / "images") if p is not None]
+    index = ImageIndex(folders, allow_outside)
     images: dict[Any, GroundTruthImage] = {}
+    first_entry: dict[Any, int] = {}
     missing: set[Any] = set()
     for i, entry in enumerate(doc["images"]):
         name = entry.get("file_name") if isinstance(entry, dict) else None
         if not isinstance(name, str) or "id" not in entry:
             problems.append(Problem(file, f"images[{i}]", MALFORMED, "needs an id and a file_name", 0))
             continue
+        image_id = entry["id"]
+        if not isinstance(image_id, int | float | str) or isinstance(image_id, bool):
+            message = f"id {image_id!r} is not a number or a string"
+            problems.append(Problem(file, f"images[{i}]", MALFORMED, message, 0, True))
+            continue
+        if image_id in first_entry:
+            j = first_entry[image_id]
+            message = (
+                f"image id {image_id!r} of {name!r} is the id of images[{j}] ({images[image_id].name!r}) "
+                "already: this image is left out (its id's annotations go to the first)"
+            )
+            problems.append(Problem(file, f"images[{i}]", DUPLICATE_ID, message, 0, True))
+            continue
+        first_entry[image_id] = i
+        if index.escapes(name):
+            problems.append(outside_problem(file, f"images[{i}]", "file_name", name, index))
         found = index.find(name)
         if found is None:
             missing.add(entry["id"])

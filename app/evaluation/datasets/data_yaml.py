@@ -11,6 +11,8 @@ import ast
 import re
 from pathlib import Path
 
+from app.system.bounded_read import MAX_SMALL_FILE_BYTES, read_text
+
 _KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$")
 
 
@@ -48,7 +50,7 @@ def _flow_list(text: str, where: str) -> list[str]:
 
 def read_data_yaml(path: Path) -> tuple[list[str] | None, tuple[int, int] | None]:
     """(names by class id, kpt_shape) of a data.yaml; None for a key it does not have."""
-    lines = [_strip_comment(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    lines = [_strip_comment(line) for line in read_text(path, MAX_SMALL_FILE_BYTES).splitlines()]
     names: list[str] | None = None
     kpt_shape: tuple[int, int] | None = None
     i = 0

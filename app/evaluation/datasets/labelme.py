@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.evaluation.datasets.images import ImageIndex, display_name, walk_files
+from app.evaluation.datasets.images import ImageIndex, display_name, outside_problem, walk_files
 from app.evaluation.datasets.model import (
     MALFORMED,
     MISSING_IMAGE,
@@ -29,6 +29,7 @@ from app.evaluation.datasets.model import (
     GroundTruthObject,
     Problem,
 )
+from app.system.bounded_read import MAX_LABEL_FILE_BYTES, BoundedReadError, parse_json, read_bytes
 
 CIRCLE_SIDES = 32  # a circle's polygon (segm)
 
@@ -46,10 +47,15 @@ def is_labelme(doc: Any) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("shapes"), list)
 
 
-def read_labelme(root: Path, images_dir: Path | None = None, keypoint_names: Sequence[str] = ()) -> Dataset:
+def read_labelme(
+    root: Path,
+    images_dir: Path | None = None,
+    keypoint_names: Sequence[str] = (),
+    allow_outside: bool = False,
+) -> Dataset:
     files = [root] if root.is_file() else walk_files(root, {".json"})
     folder = root.parent if root.is_file() else root
-    index = ImageIndex([f for f in (images_dir, folder) if f is not None])
+    index = ImageIndex([f for f in (images_dir, folder) if f is not None], allow_outside)
     problems: list[Problem] = []
     parsed: list[tuple[GroundTruthImage, list[_Object]]] = []
     names: dict[str, None] = {}
@@ -57,15 +63,16 @@ def read_labelme(root: Path, images_dir: Path | None = None, keypoint_names: Seq
     for file_path in files:
         file = str(file_path)
         try:
-            doc = json.loads(file_path.read_text(encoding="utf-8"))
+            doc = parse_json(read_bytes(file_path, MAX_LABEL_FILE_BYTES), file)
         except json.JSONDecodeError as e:
             where = f"line {e.lineno}, column {e.colno}"
             problems.append(
                 Problem(file, where, UNREADABLE, f"not valid JSON ({e.msg}); image left out", 0, True)
             )
             continue
-        except (OSError, UnicodeDecodeError) as e:
-            problems.append(Problem(file, None, UNREADABLE, f"cannot read it ({e}); image left out", 0, True))
+        except (UnicodeDecodeError, BoundedReadError) as e:
+            reason = str(e).removeprefix(f"{file}: ")  # the problem names the file already
+            problems.append(Problem(file, None, UNREADABLE, f"{reason}; image left out", 0, True))
             continue
         if not is_labelme(doc):
             continue  # another JSON file in the folder (not a labelme file)
@@ -74,7 +81,7 @@ def read_labelme(root: Path, images_dir: Path | None = None, keypoint_names: Seq
             names.setdefault(obj.label)
             for name in obj.points:
                 seen_points.setdefault(name)
-        path = _image_path(doc, file_path, index)
+        path = _image_path(doc, file_path, index, problems)
         if path is None:
             problems.append(
                 Problem(
@@ -104,12 +111,17 @@ def read_labelme(root: Path, images_dir: Path | None = None, keypoint_names: Seq
     return Dataset(str(root), DatasetFormat.LABELME, images, list(names), problems, order)
 
 
-def _image_path(doc: dict[str, Any], file_path: Path, index: ImageIndex) -> Path | None:
+def _image_path(
+    doc: dict[str, Any], file_path: Path, index: ImageIndex, problems: list[Problem]
+) -> Path | None:
     given = doc.get("imagePath")
     if isinstance(given, str) and given:
-        candidate = (file_path.parent / given.replace("\\", "/")).resolve()
-        if candidate.is_file():
-            return candidate
+        candidate = file_path.parent / given.replace("\\", "/")
+        outside = index.escapes(given, base=file_path.parent)
+        if outside:
+            problems.append(outside_problem(str(file_path), "imagePath", "imagePath", given, index))
+        if (index.allow_outside or not outside) and candidate.is_file():
+            return candidate.resolve()
         found = index.find(Path(given.replace("\\", "/")).name)
         if found is not None:
             return found

@@ -34,6 +34,8 @@ MISSING_IMAGE = "image not found"
 UNSUPPORTED = "unsupported shape"
 NO_SHAPE = "nothing to evaluate for this IoU type"
 EXCLUDED = "image excluded"
+OUTSIDE_PATH = "image path outside the dataset"  # not read unless --allow-outside-paths
+DUPLICATE_ID = "duplicate image id"
 
 
 @dataclass(frozen=True)

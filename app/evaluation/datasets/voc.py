@@ -11,7 +11,7 @@ import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from app.evaluation.datasets.images import ImageIndex, display_name, walk_files
+from app.evaluation.datasets.images import ImageIndex, display_name, outside_problem, walk_files
 from app.evaluation.datasets.model import (
     MALFORMED,
     MISSING_IMAGE,
@@ -23,22 +23,23 @@ from app.evaluation.datasets.model import (
     GroundTruthObject,
     Problem,
 )
+from app.system.bounded_read import MAX_LABEL_FILE_BYTES, BoundedReadError, read_bytes
 
 
-def read_voc(root: Path, images_dir: Path | None = None) -> Dataset:
+def read_voc(root: Path, images_dir: Path | None = None, allow_outside: bool = False) -> Dataset:
     xml_root = root / "Annotations" if (root / "Annotations").is_dir() else root
     files = walk_files(xml_root, {".xml"})
     if not files:
         raise DatasetError(f"{xml_root}: no .xml annotation files")
     folders = [f for f in (images_dir, root / "JPEGImages", root, xml_root) if f is not None]
-    index = ImageIndex(folders)
+    index = ImageIndex(folders, allow_outside)
     problems: list[Problem] = []
     images: list[GroundTruthImage] = []
     names: dict[str, None] = {}
     for xml in files:
         file = str(xml)
         try:
-            tree = ET.parse(xml)
+            node = ET.fromstring(read_bytes(xml, MAX_LABEL_FILE_BYTES))
         except ET.ParseError as e:
             line, column = e.position
             problems.append(
@@ -52,10 +53,10 @@ def read_voc(root: Path, images_dir: Path | None = None) -> Dataset:
                 )
             )
             continue
-        except OSError as e:
-            problems.append(Problem(file, None, UNREADABLE, f"cannot read it ({e}); image left out", 0, True))
+        except BoundedReadError as e:
+            reason = str(e).removeprefix(f"{file}: ")  # the problem names the file already
+            problems.append(Problem(file, None, UNREADABLE, f"{reason}; image left out", 0, True))
             continue
-        node = tree.getroot()
         if node.tag != "annotation":
             problems.append(
                 Problem(
@@ -69,7 +70,7 @@ def read_voc(root: Path, images_dir: Path | None = None) -> Dataset:
             )
             continue
         rel = xml.relative_to(xml_root).with_suffix("")
-        path = _image_path(node, rel, index)
+        path = _image_path(node, rel, index, file, problems)
         objects: list[GroundTruthObject] = []
         for i, obj in enumerate(node.findall("object"), start=1):
             parsed, error = _object(obj, f"object {i}")
@@ -92,11 +93,22 @@ def read_voc(root: Path, images_dir: Path | None = None) -> Dataset:
     return Dataset(str(root), DatasetFormat.VOC, images, list(names), problems)
 
 
-def _image_path(node: ET.Element, rel: Path, index: ImageIndex) -> Path | None:
+def _image_path(
+    node: ET.Element, rel: Path, index: ImageIndex, file: str, problems: list[Problem]
+) -> Path | None:
     given = (node.findtext("path") or "").strip()
-    if given and Path(given).is_file():
-        return Path(given)
+    # labelImg writes the absolute path of the image it labelled, often on another machine (not
+    # there: looked for by name, without a word); one that is there outside the dataset is a
+    # file of the label file's choosing: named, and read only with --allow-outside-paths.
+    if given and Path(given).is_absolute() and Path(given).is_file():
+        if not index.escapes(given):
+            return Path(given)
+        problems.append(outside_problem(file, "<path>", "<path>", given, index))
+        if index.allow_outside:
+            return Path(given)
     filename = (node.findtext("filename") or "").strip()
+    if filename and index.escapes(filename):
+        problems.append(outside_problem(file, "<filename>", "<filename>", filename, index))
     if filename:
         found = index.find(str(rel.parent / filename)) or index.find(filename)
         if found is not None:

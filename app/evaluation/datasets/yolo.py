@@ -29,20 +29,31 @@ from app.evaluation.datasets.model import (
     GroundTruthObject,
     Problem,
 )
+from app.system.bounded_read import (
+    MAX_LABEL_FILE_BYTES,
+    MAX_SMALL_FILE_BYTES,
+    BoundedReadError,
+    check_file,
+    read_text,
+)
 
 CLASSES_FILES = ("classes.txt",)
 DATA_YAML = ("data.yaml", "dataset.yaml")
 SNIFF_BYTES = 4096  # read of a .txt to tell a label file from notes.txt
 SNIFF_LINES = 5
+# YOLO coordinates are fractions of the image's size; one beyond this is not a coordinate (and
+# 1e308 times a width would overflow to inf).
+COORDINATE_RANGE = (-1.0, 2.0)
 
 
 def in_label_syntax(path: str | os.PathLike[str]) -> bool:
     """A .txt whose first lines are YOLO label lines (a class id, then at least 4 numbers):
     `notes.txt` or a README is not a label file. An empty file is no evidence either way (False)."""
     try:
+        check_file(path, MAX_LABEL_FILE_BYTES)  # a FIFO named *.txt would block the read
         with open(path, encoding="utf-8") as f:
             text = f.read(SNIFF_BYTES)
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, BoundedReadError):
         return False
     lines = text.splitlines()
     if len(text) == SNIFF_BYTES and lines:  # the last line may be cut (a long polygon): its end dropped
@@ -82,9 +93,10 @@ def class_names(
             raise DatasetError(str(e) if isinstance(e, ValueError) else f"{yaml_file}: {e}") from None
     if names is None and (txt := _names_file(folders, CLASSES_FILES)) is not None:
         try:
-            names = [line.strip() for line in txt.read_text(encoding="utf-8").splitlines() if line.strip()]
-        except (OSError, UnicodeDecodeError) as e:
-            raise DatasetError(f"{txt}: cannot read it ({e})") from None
+            text = read_text(txt, MAX_SMALL_FILE_BYTES)
+        except BoundedReadError as e:
+            raise DatasetError(str(e)) from None
+        names = [line.strip() for line in text.splitlines() if line.strip()]
     if names is None:
         note = Problem(
             str(root), None, "note", "no data.yaml or classes.txt: class ids are taken as the model's", 0
@@ -181,9 +193,8 @@ def _inside(folder: Path, root: Path) -> bool:
 
 def _count_lines(path: str) -> int | None:
     try:
-        with open(path, encoding="utf-8") as f:
-            return sum(1 for line in f if line.strip())
-    except (OSError, UnicodeDecodeError):
+        return sum(1 for line in read_text(path, MAX_LABEL_FILE_BYTES).splitlines() if line.strip())
+    except BoundedReadError:
         return None
 
 
@@ -198,10 +209,10 @@ def _read_label(
     """Parse one label file into `image`; False when the file cannot be read at all."""
     file = label
     try:
-        with open(label, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        problems.append(Problem(file, None, UNREADABLE, f"cannot read it ({e}); image left out", 0, True))
+        text = read_text(label, MAX_LABEL_FILE_BYTES)
+    except BoundedReadError as e:
+        reason = str(e).removeprefix(f"{label}: ")  # the problem names the file already
+        problems.append(Problem(file, None, UNREADABLE, f"{reason}; image left out", 0, True))
         return False
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -227,8 +238,15 @@ def parse_line(
     except ValueError:
         bad = next(t for t in tokens if not _is_float(t))
         return None, f"{bad!r} is not a number: {line.strip()!r}"
-    if not math.isfinite(math.fsum(values)):  # one check: a sum is finite when every term is
+    # Each value on its own: fsum of two 1e308 raises OverflowError, it does not give inf.
+    if not all(math.isfinite(v) for v in values):
         return None, f"not a finite number: {line.strip()!r}"
+    low, high = COORDINATE_RANGE
+    if not all(low <= v <= high for v in values[1:]):
+        return None, (
+            f"a coordinate beyond {low:g}..{high:g} (YOLO coordinates are fractions of the image size): "
+            f"{_shortened(line)}"
+        )
     cls, rest = values[0], values[1:]
     if cls != int(cls) or cls < 0:
         return None, f"class {tokens[0]!r} is not a class id (0, 1, ...)"
@@ -257,6 +275,11 @@ def parse_line(
         f"{n} values after the class: expected 4 (cx cy w h), an even number of at least 6 "
         "(a polygon) or 4 + K x D (pose)"
     )
+
+
+def _shortened(line: str, limit: int = 120) -> str:
+    text = line.strip()
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _keypoints(values: Sequence[float], d: int) -> list[float]:

@@ -6,6 +6,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.system.bounded_read import MAX_SMALL_FILE_BYTES, BoundedReadError, read_text
+
 # Ultralytics / YOLO order (0-based, 80 classes).
 COCO_NAMES: tuple[str, ...] = (
     "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat",
@@ -34,11 +36,9 @@ def read_labels_file(path: str | Path) -> tuple[str, ...]:
     Commas are part of a name here; spaces and tabs around a name are dropped."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ValueError(f"labels file {p}: not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"labels file {p}: cannot read it ({exc})") from None
+        text = read_text(p, MAX_SMALL_FILE_BYTES, f"labels file {p}", "utf-8-sig")
+    except BoundedReadError as exc:
+        raise ValueError(str(exc)) from None
     names = [line.strip(" \t\r") for line in text.split("\n")]
     while names and not names[-1]:
         names.pop()

@@ -17,6 +17,8 @@ from typing import Any
 from google.protobuf import json_format, text_format
 from tritonclient.grpc import model_config_pb2
 
+from app.system.bounded_read import MAX_CONFIG_BYTES, BoundedReadError, parse_json, read_text
+
 ModelConfigDict = dict[str, Any]
 
 
@@ -48,7 +50,9 @@ def parse_config(text: str, source: str = "config") -> ModelConfigDict:
     """`config.pbtxt` text, or JSON (a config, or the server's `{"config": {...}}` answer)."""
     if text.lstrip().startswith("{"):
         try:
-            data = json.loads(text)
+            data = parse_json(text, source)
+        except BoundedReadError as e:
+            raise ConfigError(str(e)) from None
         except json.JSONDecodeError as e:
             raise ConfigError(f"{source}: not valid JSON: {e}") from None
         if not isinstance(data, dict):
@@ -68,9 +72,9 @@ def parse_config(text: str, source: str = "config") -> ModelConfigDict:
 def read_config_file(path: str | Path) -> ModelConfigDict:
     """A config file (config.pbtxt or JSON); ConfigError naming the file and the cause."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+        text = read_text(Path(path), MAX_CONFIG_BYTES)
+    except BoundedReadError as e:
+        raise ConfigError(str(e)) from None
     return parse_config(text, str(path))
 
 

@@ -60,6 +60,7 @@ from app.inference.decoding.keypoints import parse_kpt_shape, parse_skeleton
 from app.inference.decoding.labels import read_labels_file
 from app.inference.profile_kinds import BoxesIn, KeypointStyle, OutputFormat, Preprocess, Task
 from app.inference.profiles.profile_types import SIZE_FROM_PROFILE, ModelProfile, ProfileError, parse_kind
+from app.system.bounded_read import MAX_SMALL_FILE_BYTES, BoundedReadError, read_text
 
 
 def _str(v: Any) -> str:
@@ -279,12 +280,11 @@ def load_profile_file(path: str | Path) -> dict[str, Any]:
     """Read a profile file (format in this module's docstring) as {ModelProfile field: value}."""
     p = Path(path)
     try:
-        with p.open("rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise ProfileError(f"profile file {p}: not found") from None
-    except OSError as exc:
-        raise ProfileError(f"profile file {p}: cannot read it ({exc.strerror or exc})") from None
+        data = tomllib.loads(read_text(p, MAX_SMALL_FILE_BYTES, f"profile file {p}"))
+    except BoundedReadError as exc:
+        raise ProfileError(str(exc)) from None
+    except RecursionError:  # TOML nested thousands deep (tomllib recurses)
+        raise ProfileError(f"profile file {p}: nested deeper than the TOML parser allows") from None
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"profile file {p}: not valid TOML ({exc})") from None
     flat: dict[str, Any] = {}

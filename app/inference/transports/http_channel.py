@@ -34,6 +34,7 @@ import aiohttp
 import tritonclient.http.aio as aioclient
 from tritonclient.utils import InferenceServerException
 
+from app.inference.errors import REPLY_OVERHEAD_BYTES
 from app.inference.protocol import Endpoint, ServerProtocol
 from app.inference.transports.channel import (
     Call,
@@ -121,11 +122,46 @@ def ssl_context(options: ConnectionOptions) -> ssl.SSLContext:
     return context
 
 
+def reply_too_large(size: int, limit: int) -> HttpChannelError:
+    """gRPC's words for a reply over the receive limit, so `classify_failure` reads both
+    protocols alike (too_large, naming the size and the limit)."""
+    return HttpChannelError(
+        f"CLIENT: Received message larger than max ({size} vs. {limit})", "RESOURCE_EXHAUSTED"
+    )
+
+
+async def read_bounded(response: Any, limit: int) -> bytes:
+    """The reply's body, refused past `limit` bytes from its headers before any of it is read
+    (Content-Length; Triton's Inference-Header-Content-Length, the JSON part of a binary
+    reply), and while it is read when no length is announced (chunked)."""
+    for name in ("Content-Length", "Inference-Header-Content-Length"):
+        try:
+            announced = int(response.headers.get(name) or 0)
+        except ValueError:
+            announced = 0  # not a number: aiohttp itself refuses a bad Content-Length
+        if announced > limit:
+            response.close()  # the connection is dropped: its body is never read
+            raise reply_too_large(announced, limit)
+    if response.headers.get("Content-Length") is None:
+        body = bytearray()
+        async for chunk in response.content.iter_chunked(LARGE_BODY_BYTES):
+            body += chunk
+            if len(body) > limit:
+                response.close()
+                raise reply_too_large(len(body), limit)
+        # aiohttp's read() hands back `_body` once set: tritonclient reads the body again.
+        response._body = bytes(body)
+    return bytes(await response.read())
+
+
 class _KServeClient(aioclient.InferenceServerClient):
     """tritonclient's asyncio HTTP client, with a repository-index request that carries a JSON
-    body (Triton accepts an empty one, MLServer (FastAPI) answers 422 to it), and large bodies
-    sent from a BytesIO: aiohttp writes those in chunks, letting the loop serve the channel's
-    other requests in between (raw bytes are written whole, and aiohttp warns about it)."""
+    body (Triton accepts an empty one, MLServer (FastAPI) answers 422 to it), large bodies
+    sent from a BytesIO (aiohttp writes those in chunks, letting the loop serve the channel's
+    other requests in between; raw bytes are written whole, and aiohttp warns about it), and
+    every reply bounded by `reply_limit` (read_bounded) before tritonclient reads it."""
+
+    reply_limit = 1 << 62  # set by HttpChannel from ConnectionOptions.max_output_bytes
 
     async def _post(self, request_uri: str, request_body: Any, headers: Any, query_params: Any) -> Any:
         if isinstance(request_body, str):
@@ -133,14 +169,14 @@ class _KServeClient(aioclient.InferenceServerClient):
         if isinstance(request_body, bytes) and len(request_body) > LARGE_BODY_BYTES:
             request_body = io.BytesIO(request_body)
         response = await super()._post(request_uri, request_body, headers, query_params)
-        await response.read()  # see _get
+        await read_bounded(response, self.reply_limit)  # see _get
         return response
 
     async def _get(self, request_uri: str, headers: Any, query_params: Any) -> Any:
         response = await super()._get(request_uri, headers, query_params)
         # Read whole now (kept by the response): the readiness calls look at the status only,
         # and a body left unread keeps its connection out of the pool until garbage collection.
-        await response.read()
+        await read_bounded(response, self.reply_limit)
         return response
 
     async def get_model_repository_index(self, headers: Any = None, query_params: Any = None) -> Any:
@@ -201,13 +237,16 @@ class HttpChannel:
 
         async def make() -> _KServeClient:
             # Made on the loop: aiohttp's session belongs to the loop it was created on.
-            return _KServeClient(
+            client = _KServeClient(
                 endpoint.address,
                 conn_limit=0,  # no limit of its own: the session's window is the limit
                 conn_timeout=None,  # each call has its own deadline (asyncio.timeout)
                 ssl=tls,
                 ssl_context=ssl_context(options) if tls else False,
             )
+            # The same receive limit as a gRPC channel's (the outputs plus their framing).
+            client.reply_limit = options.max_output_bytes + REPLY_OVERHEAD_BYTES
+            return client
 
         try:
             self.client = asyncio.run_coroutine_threadsafe(make(), self._loop).result(LOOP_GRACE_S)

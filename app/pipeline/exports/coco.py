@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from app.annotations.shapes import coco_segmentation
+from app.inference.result import record_score
 from app.pipeline.exports.extras import coco_annotation_extras
 from app.pipeline.exports.images import ExportImage, class_names
 from app.pipeline.exports.vocabulary import ModelVocabulary
@@ -79,7 +80,7 @@ def coco_document(
                 "area": round(bbox[2] * bbox[3], 2),
                 "iscrowd": 0,
                 "segmentation": [],
-                "score": round(float(det.score), 5),
+                "score": record_score(det.score),
             }
             annotation.update(coco_annotation_extras(det, image))
             annotations.append(annotation)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from app.annotations.shapes import labelme_shapes
+from app.inference.result import record_score
 from app.pipeline.exports.images import ExportImage
 from app.pipeline.exports.vocabulary import ModelVocabulary
 
@@ -44,7 +45,7 @@ def labelme_document(
                 "description": f"score {float(det.score):.3f}",
                 "shape_type": "rectangle",
                 "flags": {},
-                "score": round(float(det.score), 5),
+                "score": record_score(det.score),
             }
         )
         # The mask's polygons and the visible keypoints (the rectangle is written above).
