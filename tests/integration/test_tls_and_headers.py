@@ -136,7 +136,7 @@ def test_headers_come_from_the_environment_a_file_and_the_command_line(tmp_path:
     [
         (["--header", "x-trace-bin=not base64!"], "'x-trace-bin' is binary metadata"),
         (["--header", "no-equals-sign"], "--header expects KEY=VALUE"),
-        (["--header-file", "/nonexistent/h.txt"], "--header-file /nonexistent/h.txt: no such file"),
+        (["--header-file", "/nonexistent/h.txt"], "--header-file /nonexistent/h.txt: not found"),
     ],
 )
 def test_bad_headers_are_usage_errors_naming_the_key(args: list[str], expected: str) -> None:
