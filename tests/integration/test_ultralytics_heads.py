@@ -6,9 +6,9 @@ OBB) and RT-DETR, at two input sizes.
 The exports (tests/ultralytics/export_heads.py, cached per machine): random weights from
 Ultralytics' yaml files, seeded, initialised on the photos so that they give detections of
 many classes (export_model.py's recipe on every class branch); fixed input size, `nms=False`.
-Triton serves each through the onnxruntime Python-backend wrapper (tests/ultralytics/
-onnx_model.py) with the exporter's metadata in the config parameter `metadata`; nothing else
-tells the app the layout, the task or the names.
+Triton serves each through the app's onnxruntime Python-backend model
+(resources/model_files/onnx_model.py) with the exporter's metadata in the config parameter
+`metadata`; nothing else tells the app the layout, the task or the names.
 
 Ultralytics keeps a box that lies wholly outside the image (empty once clipped); the app
 does not report such a box (postprocess.py): those are left out of the comparison. RT-DETR
@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 import skimage.data
 
+from app.resources import model_files_dir
 from app.server.embedded import EmbeddedServer
 from tests.integration.test_cli_infer import bgr, parse, run_cli
 from tests.ultralytics import venv as reference
@@ -88,7 +89,7 @@ def server(photos: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Iter
         model = repo / _name(spec)
         (model / "1").mkdir(parents=True)
         shutil.copy(folder / "model.onnx", model / "1" / "model.onnx")
-        shutil.copy(Path(reference.__file__).with_name("onnx_model.py"), model / "1" / "model.py")
+        shutil.copy(model_files_dir() / "onnx_model.py", model / "1" / "model.py")
         outputs = json.loads((folder / "outputs.json").read_text(encoding="utf-8"))
         declared = ", ".join(
             f'{{ name: "{o["name"]}" data_type: TYPE_FP32 dims: [ {", ".join(map(str, o["dims"]))} ] }}'

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import skimage.data
 
+from app.resources import model_files_dir
 from app.server.embedded import EmbeddedServer
 from tests.integration.test_cli_infer import bgr, parse, run_cli
 from tests.reference.ddddocr_reference import ddddocr_boxes
@@ -58,7 +59,7 @@ def server(reference: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) 
     repo = tmp_path_factory.mktemp("ddddocr_repository")
     (repo / MODEL / "1").mkdir(parents=True)
     shutil.copy(reference["model"], repo / MODEL / "1" / "model.onnx")
-    wrapper = Path(__file__).resolve().parents[1] / "ultralytics" / "onnx_model.py"
+    wrapper = model_files_dir() / "onnx_model.py"  # the app's onnxruntime model
     shutil.copy(wrapper, repo / MODEL / "1" / "model.py")
     (repo / MODEL / "config.pbtxt").write_text(CONFIG, encoding="utf-8")
     with EmbeddedServer(repo, startup_timeout=180) as running:

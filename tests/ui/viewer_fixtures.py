@@ -58,16 +58,23 @@ class Harness:
         self.viewers: list[Viewer] = []
 
     def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 120.0) -> Any:
+        # run_forever, not qasync's run_until_complete: that one processes Qt's events once
+        # more after the loop has stopped, with no running loop, and a task's step run there
+        # failed ("no running event loop" from get_running_loop(): the task was lost).
+        future = asyncio.ensure_future(asyncio.wait_for(coro, timeout), loop=self.loop)
+        future.add_done_callback(lambda _done: self.loop.stop())
         try:
-            return self.loop.run_until_complete(asyncio.wait_for(coro, timeout))
+            self.loop.run_forever()
         finally:
             self.between_runs()
+        if not future.done():
+            raise RuntimeError("the loop stopped before the coroutine ended")
+        return future.result()
 
     def between_runs(self) -> None:
         """Between two runs the test itself may process Qt events (processEvents, a widget
-        shown), and with them qasync's callbacks: a task's step then ran with no running loop
-        ("no running event loop" from get_running_loop(), the task lost). In the app the loop
-        runs for the whole life of the window; here it is marked running between runs too."""
+        shown), and with them qasync's callbacks: in the app the loop runs for the whole life
+        of the window, so here it is marked running between runs too."""
         asyncio.events._set_running_loop(self.loop)
 
     def viewer(self, url: str | None, model: str | None = None, **kwargs: Any) -> Viewer:
