@@ -18,6 +18,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import ProfileSource
 from app.ui.analysis.load_ramp_window import LoadRampWindow
 from app.ui.base.bridge import GuiBridge
+from app.ui.base.scrolling import scrolling
 from app.ui.base.tasks import TaskSet
 from app.ui.compare.compare_controller import CompareController
 from app.ui.compare.compare_window import CompareChoice, CompareDialog
@@ -62,7 +63,7 @@ class AnalysisUi:
         self.tracks_panel = TracksPanel()
         self.tracks_dock = QDockWidget("Tracks", window)
         self.tracks_dock.setObjectName("TracksDock")
-        self.tracks_dock.setWidget(self.tracks_panel)  # the window places it (a side tab)
+        self.tracks_dock.setWidget(scrolling(self.tracks_panel))  # the window places it (a side tab)
         self.tracking = LiveTracking(live, view, self.tracks_panel, executor)
         self.compare = CompareController(executor, tasks, bridge, report)
         self.dialog: CompareDialog | None = None
