@@ -39,9 +39,10 @@ class AnalysisUi:
         bridge: GuiBridge,
         report: Callable[[str, bool], None],
         profile_for: Callable[[str | None], ProfileSource],
+        compare_errors: tuple[Callable[[str, bool], None], Callable[[], None]] | None = None,
     ) -> None:
         """`profile_for(model)`: the profile the viewer opens a model with (the compare's sides
-        use it)."""
+        use it); `compare_errors`: (report, clear) for the compare window's own errors."""
         self.window, self._tasks, self._report = window, tasks, report
         self._bridge, self._executor = bridge, executor
         self.session: TritonSession | None = None
@@ -65,7 +66,8 @@ class AnalysisUi:
         self.tracks_dock.setObjectName("TracksDock")
         self.tracks_dock.setWidget(scrolling(self.tracks_panel))  # the window places it (a side tab)
         self.tracking = LiveTracking(live, view, self.tracks_panel, executor)
-        self.compare = CompareController(executor, tasks, bridge, report)
+        compare_report, compare_clear = compare_errors or (report, lambda: None)
+        self.compare = CompareController(executor, tasks, bridge, compare_report, compare_clear)
         self.dialog: CompareDialog | None = None
         self.compare_action.triggered.connect(self.ask_compare)
         self.track_action.toggled.connect(self.set_tracking)

@@ -130,6 +130,10 @@ class Viewer(QObject):
             self.bridge,
             self.report,
             profile_for=lambda model: self.profiles.profile_for(model),
+            compare_errors=(
+                lambda m, e: self.report(m, e, Context.COMPARE),
+                lambda: w.banner.clear(Context.COMPARE),
+            ),
         )
         self.server_tools = ServerToolsUi(
             w,

@@ -20,6 +20,7 @@ class Context(enum.StrEnum):
     CONNECTION = "connection"
     BATCH = "batch"
     LIVE = "live"
+    COMPARE = "compare"  # the A/B compare window's: cleared when it closes or runs anew
     OTHER = "other"  # exports, screenshots: cleared by dismissing
 
 
