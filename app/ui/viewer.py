@@ -254,8 +254,11 @@ class Viewer(QObject):
         # At once, not on the next pass: a key held down must find Next/Previous up to date.
         self.browser.moved.connect(lambda: self.actions.apply())
         w.strip.selected.connect(lambda _key: images.batch_takes_view(reselect=False))
-        w.next_action.triggered.connect(lambda: self.browser.step(1))
-        w.prev_action.triggered.connect(lambda: self.browser.step(-1))
+        # From the video, Next/Previous first go back to the image the user left (not to 1/N).
+        w.next_action.triggered.connect(lambda: images.back_to_batch() or self.browser.step(1))
+        w.prev_action.triggered.connect(lambda: images.back_to_batch() or self.browser.step(-1))
+        # Stop: the batch shows again where the user was (after the toolbar stopped the run).
+        self.live_ui.toolbar.stop_action.triggered.connect(images.back_to_batch)
         w.first_action.triggered.connect(self.browser.first)
         w.last_action.triggered.connect(self.browser.last)
         w.export_png_action.triggered.connect(lambda: self.exporter.export_png())

@@ -115,3 +115,33 @@ def test_the_record_dialog_starts_in_the_last_used_folder(
     harness.close(viewer)
     again = harness.viewer(triton.grpc_url, "face_detector")  # the same settings folder
     assert Path(again.live_ui.record_default_path()).parent == records
+
+
+def test_after_stop_the_batch_shows_again_at_the_image_the_user_left(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for i in range(4):
+        write_png(photos / f"p{i}.png", index_frame(i + 1, (160, 120)))
+    viewer = harness.viewer(triton.grpc_url, "face_detector", open_paths=[str(photos)])
+    harness.connected(viewer)
+    harness.run(
+        until(lambda: not viewer.runner.active() and viewer.gallery.current_key is not None, what="batch")
+    )
+    keys = viewer.browser.visible()
+    viewer.browser.select(keys[2])  # the user was at 3/4
+    harness.run(until(lambda: viewer.gallery.current_key == keys[2], what="3/4 shown"))
+    video = tmp_path / "clip.avi"
+    make_index_video(video, frames=300)
+    w, toolbar = viewer.window, viewer.live_ui.toolbar
+    for leave_by in (toolbar.stop_action, w.next_action, w.prev_action):
+        viewer.live_ui.open_source(str(video))
+        harness.run(until(lambda: w.mode is Mode.LIVE and viewer.live.meter.shown >= 1, what="the video"))
+        leave_by.trigger()
+        assert w.mode is Mode.BATCH, f"{leave_by.text()}: the batch shows again"
+        harness.run(
+            until(lambda: viewer.gallery.current_key == keys[2], what=f"{leave_by.text()}: back at 3/4")
+        )
+        harness.run(until(lambda: viewer.live.idle, what="the stream stopped"))
+    harness.close(viewer)
