@@ -162,6 +162,8 @@ class Viewer(QObject):
             self.report,
         )
         w.view_menu.insertAction(w.view_menu_toolbar_anchor, self.evaluation.dock.toggleViewAction())
+        w.view_menu.insertAction(w.view_menu_toolbar_anchor, self.analysis.tracks_dock.toggleViewAction())
+        self.live_ui.add_tracking(self.analysis.track_action)
         w.add_side_dock(self.analysis.tracks_dock)
         self.analysis.tracks_dock.hide()  # until tracking is on
         self.actions = ActionStates(self.state, w, self.browser)

@@ -98,7 +98,7 @@ class LiveToolbar(QToolBar):
         self.addWidget(self.loop)
         self.addWidget(self.resolution)
         self.addAction(self.record_action)
-        self.addSeparator()
+        self.state_separator = self.addSeparator()  # (tracking goes before it: LiveUi)
         self.addWidget(self.state_label)
         self.set_state(LiveState.IDLE, "")
 
@@ -165,7 +165,7 @@ class LiveUi:
         self.open_video_action = QAction("Open &video…", window)
         self.open_stream_action = QAction("Open stream &URL…", window)
         self._insert_into_file_menu(file_menu)
-        menu = window.menuBar().addMenu("&Live")
+        self.menu = menu = window.menuBar().addMenu("&Live")
         menu.setToolTipsVisible(True)  # disabled actions say why
         for action in (self.open_camera_action, self.open_video_action, self.open_stream_action):
             menu.addAction(action)
@@ -193,6 +193,13 @@ class LiveUi:
         live.state_changed.connect(self._state_changed)
         live.recorder.state_changed.connect(self._recording_changed)
         self.rec_mark = RecordingMark(view)
+
+    def add_tracking(self, track: QAction) -> None:
+        """Analyse > Track objects here too, where a stream is watched: the toolbar (short
+        text) after Record, and the Live menu."""
+        track.setIconText("Track")
+        self.toolbar.insertAction(self.toolbar.state_separator, track)
+        self.menu.addAction(track)
 
     def _state_changed(self, state: LiveState, detail: str) -> None:
         self.toolbar.has_source = self.live.has_source
