@@ -12,7 +12,7 @@ is remembered.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QChildEvent, QEvent, QSize, Qt, Signal
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QStackedWidget,
+    QTabBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -173,6 +174,15 @@ class MainWindow(QMainWindow):
 
     def sizeHint(self) -> QSize:
         return DEFAULT_SIZE
+
+    def childEvent(self, event: QChildEvent) -> None:
+        # The docks' tab bars are made by Qt whenever docks are tabbed together: each one shows
+        # its titles whole and scrolls with arrows when they do not fit ("Detec… / Se… / T…"
+        # with seven tabs in the side column is unreadable).
+        if event.type() == QEvent.Type.ChildPolished and isinstance(tabs := event.child(), QTabBar):
+            tabs.setElideMode(Qt.TextElideMode.ElideNone)
+            tabs.setUsesScrollButtons(True)
+        super().childEvent(event)
 
     def fit_to_screen(self) -> None:
         """The default size, or the screen's free area less the frame when that is smaller

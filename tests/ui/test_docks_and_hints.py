@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QTabBar
 
 from app.server.embedded import EmbeddedServer
 from app.ui.analysis.time_split import NO_DATA
@@ -95,3 +95,22 @@ def test_the_tracks_dock_names_the_analyse_menu_and_follows_tracking_after_reset
     QApplication.processEvents()
     assert not analysis.tracks_dock.isHidden()
     analysis.track_action.trigger()
+
+
+def test_every_dock_tab_shows_its_title_whole_with_every_side_dock_open(
+    harness: Harness, triton: EmbeddedServer
+) -> None:
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    w = viewer.window
+    w.resize(1024, 640)
+    for dock in (viewer.analysis.tracks_dock, viewer.server_tools.metrics_dock, viewer.evaluation.dock):
+        dock.show()
+    QApplication.processEvents()
+    bars = [bar for bar in w.findChildren(QTabBar) if bar.isVisible() and bar.count() > 0]
+    titles = [bar.tabText(i) for bar in bars for i in range(bar.count())]
+    assert {"Tracks", "Server", "Evaluation", "Detections", "Statistics"} <= set(titles), titles
+    for bar in bars:
+        for i in range(bar.count()):
+            text = bar.tabText(i)
+            assert bar.tabRect(i).width() >= bar.fontMetrics().horizontalAdvance(text), f"{text!r} cut"
+    harness.close(viewer)
