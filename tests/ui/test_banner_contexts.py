@@ -77,7 +77,7 @@ def test_reconnecting_clears_the_connection_error_and_a_failed_connect_clears_th
     viewer.connection.connect_to([triton.http_url], "face_detector")
     harness.run(until(lambda: viewer.connection.state is ConnectionState.FAILED, timeout=30, what="failed"))
     assert "HTTP port" in banner.lead() and "8001" in banner.lead()
-    assert "HTTP port" in panel.state_label.text()
+    assert "HTTP port" in panel.state_text()
     assert "HTTP port" in viewer.window.statusBar().currentMessage()
     viewer.connection.connect_to([triton.grpc_url], "face_detector")
     harness.connected(viewer)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -25,6 +23,7 @@ from app.inference.transports.transport import TransportKind
 from app.model_states import ModelEntry
 from app.pipeline.connection.state import ConnectionState
 from app.ui.widgets.banner import split_detail
+from app.ui.widgets.elided_label import ElidedTailLabel
 
 LOCAL_SERVER = "(local server)"
 TRANSPORT_CHOICES = (
@@ -93,9 +92,9 @@ class ServerPanel(QWidget):
             f"port 8000; any KServe v2 server, e.g. MLServer); {LOCAL_SERVER} starts the bundled server"
         )
         self.connect_button = QPushButton("Connect")
-        self.state_label = QLabel()
-        self.state_label.setWordWrap(True)
-        self.state_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # One line, elided (the whole message in its tooltip): a long state never wraps and
+        # moves the Model box under the mouse.
+        self.state_label = ElidedTailLabel()
         self.busy = QProgressBar()
         self.busy.setRange(0, 0)  # indeterminate: a moving busy indicator
         self.busy.setMaximumHeight(8)
@@ -194,7 +193,7 @@ class ServerPanel(QWidget):
         title = state.value.capitalize()
         color = STATE_COLORS.get(state, "palette(text)")
         lead, _raw = split_detail(detail)  # the whole message (raw detail too) in the tooltip
-        self.state_label.setText(f"<b style='color:{color}'>{title}</b> · {html.escape(lead)}")
+        self.state_label.set_parts(f"<b style='color:{color}'>{title}</b> · ", f"{title} · ", lead)
         self.state_label.setToolTip(detail)
         self.busy.setVisible(state in (ConnectionState.STARTING, ConnectionState.CONNECTING))
         lost = state in (ConnectionState.DISCONNECTED, ConnectionState.FAILED)
@@ -205,7 +204,8 @@ class ServerPanel(QWidget):
         return self._state
 
     def state_text(self) -> str:
-        return self.state_label.text()
+        """The whole State line (rich text), however much of it is shown."""
+        return self.state_label.full_text()
 
     def set_models(self, models: list[ModelEntry], current: str | None) -> None:
         with signals_blocked(self.model_combo):
