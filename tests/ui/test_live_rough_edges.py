@@ -3,11 +3,14 @@ ended, Loop ticked while it plays, the state label that never cuts a word."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from app.pipeline.live import LiveState
 from app.server.embedded import EmbeddedServer
 from app.ui.analysis.scoped_stats import Scope
 from app.ui.base.settings import ViewerSettings
@@ -144,4 +147,32 @@ def test_after_stop_the_batch_shows_again_at_the_image_the_user_left(
             until(lambda: viewer.gallery.current_key == keys[2], what=f"{leave_by.text()}: back at 3/4")
         )
         harness.run(until(lambda: viewer.live.idle, what="the stream stopped"))
+    harness.close(viewer)
+
+
+def test_the_record_dialog_pauses_a_file_while_it_is_open(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    video = tmp_path / "clip.avi"
+    make_index_video(video, frames=600)
+    viewer = harness.viewer(triton.grpc_url, "face_detector", camera=str(video))
+    harness.run(until(lambda: viewer.live.meter.shown >= 1, what="the video"))
+    assert viewer.live.state is LiveState.PLAYING
+    # The dialog runs its own loop: opened from a plain timer, as a click would, and watched
+    # from one coroutine (the harness stopping its loop would end the dialog's loop too).
+
+    async def while_open() -> None:
+        QTimer.singleShot(0, viewer.live_ui.toolbar.record_action.trigger)
+        await until(lambda: QApplication.activeModalWidget() is not None, what="the Record dialog")
+        dialog = QApplication.activeModalWidget()
+        assert dialog is not None
+        assert viewer.live.state is LiveState.PAUSED, "paused while the name is typed"
+        shown = viewer.live.meter.shown
+        await asyncio.sleep(0.5)
+        assert viewer.live.meter.shown <= shown + 2, "no frames go by while the dialog is open"
+        dialog.reject()
+        await until(lambda: viewer.live.state is LiveState.PLAYING, what="playing again")
+        await until(lambda: viewer.live.meter.shown > shown + 5, what="frames again")
+
+    harness.run(while_open())
     harness.close(viewer)

@@ -277,6 +277,10 @@ class LiveUi:
             self._tasks.spawn(self.live.recorder.stop(), name="stop recording")
             return
         self.toolbar.record_action.setChecked(False)  # until the recording (or arming) is on
+        # A file waits while the name is typed (a camera or stream cannot: it goes on live).
+        hold = self._plays_a_file() and self.live.state is LiveState.PLAYING
+        if hold:
+            self.live.pause()
         # Qt's own dialog asks before replacing an existing file.
         path, _ = QFileDialog.getSaveFileName(
             self.window,
@@ -287,6 +291,12 @@ class LiveUi:
         )
         if path:
             self.record_to(path)
+        if hold and self.live.state is LiveState.PAUSED:
+            self.live.start()  # resumes where it paused (recording from there when chosen)
+
+    def _plays_a_file(self) -> bool:
+        source = self.live.source
+        return isinstance(source, str) and "://" not in source and Path(source).is_file()
 
     def record_default_path(self) -> str:
         """Where the Record dialog starts: the folder last recorded to, else the folder of the
