@@ -62,6 +62,7 @@ class ConnectionUi(QObject):
         self.failure: str | None = None  # the last connection failure (for --screenshot)
         self.models_listed: list[str] = []  # offered by a server whose connect failed
         self._connection_lost = False  # failed or disconnected since the last connect
+        self._shown_state = ConnectionState.IDLE  # the state last shown (an outage is updated)
         self._asked_for_server = False
         self.server_dialog: QInputDialog | None = None
         self.protocol_offer: QMessageBox | None = None  # "that is Triton's HTTP port: connect over HTTP?"
@@ -189,7 +190,11 @@ class ConnectionUi(QObject):
             if state is ConnectionState.FAILED:
                 panel.set_info(None)
                 self.failure = detail
-            w.banner.show_error(detail, Context.CONNECTION)
+            if state is ConnectionState.DISCONNECTED and self._shown_state is state:
+                w.banner.update_error(detail, Context.CONNECTION)  # the outage as it stands now
+            else:
+                w.banner.show_error(detail, Context.CONNECTION)
+        self._shown_state = state
         self.changed.emit()
 
     def _on_protocol_offered(self, url: str, message: str) -> None:

@@ -48,6 +48,19 @@ def test_banner_contexts_replace_and_clear(qtbot: QtBot) -> None:
     assert not banner.details_button.isVisible()
     banner.clear(Context.CONNECTION)  # reconnected
     assert banner.isHidden() and banner.context() is None
+    # An outage as it stands now: its text replaced, with Details, never counted again.
+    banner.update_error(
+        "the server does not answer; retrying every 0.5 s ([StatusCode.UNAVAILABLE] Server exiting)",
+        Context.CONNECTION,
+    )
+    banner.update_error(
+        "the server has not answered for 8 s; retrying every 0.5 s (failed to connect to all addresses)",
+        Context.CONNECTION,
+    )
+    assert banner.count() == 1 and banner.lead().startswith("the server has not answered for 8 s")
+    assert "Server exiting" not in banner.text() and banner.details_button.isVisible()
+    banner.details_button.click()
+    assert "failed to connect to all addresses" in banner.detail.text()
 
 
 @pytest.mark.gui

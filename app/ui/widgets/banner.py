@@ -110,6 +110,16 @@ class ErrorBanner(QWidget):
         self._entries[context] = _Entry(text, count, self._order)
         self._render()
 
+    def update_error(self, text: str, context: Context) -> None:
+        """The same error as it stands now (an outage's duration, its newest answer): its text
+        replaced, not counted again; shown as new when that context had none."""
+        entry = self._entries.get(context)
+        if entry is None:
+            self.show_error(text, context)
+            return
+        entry.text = text
+        self._render()
+
     def clear(self, context: Context) -> None:
         """That context changed (reconnected, a new batch, a new stream): its error is history."""
         if self._entries.pop(context, None) is not None:
