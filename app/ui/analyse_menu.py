@@ -40,9 +40,12 @@ class AnalysisUi:
         report: Callable[[str, bool], None],
         profile_for: Callable[[str | None], ProfileSource],
         compare_errors: tuple[Callable[[str, bool], None], Callable[[], None]] | None = None,
+        batch_paths: Callable[[], list[str]] = list,
     ) -> None:
         """`profile_for(model)`: the profile the viewer opens a model with (the compare's sides
-        use it); `compare_errors`: (report, clear) for the compare window's own errors."""
+        use it); `compare_errors`: (report, clear) for the compare window's own errors;
+        `batch_paths()`: what the batch shown was opened from (the compare runs it at once)."""
+        self._batch_paths = batch_paths
         self.window, self._tasks, self._report = window, tasks, report
         self._bridge, self._executor = bridge, executor
         self.session: TritonSession | None = None
@@ -113,7 +116,11 @@ class AnalysisUi:
         if session is None:
             self._report("connect to a server first", True)
             return False
-        return await self.compare.start(choice, session.spec, self.profile_for)
+        started = await self.compare.start(choice, session.spec, self.profile_for)
+        paths = self._batch_paths()
+        if started and paths:  # the batch in view, not an empty window ("0 input(s)")
+            self.compare.open_paths(paths)
+        return started
 
     def open_load_test(self, paths: list[str]) -> None:
         """Tools > Load test…: the sweep on `paths` (the batch's images that ran; none: the

@@ -43,7 +43,7 @@ from app.ui.result_router import ResultRouter
 from app.ui.screenshot import Screenshot
 from app.ui.server_tools.metrics_source import EmbeddedMetrics
 from app.ui.server_tools.server_tools_ui import ServerToolsUi
-from app.ui.state.viewer_state import ViewerState
+from app.ui.state.viewer_state import Mode, ViewerState
 from app.ui.viewer_options import ViewerOptions
 from app.ui.viewer_shutdown import Step, ViewerShutdown
 from app.ui.widgets.banner import Context, split_detail
@@ -134,6 +134,7 @@ class Viewer(QObject):
                 lambda m, e: self.report(m, e, Context.COMPARE),
                 lambda: w.banner.clear(Context.COMPARE),
             ),
+            batch_paths=lambda: self.state.roots() if self.state.mode is Mode.BATCH else [],
         )
         self.server_tools = ServerToolsUi(
             w,

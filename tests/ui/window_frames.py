@@ -205,6 +205,7 @@ async def walk(url: str, work: Path, out: list[dict[str, Any]], executor: Thread
     await framed(choose)
     out.append(describe("compare with…", choose, closed_by=None))
     choose.model_b.setCurrentText("face_detector")
+    choose.version_b.setText("1")  # (B may not be A)
     choose.accept()
     compare = viewer.analysis.compare.window
     await until(compare.isVisible, "the compare window")
