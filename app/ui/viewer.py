@@ -258,8 +258,8 @@ class Viewer(QObject):
         self.browser.moved.connect(lambda: self.actions.apply())
         w.strip.selected.connect(lambda _key: images.batch_takes_view(reselect=False))
         # From the video, Next/Previous first go back to the image the user left (not to 1/N).
-        w.next_action.triggered.connect(lambda: images.back_to_batch() or self.browser.step(1))
-        w.prev_action.triggered.connect(lambda: images.back_to_batch() or self.browser.step(-1))
+        w.next_action.triggered.connect(lambda: self._step(1))
+        w.prev_action.triggered.connect(lambda: self._step(-1))
         # Stop: the batch shows again where the user was (after the toolbar stopped the run).
         self.live_ui.toolbar.stop_action.triggered.connect(images.back_to_batch)
         w.first_action.triggered.connect(self.browser.first)
@@ -325,6 +325,10 @@ class Viewer(QObject):
 
     def try_sample(self) -> None:
         self.images.try_sample()
+
+    def _step(self, delta: int) -> None:
+        if not self.images.back_to_batch():
+            self.browser.step(delta)
 
     def _ok_paths(self) -> list[str]:
         """The current batch's images that ran (what the load test and the tune send)."""

@@ -101,6 +101,8 @@ class ServerPanel(QWidget):
         self.busy.setTextVisible(False)
         self.busy.hide()
         self.model_combo = QComboBox()
+        self._models: list[ModelEntry] = []
+        self._stages: dict[str, str] = {}  # {stage model: its pipeline} (set_stages)
         self.model_combo.setToolTip("Models on the server and their state; choose one to switch")
         self.transport_combo = QComboBox()
         for text, kind in TRANSPORT_CHOICES:
@@ -208,16 +210,39 @@ class ServerPanel(QWidget):
         return self.state_label.full_text()
 
     def set_models(self, models: list[ModelEntry], current: str | None) -> None:
+        """The model list: each pipeline followed by its stages (indented, marked), so the
+        models a user would pick stand apart from the parts they are made of."""
+        self._models = list(models)
+        names = {m.name for m in models}
+        stage_of = {s: p for s, p in self._stages.items() if p in names}
+        by_name = sorted(models, key=lambda m: m.name)
+        ordered: list[ModelEntry] = []
+        for m in by_name:
+            if m.name not in stage_of:
+                ordered.append(m)
+                ordered += [s for s in by_name if stage_of.get(s.name) == m.name]
         with signals_blocked(self.model_combo):
             self.model_combo.clear()
-            for m in sorted(models, key=lambda m: m.name):
+            for m in ordered:
                 text = m.name if m.ready else f"{m.name} ({m.state or 'not loaded'})"
+                pipeline = stage_of.get(m.name)
+                if pipeline is not None:
+                    text = f"    ↳ {text} · stage of {pipeline}"
                 self.model_combo.addItem(text, m.name)
                 index = self.model_combo.count() - 1
-                if m.reason:
-                    self.model_combo.setItemData(index, m.reason, Qt.ItemDataRole.ToolTipRole)
+                tip = m.reason or (
+                    f"A stage of the {pipeline} pipeline: {pipeline} runs it" if pipeline else ""
+                )
+                if tip:
+                    self.model_combo.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
                 if m.name == current:
                     self.model_combo.setCurrentIndex(index)
+
+    def set_stages(self, stages: dict[str, str]) -> None:
+        """{stage model: its pipeline}: the list shown again, grouped (the choice kept)."""
+        self._stages = dict(stages)
+        if self._models:
+            self.set_models(self._models, self.current_model())
 
     def current_model(self) -> str | None:
         data = self.model_combo.currentData()
