@@ -109,6 +109,8 @@ class Viewer(QObject):
             self.tasks,
             opened_dir=lambda: self.window.open_dir,
             remember_record_dir=lambda folder: self.settings.set_last_dir("record", folder),
+            video_dir=lambda: self.settings.last_dir("video"),
+            remember_video_dir=lambda folder: self.settings.set_last_dir("video", folder),
         )
         self.stats = StatsController(
             self.state,

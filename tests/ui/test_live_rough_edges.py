@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit
 
 from app.pipeline.live import LiveState
 from app.server.embedded import EmbeddedServer
@@ -175,4 +175,42 @@ def test_the_record_dialog_pauses_a_file_while_it_is_open(
         await until(lambda: viewer.live.meter.shown > shown + 5, what="frames again")
 
     harness.run(while_open())
+    harness.close(viewer)
+
+
+def test_open_video_starts_in_the_folder_a_video_was_last_opened_from(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    photos, videos = tmp_path / "photos", tmp_path / "videos"
+    for folder in (photos, videos):
+        folder.mkdir()
+    image = write_png(photos / "a.png", index_frame(1, (160, 120)))
+    video = videos / "clip.avi"
+    make_index_video(video, frames=30)
+    viewer = harness.viewer(triton.grpc_url, "face_detector", open_paths=[str(image)])
+    harness.connected(viewer)
+
+    async def open_video(choose: Path | None) -> str:
+        """Live > Open video… opened as a click would; where it starts; `choose` opened."""
+        QTimer.singleShot(0, viewer.live_ui.open_video)
+        await until(lambda: isinstance(QApplication.activeModalWidget(), QFileDialog), what="the dialog")
+        dialog = QApplication.activeModalWidget()
+        assert isinstance(dialog, QFileDialog)
+        start = dialog.directory().absolutePath()
+        if choose is None:
+            dialog.reject()
+        else:
+            dialog.setDirectory(str(choose.parent))
+            name = dialog.findChild(QLineEdit, "fileNameEdit")
+            assert name is not None
+            name.setText(choose.name)
+            dialog.accept()
+        await asyncio.sleep(0.1)
+        return start
+
+    assert harness.run(open_video(video)) == str(photos), "first time: the folder last opened from"
+    harness.run(until(lambda: viewer.live.meter.shown >= 1, what="the video"))
+    viewer.exporter._settings.set_last_dir("export", str(photos))  # an export since: not for videos
+    assert harness.run(open_video(None)) == str(videos), "then: the folder of the last video"
+    assert ViewerSettings().last_dir("video") == str(videos)
     harness.close(viewer)

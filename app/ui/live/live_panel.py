@@ -153,9 +153,13 @@ class LiveUi:
         tasks: TaskSet,
         opened_dir: Callable[[], str],
         remember_record_dir: Callable[[str], None],
+        video_dir: Callable[[], str] = lambda: "",
+        remember_video_dir: Callable[[str], None] = lambda _folder: None,
     ) -> None:
         """`opened_dir()`: the folder last opened from (where the dialogs start otherwise);
-        `remember_record_dir(folder)`: keeps a new recording folder remembered at once."""
+        `remember_record_dir(folder)`: keeps a new recording folder remembered at once;
+        `video_dir()` / `remember_video_dir(folder)`: the folder a video was last opened from."""
+        self.video_dir, self.remember_video_dir = video_dir, remember_video_dir
         self.window, self.live = window, live
         self._executor, self._tasks = executor, tasks
         self.toolbar = bar = LiveToolbar(window)
@@ -232,8 +236,9 @@ class LiveUi:
             self.picker = None
 
     def open_video(self) -> None:
-        path = ask_video_file(self.window, self.opened_dir())
+        path = ask_video_file(self.window, self.video_dir() or self.opened_dir())
         if path:
+            self.remember_video_dir(str(Path(path).parent))
             self.open_source(path)
 
     def open_stream(self) -> None:
