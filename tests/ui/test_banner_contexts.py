@@ -134,3 +134,24 @@ def test_an_empty_path_is_refused_with_a_word_and_the_others_open(
     harness.run(until(lambda: job_done(viewer), what="batch"))
     counts = viewer.runner.latest_counts()
     assert counts is not None and (counts.total, counts.ok) == (1, 1)
+
+
+@pytest.mark.gui
+@pytest.mark.slow
+def test_browsing_onto_a_broken_file_does_not_count_its_error_again(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    folder = image_folder(tmp_path / "photos", 2, data.astronaut(), corrupt=1)
+    viewer = harness.viewer(triton.grpc_url, "face_detector", open_paths=[str(folder)])
+    harness.connected(viewer)
+    harness.run(until(lambda: len(viewer.gallery.results) == 3 and not viewer.runner.active(), what="batch"))
+    banner = viewer.window.banner
+    harness.run(until(lambda: banner.context() is Context.BATCH, what="the broken file's error"))
+    assert "corrupt_0.png" in banner.text() and banner.count() == 1
+    broken = next(k for k in viewer.browser.visible() if "corrupt" in k)
+    fine = next(k for k in viewer.browser.visible() if "corrupt" not in k)
+    for key in (broken, fine, broken, fine, broken):
+        viewer.browser.select(key)
+        harness.run(until(lambda key=key: viewer.gallery.current_key == key and not viewer.gallery.busy()))
+    assert banner.count() == 1, f"counted {banner.count()} times from browsing alone"
+    harness.close(viewer)
