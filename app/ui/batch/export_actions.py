@@ -1,4 +1,4 @@
-"""File > Export: ask where (the dialog starts in the images' folder, else the last folder used,
+"""File > Export: ask where (the dialog starts in the last folder used, else the images' folder,
 with a suggested name; a folder export may name a new folder),
 never overwrite without asking, and write on the executor (the GUI thread never waits on disk).
 
@@ -184,15 +184,17 @@ class Exporter:
         return path
 
     def start_folder(self) -> str:
-        """Where an export dialog starts: the batch's images' folder (where their labels
-        usually go), else the folder last exported to, else the home folder."""
+        """Where an export dialog starts: the folder last exported to, else the batch's
+        images' folder (where their labels usually go), else the home folder."""
+        if last := self._settings.last_dir("export"):
+            return last
         folders = {str(Path(key).parent) for key in self._gallery.results if Path(key).is_file()}
         if folders:
             try:
                 return os.path.commonpath(sorted(folders))
             except ValueError:  # (different drives)
                 pass
-        return self._settings.last_dir("export") or str(Path.home())
+        return str(Path.home())
 
     def ask_folder(self, title: str) -> str | None:
         folder = ask_new_or_existing_folder(self._parent, title, self.start_folder())

@@ -214,7 +214,9 @@ class ServerPanel(QWidget):
         models a user would pick stand apart from the parts they are made of."""
         self._models = list(models)
         names = {m.name for m in models}
-        stage_of = {s: p for s, p in self._stages.items() if p in names}
+        # The model in use is one the user picks, whatever else uses it (face_detector is also
+        # a stage of face_mesh): never listed as a mere stage.
+        stage_of = {s: p for s, p in self._stages.items() if p in names and s != current}
         by_name = sorted(models, key=lambda m: m.name)
         ordered: list[ModelEntry] = []
         for m in by_name:
