@@ -18,6 +18,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import ProfileSource
 from app.ui.analysis.load_ramp_window import LoadRampWindow
 from app.ui.base.bridge import GuiBridge
+from app.ui.base.scrolling import scrolling
 from app.ui.base.tasks import TaskSet
 from app.ui.compare.compare_controller import CompareController
 from app.ui.compare.compare_window import CompareChoice, CompareDialog
@@ -38,9 +39,13 @@ class AnalysisUi:
         bridge: GuiBridge,
         report: Callable[[str, bool], None],
         profile_for: Callable[[str | None], ProfileSource],
+        compare_errors: tuple[Callable[[str, bool], None], Callable[[], None]] | None = None,
+        batch_paths: Callable[[], list[str]] = list,
     ) -> None:
         """`profile_for(model)`: the profile the viewer opens a model with (the compare's sides
-        use it)."""
+        use it); `compare_errors`: (report, clear) for the compare window's own errors;
+        `batch_paths()`: what the batch shown was opened from (the compare runs it at once)."""
+        self._batch_paths = batch_paths
         self.window, self._tasks, self._report = window, tasks, report
         self._bridge, self._executor = bridge, executor
         self.session: TritonSession | None = None
@@ -62,9 +67,10 @@ class AnalysisUi:
         self.tracks_panel = TracksPanel()
         self.tracks_dock = QDockWidget("Tracks", window)
         self.tracks_dock.setObjectName("TracksDock")
-        self.tracks_dock.setWidget(self.tracks_panel)  # the window places it (a side tab)
+        self.tracks_dock.setWidget(scrolling(self.tracks_panel))  # the window places it (a side tab)
         self.tracking = LiveTracking(live, view, self.tracks_panel, executor)
-        self.compare = CompareController(executor, tasks, bridge, report)
+        compare_report, compare_clear = compare_errors or (report, lambda: None)
+        self.compare = CompareController(executor, tasks, bridge, compare_report, compare_clear)
         self.dialog: CompareDialog | None = None
         self.compare_action.triggered.connect(self.ask_compare)
         self.track_action.toggled.connect(self.set_tracking)
@@ -110,7 +116,11 @@ class AnalysisUi:
         if session is None:
             self._report("connect to a server first", True)
             return False
-        return await self.compare.start(choice, session.spec, self.profile_for)
+        started = await self.compare.start(choice, session.spec, self.profile_for)
+        paths = self._batch_paths()
+        if started and paths:  # the batch in view, not an empty window ("0 input(s)")
+            self.compare.open_paths(paths)
+        return started
 
     def open_load_test(self, paths: list[str]) -> None:
         """Tools > Load test…: the sweep on `paths` (the batch's images that ran; none: the

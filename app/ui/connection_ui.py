@@ -55,6 +55,7 @@ class ConnectionUi(QObject):
         super().__init__()
         self.window, self.state, self.settings, self.options = window, state, settings, options
         self._profile_for = profile_for
+        self._executor, self._bridge = executor, bridge
         self.controller = ConnectionController(
             executor, bridge, self.session_spec, session_in_use, options.tritonserver
         )
@@ -62,6 +63,7 @@ class ConnectionUi(QObject):
         self.failure: str | None = None  # the last connection failure (for --screenshot)
         self.models_listed: list[str] = []  # offered by a server whose connect failed
         self._connection_lost = False  # failed or disconnected since the last connect
+        self._shown_state = ConnectionState.IDLE  # the state last shown (an outage is updated)
         self._asked_for_server = False
         self.server_dialog: QInputDialog | None = None
         self.protocol_offer: QMessageBox | None = None  # "that is Triton's HTTP port: connect over HTTP?"
@@ -143,11 +145,27 @@ class ConnectionUi(QObject):
         info = session.info
         assert info is not None
         panel = self.window.server_panel
+        panel.set_stages({})
         panel.set_models(session.models, info.name)
         panel.set_info(info)
+        # Which models are a pipeline's stages: one config call per model, off the GUI thread.
+        self._executor.submit(self._read_stages, session)
         # What the server lacks of Triton's extensions, said once, with the transport.
         notes = [n for n in (session.transport_note, *session.notes) if n]
         panel.set_transport_in_use(f"{session.describe_transport()}", "<br>".join(notes))
+
+    def _read_stages(self, session: TritonSession) -> None:
+        """(Worker thread.) The pipelines' stages, to the panel while `session` is current."""
+        try:
+            stages = session.pipeline_stages()
+        except Exception:  # a closed session, a server gone: the list stays unmarked
+            return
+
+        def show() -> None:
+            if self.controller.session is session:
+                self.window.server_panel.set_stages(stages)
+
+        self._bridge.post(show)
 
     def _on_local_server_unavailable(self, reason: str) -> None:
         """No local server here (no tritonserver binary on this platform, or an unusable
@@ -189,7 +207,11 @@ class ConnectionUi(QObject):
             if state is ConnectionState.FAILED:
                 panel.set_info(None)
                 self.failure = detail
-            w.banner.show_error(detail, Context.CONNECTION)
+            if state is ConnectionState.DISCONNECTED and self._shown_state is state:
+                w.banner.update_error(detail, Context.CONNECTION)  # the outage as it stands now
+            else:
+                w.banner.show_error(detail, Context.CONNECTION)
+        self._shown_state = state
         self.changed.emit()
 
     def _on_protocol_offered(self, url: str, message: str) -> None:

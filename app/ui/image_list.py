@@ -189,6 +189,14 @@ class ImageList:
         if reselect and key is not None and self.state.current_key is None:
             self.gallery.select(key)  # draw the batch's image again
 
+    def back_to_batch(self) -> bool:
+        """After Stop (or Next/Previous while video has the view): the batch again, at the
+        image shown before the video took the view. False when there is no batch to go to."""
+        if self.state.mode is not Mode.LIVE or not self.state.has_entries():
+            return False
+        self.batch_takes_view()
+        return True
+
     def live_takes_view(self) -> None:
         self.window.statusBar().clearMessage()  # e.g. the batch's summary: not about the video
         self._batch_key = self.state.current_key or self._batch_key

@@ -12,7 +12,7 @@ is remembered.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QChildEvent, QEvent, QSize, Qt, Signal
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
@@ -24,12 +24,11 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
-    QFrame,
     QGroupBox,
     QMainWindow,
     QMenu,
-    QScrollArea,
     QStackedWidget,
+    QTabBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -39,6 +38,7 @@ from app.pipeline.exports.formats import ExportFormat
 from app.ui.analysis.request_log import RequestLog
 from app.ui.analysis.stats_panel import StatsPanel
 from app.ui.analysis.time_split import TimeSplitWidget
+from app.ui.base.scrolling import scrolling
 from app.ui.base.window_fit import fit_window, keep_on_screen
 from app.ui.batch.batch_bar import BatchBar
 from app.ui.batch.batch_panel import BatchPanel
@@ -73,17 +73,6 @@ def _group(title: str, *widgets: QWidget, stretch_last: bool = False) -> QGroupB
     for i, w in enumerate(widgets):
         layout.addWidget(w, 1 if stretch_last and i == len(widgets) - 1 else 0)
     return box
-
-
-def _scrolling(widget: QWidget) -> QScrollArea:
-    """A dock's content that never forces the window taller than the screen: it scrolls."""
-    area = QScrollArea()
-    area.setWidget(widget)
-    area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.Shape.NoFrame)
-    # Never cut silently: narrower than its content, it scrolls sideways too.
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-    return area
 
 
 ADD_MODIFIER = Qt.KeyboardModifier.ShiftModifier  # held while dropping: add to the list
@@ -139,10 +128,9 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self._central())
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         right = Qt.DockWidgetArea.RightDockWidgetArea
-        # Not scrolled: it keeps its few rows whole; the tabs under it give up the height.
-        self.server_dock = self._add_dock(
-            "Server and model", "ServerDock", self.server_panel, right, scroll=False
-        )
+        # Scrolled only when other docks are stacked under it on a small screen (its default
+        # height shows its rows whole): the window still shrinks to 1024x640.
+        self.server_dock = self._add_dock("Server and model", "ServerDock", self.server_panel, right)
         detections = QWidget()
         column = QVBoxLayout(detections)
         column.setContentsMargins(0, 0, 0, 0)
@@ -163,7 +151,7 @@ class MainWindow(QMainWindow):
         self.time_dock.setToolTip(
             "Where the time goes: the mean request over the last 10 s, client and server"
         )
-        self.log_dock = self._add_dock("Request log", "LogDock", self.request_log, right, scroll=False)
+        self.log_dock = self._add_dock("Request log", "LogDock", self.request_log, right)
         # One column of tabs under the server: the picture keeps the window's whole height.
         self.tabifyDockWidget(self.detections_dock, self.stats_dock)
         self.tabifyDockWidget(self.stats_dock, self.time_dock)
@@ -186,6 +174,15 @@ class MainWindow(QMainWindow):
 
     def sizeHint(self) -> QSize:
         return DEFAULT_SIZE
+
+    def childEvent(self, event: QChildEvent) -> None:
+        # The docks' tab bars are made by Qt whenever docks are tabbed together: each one shows
+        # its titles whole and scrolls with arrows when they do not fit ("Detec… / Se… / T…"
+        # with seven tabs in the side column is unreadable).
+        if event.type() == QEvent.Type.ChildPolished and isinstance(tabs := event.child(), QTabBar):
+            tabs.setElideMode(Qt.TextElideMode.ElideNone)
+            tabs.setUsesScrollButtons(True)
+        super().childEvent(event)
 
     def fit_to_screen(self) -> None:
         """The default size, or the screen's free area less the frame when that is smaller
@@ -214,12 +211,10 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.batch_panel)
         return images
 
-    def _add_dock(
-        self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea, scroll: bool = True
-    ) -> QDockWidget:
+    def _add_dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(name)  # saveState() needs names
-        dock.setWidget(_scrolling(widget) if scroll else widget)
+        dock.setWidget(scrolling(widget))
         dock.setFeatures(
             QDockWidget.DockWidgetFeature.DockWidgetMovable
             | QDockWidget.DockWidgetFeature.DockWidgetFloatable

@@ -46,7 +46,7 @@ from app.ui.screenshot import Screenshot
 from app.ui.server.connection import ConnectionController
 from app.ui.server_tools.metrics_source import EmbeddedMetrics
 from app.ui.server_tools.server_tools_ui import ServerToolsUi
-from app.ui.state.viewer_state import ViewerState
+from app.ui.state.viewer_state import Mode, ViewerState
 from app.ui.viewer_options import ViewerOptions
 from app.ui.viewer_shutdown import Step, ViewerShutdown
 from app.ui.widgets.banner import Context, split_detail
@@ -117,6 +117,8 @@ class Viewer(QObject):
             self.tasks,
             opened_dir=lambda: self.window.open_dir,
             remember_record_dir=lambda folder: self.settings.set_last_dir("record", folder),
+            video_dir=lambda: self.settings.last_dir("video"),
+            remember_video_dir=lambda folder: self.settings.set_last_dir("video", folder),
         )
         self.stats = StatsController(
             self.state,
@@ -138,6 +140,11 @@ class Viewer(QObject):
             self.bridge,
             self.report,
             profile_for=lambda model: self.profiles.profile_for(model),
+            compare_errors=(
+                lambda m, e: self.report(m, e, Context.COMPARE),
+                lambda: w.banner.clear(Context.COMPARE),
+            ),
+            batch_paths=lambda: self.state.roots() if self.state.mode is Mode.BATCH else [],
         )
         # Analyse > Trace requests and the Request X-ray dock (the Request log's selection).
         self.xray = XRayUi(w, self.analysis.menu, self.live, self.runner, self.bridge, self.report)
@@ -168,6 +175,8 @@ class Viewer(QObject):
             self.report,
         )
         w.view_menu.insertAction(w.view_menu_toolbar_anchor, self.evaluation.dock.toggleViewAction())
+        w.view_menu.insertAction(w.view_menu_toolbar_anchor, self.analysis.tracks_dock.toggleViewAction())
+        self.live_ui.add_tracking(self.analysis.track_action)
         w.add_side_dock(self.analysis.tracks_dock)
         self.analysis.tracks_dock.hide()  # until tracking is on
         self.actions = ActionStates(self.state, w, self.browser)
@@ -261,8 +270,11 @@ class Viewer(QObject):
         # At once, not on the next pass: a key held down must find Next/Previous up to date.
         self.browser.moved.connect(lambda: self.actions.apply())
         w.strip.selected.connect(lambda _key: images.batch_takes_view(reselect=False))
-        w.next_action.triggered.connect(lambda: self.browser.step(1))
-        w.prev_action.triggered.connect(lambda: self.browser.step(-1))
+        # From the video, Next/Previous first go back to the image the user left (not to 1/N).
+        w.next_action.triggered.connect(lambda: self._step(1))
+        w.prev_action.triggered.connect(lambda: self._step(-1))
+        # Stop: the batch shows again where the user was (after the toolbar stopped the run).
+        self.live_ui.toolbar.stop_action.triggered.connect(images.back_to_batch)
         w.first_action.triggered.connect(self.browser.first)
         w.last_action.triggered.connect(self.browser.last)
         w.export_png_action.triggered.connect(lambda: self.exporter.export_png())
@@ -331,6 +343,10 @@ class Viewer(QObject):
 
     def try_sample(self) -> None:
         self.images.try_sample()
+
+    def _step(self, delta: int) -> None:
+        if not self.images.back_to_batch():
+            self.browser.step(delta)
 
     def _ok_paths(self) -> list[str]:
         """The current batch's images that ran (what the load test and the tune send)."""

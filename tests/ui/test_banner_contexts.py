@@ -61,6 +61,19 @@ def test_banner_contexts_replace_and_clear(qtbot: QtBot) -> None:
     assert not banner.details_button.isVisible()
     banner.clear(Context.CONNECTION)  # reconnected
     assert banner.isHidden() and banner.context() is None
+    # An outage as it stands now: its text replaced, with Details, never counted again.
+    banner.update_error(
+        "the server does not answer; retrying every 0.5 s ([StatusCode.UNAVAILABLE] Server exiting)",
+        Context.CONNECTION,
+    )
+    banner.update_error(
+        "the server has not answered for 8 s; retrying every 0.5 s (failed to connect to all addresses)",
+        Context.CONNECTION,
+    )
+    assert banner.count() == 1 and banner.lead().startswith("the server has not answered for 8 s")
+    assert "Server exiting" not in banner.text() and banner.details_button.isVisible()
+    banner.details_button.click()
+    assert "failed to connect to all addresses" in banner.detail.text()
 
 
 @pytest.mark.gui
@@ -90,7 +103,7 @@ def test_reconnecting_clears_the_connection_error_and_a_failed_connect_clears_th
     viewer.connection.connect_to([triton.http_url], "face_detector")
     harness.run(until(lambda: viewer.connection.state is ConnectionState.FAILED, timeout=30, what="failed"))
     assert "HTTP port" in banner.lead() and "8001" in banner.lead()
-    assert "HTTP port" in panel.state_label.text()
+    assert "HTTP port" in panel.state_text()
     assert "HTTP port" in viewer.window.statusBar().currentMessage()
     viewer.connection.connect_to([triton.grpc_url], "face_detector")
     harness.connected(viewer)
@@ -134,3 +147,24 @@ def test_an_empty_path_is_refused_with_a_word_and_the_others_open(
     harness.run(until(lambda: job_done(viewer), what="batch"))
     counts = viewer.runner.latest_counts()
     assert counts is not None and (counts.total, counts.ok) == (1, 1)
+
+
+@pytest.mark.gui
+@pytest.mark.slow
+def test_browsing_onto_a_broken_file_does_not_count_its_error_again(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    folder = image_folder(tmp_path / "photos", 2, data.astronaut(), corrupt=1)
+    viewer = harness.viewer(triton.grpc_url, "face_detector", open_paths=[str(folder)])
+    harness.connected(viewer)
+    harness.run(until(lambda: len(viewer.gallery.results) == 3 and not viewer.runner.active(), what="batch"))
+    banner = viewer.window.banner
+    harness.run(until(lambda: banner.context() is Context.BATCH, what="the broken file's error"))
+    assert "corrupt_0.png" in banner.text() and banner.count() == 1
+    broken = next(k for k in viewer.browser.visible() if "corrupt" in k)
+    fine = next(k for k in viewer.browser.visible() if "corrupt" not in k)
+    for key in (broken, fine, broken, fine, broken):
+        viewer.browser.select(key)
+        harness.run(until(lambda key=key: viewer.gallery.current_key == key and not viewer.gallery.busy()))
+    assert banner.count() == 1, f"counted {banner.count()} times from browsing alone"
+    harness.close(viewer)

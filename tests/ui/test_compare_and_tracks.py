@@ -9,17 +9,19 @@ import norfair  # noqa: F401  (see test_tracking_keeps_one_id_and_draws_the_trai
 import pytest
 import shiboken6
 import skimage.data
+from PySide6.QtWidgets import QDialog
 
 from app.inference.transports.transport import TransportKind
 from app.pipeline.compare import Side
 from app.server.embedded import EmbeddedServer
 from app.ui.base.settings import ViewerSettings
 from app.ui.compare.compare_view import Layout
-from app.ui.compare.compare_window import CompareChoice
+from app.ui.compare.compare_window import CompareChoice, CompareDialog
 from app.ui.viewer import Viewer
+from app.ui.widgets.banner import Context
 from tests.media import make_face_video
 from tests.ui.live_fixtures import live_threads
-from tests.ui.viewer_fixtures import Harness, until, write_png
+from tests.ui.viewer_fixtures import Harness, image_folder, until, write_png
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
@@ -208,3 +210,60 @@ def test_tracking_keeps_one_id_and_draws_the_trail_in_the_live_preview(
     assert "flicker" in viewer.analysis.tracks_panel.summary.text()
     viewer.analysis.track_action.trigger()  # off: no more ids, no trails
     assert viewer.live.result_hook is None and not viewer.analysis.tracking.trails.isVisible()
+
+
+def test_a_compare_error_is_the_compare_windows_and_goes_when_it_closes_or_runs_anew(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    folder = image_folder(tmp_path / "photos", 2, skimage.data.astronaut(), corrupt=1)
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    start_compare(harness, viewer, CompareChoice("face_detector", "", "face_detector", "1", []))
+    compare, banner = viewer.analysis.compare, viewer.window.banner
+    banner.show_error("a batch's own error (raised by the main window)", Context.BATCH)
+
+    def compared() -> None:
+        compare.open_paths([str(folder)])
+        harness.run(until(lambda: compare.batch is not None and compare.batch.finished, what="the batch"))
+        harness.run(until(lambda: banner.context() is Context.COMPARE, what="the compare's error"))
+
+    compared()
+    assert "corrupt_0.png" in banner.text() and banner.count() == 1
+    compared()  # a new run: the first run's error went, this run's is the only one
+    assert banner.count() == 1
+    compare.window.close()
+    assert banner.context() is Context.BATCH, "the compare's error went with its window"
+    assert "main window" in banner.text()
+    harness.close(viewer)
+
+
+def test_compare_refuses_b_equal_to_a_and_runs_the_batch_in_view(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    dialog = CompareDialog(["face_detector", "face_mesh"], "face_detector")
+    try:
+        assert dialog.model_b.currentText() == "face_mesh", "B starts as another model"
+        assert dialog.ok_button.isEnabled()
+        dialog.model_b.setCurrentText("face_detector")  # B = A
+        assert not dialog.ok_button.isEnabled() and not dialog.same_note.isHidden()
+        assert "same as A" in dialog.same_note.text()
+        dialog.accept()
+        assert dialog.result() != QDialog.DialogCode.Accepted, "B = A is refused"
+        dialog.version_b.setText("1")  # another version: fine
+        assert dialog.ok_button.isEnabled() and dialog.same_note.isHidden()
+    finally:
+        dialog.deleteLater()
+    folder = image_folder(tmp_path / "photos", 3, skimage.data.astronaut())
+    viewer = harness.viewer(triton.grpc_url, "face_detector", open_paths=[str(folder)])
+    harness.connected(viewer)
+    harness.run(
+        until(lambda: viewer.gallery.current_key is not None and not viewer.runner.active(), what="batch")
+    )
+    start_compare(harness, viewer, CompareChoice("face_detector", "", "face_detector", "1", []))
+    compare = viewer.analysis.compare
+    harness.run(
+        until(lambda: compare.batch is not None and compare.batch.finished, what="the batch compared")
+    )
+    summary = compare.tally.summary()
+    assert summary["total"] == 3 and summary["matched"] == 3, summary
+    assert compare.window.panel.table.rowCount() == 3, "its rows: the batch's 3 images"
+    harness.close(viewer)

@@ -13,13 +13,15 @@ import cv2
 import pytest
 from globox import AnnotationSet
 from pycocotools.coco import COCO
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QDialog, QFileDialog, QLineEdit
+from pytestqt.qtbot import QtBot
 from skimage import data
 
 from app.pipeline.exports.formats import ExportFormat
 from app.server.embedded import EmbeddedServer
 from app.sources.images import read_image
 from app.ui.viewer import Viewer
+from app.ui.widgets.folder_dialog import NewFolderDialog
 from tests.ui.test_viewer_window import job_done
 from tests.ui.viewer_fixtures import Harness, until, write_png
 
@@ -149,3 +151,26 @@ def test_save_dialogs_start_in_the_last_folder_with_a_suggested_name(
     start = Path(starts[1])
     assert start.parent == target.parent, "the next dialog starts where the last export went"
     assert start.name == f"{Path(batch_viewer.gallery.current_key or '').stem}-annotated.png"
+
+
+def test_export_dialogs_start_in_the_images_folder_and_a_new_yolo_folder_is_created(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path, qtbot: QtBot
+) -> None:
+    photos = tmp_path / "shoot" / "photos"
+    photos.mkdir(parents=True)
+    for i in range(2):
+        write_png(photos / f"p{i}.png", data.astronaut())
+    viewer = harness.viewer(triton.grpc_url, "face_detector", open_paths=[str(photos)])
+    harness.connected(viewer)
+    harness.run(until(lambda: len(viewer.gallery.results) == 2, what="the batch"))
+    assert viewer.exporter.start_folder() == str(photos), "COCO / YOLO dialogs start by the images"
+    harness.close(viewer)
+    # The folder dialog takes a folder that does not exist yet, and creates it.
+    dialog = NewFolderDialog(None, "Folder for the YOLO labels", str(tmp_path))
+    qtbot.addWidget(dialog)
+    name = dialog.findChild(QLineEdit, "fileNameEdit")
+    assert name is not None
+    name.setText("labels-new")
+    dialog.accept()
+    assert dialog.result() == QDialog.DialogCode.Accepted
+    assert (tmp_path / "labels-new").is_dir() and dialog.selectedFiles() == [str(tmp_path / "labels-new")]

@@ -26,6 +26,9 @@ CLOSED_BY = {  # the key each window is closed with in the walk (the platform's 
     "A/B compare": "Ctrl+W",
     "compare with… (Esc)": "Esc",
     "A/B compare (Esc)": "Esc",
+    "tune": "Esc",
+    "repository": "Ctrl+W",
+    "evaluate against labels": "Esc",
     "open a camera": "Esc",
     "connect to a server": "Esc",
     "open images (file dialog)": "Esc",
@@ -54,12 +57,19 @@ def walk_windows(url: str, size: tuple[int, int], tmp_path: Path) -> list[dict[s
     assert done.returncode == 0, done.stderr[-4000:]
     entries: list[dict[str, Any]] = json.loads(out.read_text())
     for entry in entries:
-        print(f"{size}: {entry['name']}: frame {entry['frame']} picture {entry.get('picture')}")
+        if "minimum" not in entry:  # (the dock combinations: the largest minimum is printed)
+            print(f"{size}: {entry['name']}: frame {entry['frame']} picture {entry.get('picture')}")
+    combos = [e for e in entries if "minimum" in e]
+    if combos:
+        widest = max(combos, key=lambda e: e["minimum"][0])
+        tallest = max(combos, key=lambda e: e["minimum"][1])
+        print(f"{size}: {len(combos)} dock combinations; widest {widest['minimum']} ({widest['name']})")
+        print(f"{size}: tallest minimum {tallest['minimum']} ({tallest['name']})")
     return entries
 
 
 @pytest.mark.parametrize("size", SCREENS, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_every_window_fits_the_screen_with_its_frame_and_closes_with_its_keys(
+def test_every_window_fits_the_screen_with_its_frame_in_every_dock_combination_and_closes_with_its_keys(
     size: tuple[int, int], triton: EmbeddedServer, tmp_path: Path
 ) -> None:
     entries = walk_windows(triton.grpc_url, size, tmp_path)
@@ -72,6 +82,14 @@ def test_every_window_fits_the_screen_with_its_frame_and_closes_with_its_keys(
         assert inside(entry["frame"], entry["area"]), f"{name}: frame {entry['frame']} outside {size}"
         if name in CLOSED_BY:
             assert entry["closed_by"] == CLOSED_BY[name], f"{name} does not close with {CLOSED_BY[name]}"
+    combos = [e for e in entries if "minimum" in e]
+    assert len(combos) == 2 * 2**8, "every combination of the 8 docks, tabbed and stacked"
+    for entry in combos:
+        left, top, right, bottom = entry["margins"]
+        width, height = entry["minimum"]
+        assert width + left + right <= size[0] and height + top + bottom <= size[1], (
+            f"{entry['name']}: the window cannot shrink below {entry['minimum']} (+ its frame) on {size}"
+        )
     for mode in ("batch", "live"):
         (main,) = [e for e in entries if e["name"] == f"main window ({mode})"]
         client_height = main["client"][3]

@@ -12,6 +12,7 @@ the key that closed it or null, and for the main window the picture's height}.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import sys
@@ -25,7 +26,7 @@ import cv2
 import qasync
 from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QWidget
 from skimage import data
 
 from app.ui.main_window import Mode
@@ -113,6 +114,42 @@ async def windowed(name: str, window: QWidget, key: str, out: list[dict[str, Any
     out.append(entry)
 
 
+def optional_docks(viewer: Viewer) -> list[QDockWidget]:
+    """Every dock the main window can show: its own, Tracks, Server (metrics), Evaluation."""
+    return [
+        *viewer.window.docks(),
+        viewer.analysis.tracks_dock,
+        viewer.server_tools.metrics_dock,
+        viewer.evaluation.dock,
+    ]
+
+
+def stack_docks(window: QMainWindow, docks: list[QDockWidget]) -> None:
+    """Every dock in a column of its own rows (no tabs): the tallest arrangement a user can make."""
+    for dock in docks:
+        dock.setFloating(False)
+        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock, Qt.Orientation.Vertical)
+
+
+async def dock_combinations(viewer: Viewer, layout: str, out: list[dict[str, Any]]) -> None:
+    """The main window's smallest size (frame included) with every combination of docks shown."""
+    w = viewer.window
+    docks = optional_docks(viewer)
+    for shown in itertools.product((False, True), repeat=len(docks)):
+        for dock, on in zip(docks, shown, strict=True):
+            dock.setVisible(on)
+        await asyncio.sleep(0.01)  # (not processEvents(): a dock's visibility starts tasks)
+        titles = [d.windowTitle() for d, on in zip(docks, shown, strict=True) if on]
+        entry = describe(f"docks ({layout}): {', '.join(titles) or 'none'}", w)
+        minimum = w.minimumSizeHint()
+        entry["minimum"] = [minimum.width(), minimum.height()]
+        out.append(entry)
+    for dock in docks:
+        dock.show()
+    await asyncio.sleep(SETTLE_S)
+    out.append(main_window_entry(viewer, f"main window (every dock, {layout})"))
+
+
 def main_window_entry(viewer: Viewer, name: str) -> dict[str, Any]:
     w = viewer.window
     return describe(
@@ -141,6 +178,16 @@ async def walk(url: str, work: Path, out: list[dict[str, Any]], executor: Thread
     await asyncio.sleep(SETTLE_S)
     out.append(main_window_entry(viewer, "main window (batch)"))
 
+    # Every combination of docks, tabbed as by default and stacked in rows.
+    await dock_combinations(viewer, "tabbed", out)
+    stack_docks(w, optional_docks(viewer))
+    await dock_combinations(viewer, "stacked", out)
+    w.reset_layout()
+    viewer.analysis.restore_docks()
+    viewer.server_tools.metrics_dock.hide()
+    viewer.evaluation.dock.hide()
+    await asyncio.sleep(SETTLE_S)
+
     # Dialogs and windows of their own.
     viewer.help.show_shortcuts()
     assert viewer.help.dialog is not None
@@ -158,6 +205,7 @@ async def walk(url: str, work: Path, out: list[dict[str, Any]], executor: Thread
     await framed(choose)
     out.append(describe("compare with…", choose, closed_by=None))
     choose.model_b.setCurrentText("face_detector")
+    choose.version_b.setText("1")  # (B may not be A)
     choose.accept()
     compare = viewer.analysis.compare.window
     await until(compare.isVisible, "the compare window")
@@ -170,6 +218,15 @@ async def walk(url: str, work: Path, out: list[dict[str, Any]], executor: Thread
     await windowed("compare with… (Esc)", again, "Esc", out)
     viewer.analysis.compare.window.show()  # (closed above) and Esc closes it too
     await windowed("A/B compare (Esc)", viewer.analysis.compare.window, "Esc", out)
+    viewer.server_tools.open_tune()
+    assert viewer.server_tools.tune is not None
+    await windowed("tune", viewer.server_tools.tune, "Esc", out)
+    viewer.server_tools.open_repository()
+    assert viewer.server_tools.repository is not None
+    await windowed("repository", viewer.server_tools.repository, "Ctrl+W", out)
+    viewer.evaluation.ask()
+    assert viewer.evaluation.dialog is not None
+    await windowed("evaluate against labels", viewer.evaluation.dialog, "Esc", out)
     viewer.live_ui.open_camera()
     assert viewer.live_ui.picker is not None
     await windowed("open a camera", viewer.live_ui.picker, "Esc", out)

@@ -27,6 +27,7 @@ from app.pipeline.connection.state import (
     SessionOpened,
     StateChanged,
 )
+from app.ui.widgets.banner import split_detail
 from tests.fake_channel import MODEL, FakeServer
 
 
@@ -176,7 +177,17 @@ def test_an_outage_is_noticed_and_the_return_rebuilds_the_session_unless_it_is_i
 
     server.live = False
     lost = events.wait_for(state_is(ConnectionState.DISCONNECTED), "the outage")
-    assert "server not answering" in events.seen[lost].detail  # type: ignore[union-attr]
+    detail = events.seen[lost].detail  # type: ignore[union-attr]
+    assert detail.startswith("the server does not answer; retrying every 0.5 s (fake:8001"), detail
+    # The text follows the outage: how long it has lasted, the newest answer (Details).
+    later = events.wait_for(
+        lambda e: isinstance(e, StateChanged) and "has not answered for 1 s" in e.detail,
+        "the outage's age",
+        after=lost,
+    )
+    lead, raw = split_detail(events.seen[later].detail)  # type: ignore[union-attr]
+    assert lead.startswith("the server has not answered for 1 s") and raw.startswith("fake:8001"), raw
+    assert manager.state is ConnectionState.DISCONNECTED
     server.live = True
     again = events.opened(after=first)  # a new session: fresh channels, the model read again
     assert manager.session is not first_session and manager.state is ConnectionState.CONNECTED

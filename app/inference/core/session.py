@@ -52,8 +52,9 @@ from app.inference.errors import (
     SessionError,
     WindowFullError,
 )
-from app.inference.introspection.discovery import ModelInfo
+from app.inference.introspection.discovery import ModelInfo, model_config_if_any
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
+from app.inference.introspection.pipeline import stage_owners
 from app.inference.introspection.server_stats import ServerCounters
 from app.inference.profiles.profile import ModelProfile
 from app.inference.profiles.profile_types import SIZE_DEFAULT
@@ -279,6 +280,19 @@ class TritonSession:
             self.spec.timeouts.request_s,
             self.spec.version,
         )
+
+    def pipeline_stages(self) -> dict[str, str]:
+        """{stage model: its pipeline} among the server's ready models, from their configs
+        (blocking: one config call per ready model; {} without the config extension)."""
+        if self._pool is None:
+            raise SessionError("the session is not open")
+        channel = self._pool.first_channel(self.spec.endpoints[0])
+        timeout_s = self.spec.timeouts.request_s
+
+        def read(name: str) -> dict[str, Any] | None:
+            return model_config_if_any(channel, name, self._headers, timeout_s, features=self.features)
+
+        return stage_owners([m.name for m in self.models if m.ready], read)
 
     @property
     def profile(self) -> ModelProfile:

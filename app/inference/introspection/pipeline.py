@@ -4,7 +4,7 @@ or the models a BLS (Python-backend) model declares it calls in the config param
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,3 +43,19 @@ def pipeline_stages(config: Mapping[str, Any]) -> Pipeline | None:
     text = entry.get("string_value") if isinstance(entry, dict) else entry
     names = parse_labels_text(str(text)) if text else ()
     return Pipeline("bls", tuple(Stage(n) for n in names)) if names else None
+
+
+def stage_owners(
+    names: Iterable[str], read_config: Callable[[str], Mapping[str, Any] | None]
+) -> dict[str, str]:
+    """{stage model: the pipeline that composes it} over the models `names`, reading each
+    one's config with `read_config(name)` (None: not known). A stage of several pipelines is
+    given to the first, by name."""
+    owners: dict[str, str] = {}
+    for name in sorted(names):
+        config = read_config(name)
+        pipeline = pipeline_stages(config) if config else None
+        for stage in pipeline.names() if pipeline is not None else ():
+            if stage != name:
+                owners.setdefault(stage, name)
+    return owners

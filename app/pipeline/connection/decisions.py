@@ -48,6 +48,14 @@ def after_probe(state: ConnectionState, live: bool) -> AfterProbe:
     return AfterProbe.NOTHING
 
 
+def outage_text(raw: str, seconds: float) -> str:
+    """An outage as it stands now: for how long the server has not answered, that it is
+    retried, and its last answer in parentheses (the banner's Details). Updated at each probe,
+    so "Server exiting" does not linger once the process is gone."""
+    lead = "the server does not answer" if seconds < 1 else f"the server has not answered for {seconds:.0f} s"
+    return f"{lead}; retrying every {RECOVERY_INTERVAL_S:g} s ({raw or 'no answer'})"
+
+
 def probe_interval(state: ConnectionState) -> float:
     return RECOVERY_INTERVAL_S if state is ConnectionState.DISCONNECTED else HEALTH_INTERVAL_S
 

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
@@ -44,6 +45,7 @@ from app.pipeline.connection.decisions import (
     after_failed_connect,
     after_probe,
     keep_session_when_back,
+    outage_text,
     probe_interval,
 )
 from app.pipeline.connection.local_server import LocalServer, LocalServerStopped
@@ -91,6 +93,7 @@ class ConnectionManager:
         self._timer: DelayedCalls | None = None
         self.state = ConnectionState.IDLE
         self.detail = ""
+        self._lost_at = 0.0  # (monotonic) when the current outage began
         self.session: TritonSession | None = None  # the open session (None while connecting)
         self.opening: TritonSession | None = None  # a session whose open() is in progress
         self.target: SessionSpec | None = None  # the last connect asked for (kept for recovery)
@@ -304,7 +307,7 @@ class ConnectionManager:
                     return
                 self.urls = list(spec.urls)
                 self._probe = _probe_for(spec)
-                self._update(ConnectionState.DISCONNECTED, f"{error}; retrying")
+                self._update(ConnectionState.DISCONNECTED, self._outage(str(error)))
             self._schedule_probe(token, RECOVERY_INTERVAL_S)
             return
         self._set_state(token, ConnectionState.FAILED, str(error) or type(error).__name__)
@@ -352,8 +355,10 @@ class ConnectionManager:
             if not self._current(token):
                 return
             decision = after_probe(self.state, live)
-            if decision is AfterProbe.LOST:
-                self._update(ConnectionState.DISCONNECTED, f"server not answering: {message}; retrying")
+            if decision is AfterProbe.LOST or (self.state is ConnectionState.DISCONNECTED and not live):
+                detail = self._outage(message)  # how long, and the newest answer (Details)
+                if detail != self.detail:
+                    self._update(ConnectionState.DISCONNECTED, detail)
             state = self.state
         if decision is AfterProbe.BACK and self._recover(token):
             return  # a new connect: its own probes follow
@@ -446,6 +451,13 @@ class ConnectionManager:
                 return False
             self._update(state, detail)
             return True
+
+    def _outage(self, raw: str) -> str:
+        """(Lock held.) The outage's text now; its clock starts when the state turns Disconnected."""
+        now = time.monotonic()
+        if self.state is not ConnectionState.DISCONNECTED:
+            self._lost_at = now
+        return outage_text(raw, now - self._lost_at)
 
     def _update(self, state: ConnectionState, detail: str) -> None:
         """(Lock held.)"""

@@ -67,6 +67,13 @@ SHUTDOWN_WAIT_S = 10.0  # a cancelled level ends within its requests' deadlines
 P50_COLOR = QColor(230, 120, 20)
 P95_COLOR = QColor(200, 40, 40)
 KNEE_COLOR = QColor(40, 160, 60)
+# (what, colour, dash) of each line, as drawn: the legend says which line is p50 and which p95.
+LEGEND = (
+    ("throughput (req/s)", THROUGHPUT_COLOR, Qt.PenStyle.SolidLine),
+    ("p50 latency (ms)", P50_COLOR, Qt.PenStyle.DashLine),
+    ("p95 latency (ms)", P95_COLOR, Qt.PenStyle.SolidLine),
+)
+TABLE_ROW_H = 22
 
 
 COLUMNS = (
@@ -96,6 +103,9 @@ def parse_int_list(text: str, low: int, high: int, what: str) -> list[int]:
     if not values or values[0] < low or values[-1] > high:
         raise ValueError(f"{what}: between {low} and {high}")
     return values
+
+
+LEGEND_SAMPLE = 22.0  # px of line drawn before each legend entry
 
 
 class SweepPlot(PlotBase):
@@ -174,18 +184,15 @@ class SweepPlot(PlotBase):
             Qt.AlignmentFlag.AlignHCenter,
             "requests in flight",
         )
-        painter.setPen(THROUGHPUT_COLOR)
-        painter.drawText(
-            QRectF(2, 2, self.width() / 2, metrics.height()),
-            Qt.AlignmentFlag.AlignLeft,
-            "● throughput (req/s)",
-        )
-        painter.setPen(P95_COLOR)
-        painter.drawText(
-            QRectF(self.width() / 2, 2, self.width() / 2 - 2, metrics.height()),
-            Qt.AlignmentFlag.AlignRight,
-            "latency p50 / p95 (ms) ●",
-        )
+        # The legend: each line's own sample (colour and dash) and what it is.
+        x = 2.0
+        for label, color, style in LEGEND:
+            y = 2 + metrics.height() / 2
+            painter.setPen(QPen(color, 2, style))
+            painter.drawLine(QPointF(x, y), QPointF(x + LEGEND_SAMPLE, y))
+            x += LEGEND_SAMPLE + 4
+            painter.drawText(QRectF(x, 2, metrics.horizontalAdvance(label) + 2, metrics.height()), label)
+            x += metrics.horizontalAdvance(label) + 14
         painter.setPen(text)
         painter.drawRect(plot)
         for levels_of_series in series(self.results).values():
@@ -277,7 +284,9 @@ class LoadRampWindow(QDialog):
         self.plot = SweepPlot()
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
-        self.table.setMinimumHeight(120)
+        # Rows enough to read a sweep (header + 5 levels) before it scrolls.
+        self.table.setMinimumHeight(self.table.horizontalHeader().sizeHint().height() + 5 * TABLE_ROW_H + 4)
+        self.table.verticalHeader().setDefaultSectionSize(TABLE_ROW_H)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -301,7 +310,7 @@ class LoadRampWindow(QDialog):
         layout.addLayout(form)
         layout.addLayout(buttons)
         layout.addWidget(self.progress)
-        layout.addWidget(self.plot, 2)
+        layout.addWidget(self.plot, 1)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.summary)
         self.start_button.clicked.connect(self.start)

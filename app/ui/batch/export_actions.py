@@ -1,4 +1,5 @@
-"""File > Export: ask where (the dialog starts in the last folder used, with a suggested name),
+"""File > Export: ask where (the dialog starts in the last folder used, else the images' folder,
+with a suggested name; a folder export may name a new folder),
 never overwrite without asking, and write on the executor (the GUI thread never waits on disk).
 
 Exports hold what the user sees: detections filtered by the current sliders."""
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
@@ -26,6 +28,7 @@ from app.ui.base.settings import ViewerSettings
 from app.ui.base.tasks import TaskSet
 from app.ui.batch.export import save_annotated_png, write_jsonl
 from app.ui.batch.gallery import Gallery
+from app.ui.widgets.folder_dialog import ask_folder as ask_new_or_existing_folder
 
 FILE_FILTERS = {
     "png": ("PNG image (*.png)", ".png"),
@@ -169,7 +172,7 @@ class Exporter:
     # -- dialogs ------------------------------------------------------------------------------
     def ask_file(self, title: str, kind: str, name: str) -> str | None:
         filter_text, suffix = FILE_FILTERS[kind]
-        start = str(Path(self._settings.last_dir("export") or Path.home()) / name)
+        start = str(Path(self.start_folder()) / name)
         # Qt's own dialog asks before replacing an existing file.
         path, _ = QFileDialog.getSaveFileName(
             self._parent, title, start, filter_text, options=QFileDialog.Option.DontUseNativeDialog
@@ -181,11 +184,21 @@ class Exporter:
         self._settings.set_last_dir("export", str(Path(path).parent))
         return path
 
+    def start_folder(self) -> str:
+        """Where an export dialog starts: the folder last exported to, else the batch's
+        images' folder (where their labels usually go), else the home folder."""
+        if last := self._settings.last_dir("export"):
+            return last
+        folders = {str(Path(key).parent) for key in self._gallery.results if Path(key).is_file()}
+        if folders:
+            try:
+                return os.path.commonpath(sorted(folders))
+            except ValueError:  # (different drives)
+                pass
+        return str(Path.home())
+
     def ask_folder(self, title: str) -> str | None:
-        start = self._settings.last_dir("export") or str(Path.home())
-        folder = QFileDialog.getExistingDirectory(
-            self._parent, title, start, QFileDialog.Option.DontUseNativeDialog
-        )
+        folder = ask_new_or_existing_folder(self._parent, title, self.start_folder())
         if not folder:
             return None
         self._settings.set_last_dir("export", folder)

@@ -58,6 +58,8 @@ class Gallery(QObject):
         self.current_image: np.ndarray | None = None
         self._loading: asyncio.Task[None] | None = None
         self._auto_show = True  # select the first entry that comes (a new list: 1 / N)
+        # Files that could not be shown, said once: browsing back onto one is no new error.
+        self._said_unreadable: set[str] = set()
         strip.selected.connect(self.select)
         thresholds.changed.connect(self._refilter)
         state.selection_changed.connect(self._on_selection)
@@ -123,6 +125,7 @@ class Gallery(QObject):
         self._auto_show = True
 
     def clear(self) -> None:
+        self._said_unreadable.clear()
         self.state.clear_batch()
         self.strip.clear()
         self.view.clear()
@@ -171,7 +174,11 @@ class Gallery(QObject):
             if key == self.state.current_key:
                 self.current_image = None
                 self.view.clear()
-                self.load_failed.emit(str(e))
+                # Said once per file; not at all when its failed result already said it.
+                result = self.state.results.get(key)
+                if key not in self._said_unreadable and (result is None or result.ok):
+                    self.load_failed.emit(str(e))
+                self._said_unreadable.add(key)
             return
         if key != self.state.current_key:
             return

@@ -59,9 +59,14 @@ class CompareController(QObject):
         tasks: TaskSet,
         bridge: GuiBridge,
         report: Callable[[str, bool], None],
+        clear_errors: Callable[[], None] = lambda: None,
     ) -> None:
+        """`report` shows the compare's errors as its own (the banner's compare context);
+        `clear_errors` removes them: when the window closes and when a new run starts, so an
+        error never outlives the window or the run that raised it."""
         super().__init__()
         self._executor, self._tasks, self._bridge, self._report = executor, tasks, bridge, report
+        self._clear_errors = clear_errors
         self.window = CompareWindow()
         self.sessions: dict[Side, TritonSession] = {}
         self.choice: CompareChoice | None = None
@@ -83,6 +88,7 @@ class CompareController(QObject):
         w.video_opened.connect(self.open_video)
         w.stop_requested.connect(self.stop)
         w.closed.connect(self.stop)
+        w.closed.connect(self._clear_errors)
         w.iou.valueChanged.connect(self.set_iou)
         w.panel.open_requested.connect(self._open_requested)
         self._expire_timer = QTimer(self)
@@ -109,6 +115,7 @@ class CompareController(QObject):
         headers, limits), each model with `profile_for(model)`, and show the window. False
         (and a message) when either cannot be opened."""
         await self.close_sessions()
+        self._clear_errors()  # the errors of the previous pair of models
         loop = asyncio.get_running_loop()
         try:  # B's servers as typed in the compare window (none: A's)
             endpoints_b = parse_endpoints(choice.urls_b) if choice.urls_b else base.endpoints
@@ -252,6 +259,7 @@ class CompareController(QObject):
         self.pairer.clear()
 
     def _new_run(self) -> None:
+        self._clear_errors()
         self._run += 1
         self.tally = CompareTally()
         self.pairs.clear()

@@ -46,6 +46,9 @@ class CompareChoice:
     urls_b: list[str]
 
 
+SAME_AS_A = "B is the same as A: choose another model, version or server for B"
+
+
 class CompareDialog(QDialog):
     """Compare with…: B is another model, another version, or the same model elsewhere."""
 
@@ -58,6 +61,8 @@ class CompareDialog(QDialog):
             combo.setEditable(True)
             combo.addItems(models)
             combo.setCurrentText(current)
+        # B starts as another model (comparing A with itself tells nothing).
+        self.model_b.setCurrentText(next((m for m in models if m != current), current))
         self.version_a = QLineEdit()
         self.version_b = QLineEdit()
         for edit in (self.version_a, self.version_b):
@@ -71,13 +76,36 @@ class CompareDialog(QDialog):
         form.addRow("B: model", self.model_b)
         form.addRow("B: version", self.version_b)
         form.addRow("B: server (HOST:PORT, comma-separated)", self.server_b)
+        self.same_note = QLabel(SAME_AS_A)
+        self.same_note.setStyleSheet("color: #c62828")
+        form.addRow(self.same_note)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
+        self.ok_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+        for combo in (self.model_a, self.model_b):
+            combo.currentTextChanged.connect(self._check)
+        for edit in (self.version_a, self.version_b, self.server_b):
+            edit.textChanged.connect(self._check)
+        self._check()
         secondary_window(self)
+
+    def same_as_a(self) -> bool:
+        """B is A: the same model, version and server."""
+        c = self.choice()
+        return (c.model_b, c.version_b) == (c.model_a, c.version_a) and not c.urls_b
+
+    def _check(self, *_args: object) -> None:
+        same = self.same_as_a()
+        self.same_note.setVisible(same)
+        self.ok_button.setEnabled(not same)
+
+    def accept(self) -> None:
+        if not self.same_as_a():  # (Enter with OK disabled still lands here)
+            super().accept()
 
     def choice(self) -> CompareChoice:
         urls = [u.strip() for u in self.server_b.text().split(",") if u.strip()]

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from app.evaluation.datasets import FORMATS, DatasetFormat
 from app.evaluation.iou_type import IouType
+from app.ui.base.window_fit import secondary_window
 from app.ui.widgets.path_drop import PathDrop
 
 AUTO = "auto"
@@ -86,6 +87,7 @@ class EvaluateDialog(QDialog):
         ok.setEnabled(False)
         self.drop.dropped.connect(self.dataset.setText)
         self.resize(620, self.sizeHint().height())
+        secondary_window(self)  # fits the screen, frame included; Esc / Ctrl+W close it
 
     @staticmethod
     def _with_buttons(edit: QLineEdit, *buttons: tuple[str, object]) -> QWidget:

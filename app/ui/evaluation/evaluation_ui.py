@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow
 
 from app.inference.core.session import TritonSession
 from app.ui.base.bridge import GuiBridge
+from app.ui.base.scrolling import scrolling
 from app.ui.base.tasks import TaskSet
 from app.ui.compare.compare_controller import CompareController
 from app.ui.evaluation.compare_accuracy import CompareAccuracy
@@ -48,7 +49,7 @@ class EvaluationUi(QObject):
         self.panel = EvaluationPanel()
         self.dock = QDockWidget("Evaluation", window)
         self.dock.setObjectName("EvaluationDock")  # saveState() needs names
-        self.dock.setWidget(self.panel)
+        self.dock.setWidget(scrolling(self.panel))
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
         window.tabifyDockWidget(beside, self.dock)
         self.dock.hide()

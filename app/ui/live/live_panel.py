@@ -98,7 +98,7 @@ class LiveToolbar(QToolBar):
         self.addWidget(self.loop)
         self.addWidget(self.resolution)
         self.addAction(self.record_action)
-        self.addSeparator()
+        self.state_separator = self.addSeparator()  # (tracking goes before it: LiveUi)
         self.addWidget(self.state_label)
         self.set_state(LiveState.IDLE, "")
 
@@ -153,9 +153,13 @@ class LiveUi:
         tasks: TaskSet,
         opened_dir: Callable[[], str],
         remember_record_dir: Callable[[str], None],
+        video_dir: Callable[[], str] = lambda: "",
+        remember_video_dir: Callable[[str], None] = lambda _folder: None,
     ) -> None:
         """`opened_dir()`: the folder last opened from (where the dialogs start otherwise);
-        `remember_record_dir(folder)`: keeps a new recording folder remembered at once."""
+        `remember_record_dir(folder)`: keeps a new recording folder remembered at once;
+        `video_dir()` / `remember_video_dir(folder)`: the folder a video was last opened from."""
+        self.video_dir, self.remember_video_dir = video_dir, remember_video_dir
         self.window, self.live = window, live
         self._executor, self._tasks = executor, tasks
         self.toolbar = bar = LiveToolbar(window)
@@ -165,7 +169,7 @@ class LiveUi:
         self.open_video_action = QAction("Open &video…", window)
         self.open_stream_action = QAction("Open stream &URL…", window)
         self._insert_into_file_menu(file_menu)
-        menu = window.menuBar().addMenu("&Live")
+        self.menu = menu = window.menuBar().addMenu("&Live")
         menu.setToolTipsVisible(True)  # disabled actions say why
         for action in (self.open_camera_action, self.open_video_action, self.open_stream_action):
             menu.addAction(action)
@@ -193,6 +197,13 @@ class LiveUi:
         live.state_changed.connect(self._state_changed)
         live.recorder.state_changed.connect(self._recording_changed)
         self.rec_mark = RecordingMark(view)
+
+    def add_tracking(self, track: QAction) -> None:
+        """Analyse > Track objects here too, where a stream is watched: the toolbar (short
+        text) after Record, and the Live menu."""
+        track.setIconText("Track")
+        self.toolbar.insertAction(self.toolbar.state_separator, track)
+        self.menu.addAction(track)
 
     def _state_changed(self, state: LiveState, detail: str) -> None:
         self.toolbar.has_source = self.live.has_source
@@ -225,8 +236,9 @@ class LiveUi:
             self.picker = None
 
     def open_video(self) -> None:
-        path = ask_video_file(self.window, self.opened_dir())
+        path = ask_video_file(self.window, self.video_dir() or self.opened_dir())
         if path:
+            self.remember_video_dir(str(Path(path).parent))
             self.open_source(path)
 
     def open_stream(self) -> None:
@@ -270,6 +282,10 @@ class LiveUi:
             self._tasks.spawn(self.live.recorder.stop(), name="stop recording")
             return
         self.toolbar.record_action.setChecked(False)  # until the recording (or arming) is on
+        # A file waits while the name is typed (a camera or stream cannot: it goes on live).
+        hold = self._plays_a_file() and self.live.state is LiveState.PLAYING
+        if hold:
+            self.live.pause()
         # Qt's own dialog asks before replacing an existing file.
         path, _ = QFileDialog.getSaveFileName(
             self.window,
@@ -280,6 +296,12 @@ class LiveUi:
         )
         if path:
             self.record_to(path)
+        if hold and self.live.state is LiveState.PAUSED:
+            self.live.start()  # resumes where it paused (recording from there when chosen)
+
+    def _plays_a_file(self) -> bool:
+        source = self.live.source
+        return isinstance(source, str) and "://" not in source and Path(source).is_file()
 
     def record_default_path(self) -> str:
         """Where the Record dialog starts: the folder last recorded to, else the folder of the

@@ -21,7 +21,7 @@ from app.pipeline.tracking import FLICKER_FRAMES, FlickerStats, Track
 from app.ui.base.colors import track_color
 
 COLUMNS = ("id", "class", "first", "last", "frames", "state")
-TRACKING_OFF = "Tracking is off: Analyse > Track objects turns it on"
+TRACKING_OFF = "Tracking is off: Track on the Live toolbar (or Live or Analyse > Track objects) turns it on"
 MAX_ROWS = 500  # the newest tracks; older ones still count in the flicker figure
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -25,6 +23,7 @@ from app.inference.transports.transport import TransportKind
 from app.model_states import ModelEntry
 from app.pipeline.connection.state import ConnectionState
 from app.ui.widgets.banner import split_detail
+from app.ui.widgets.elided_label import ElidedTailLabel
 
 LOCAL_SERVER = "(local server)"
 TRANSPORT_CHOICES = (
@@ -95,15 +94,17 @@ class ServerPanel(QWidget):
             f"port 8000; any KServe v2 server, e.g. MLServer); {LOCAL_SERVER} starts the bundled server"
         )
         self.connect_button = QPushButton("Connect")
-        self.state_label = QLabel()
-        self.state_label.setWordWrap(True)
-        self.state_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # One line, elided (the whole message in its tooltip): a long state never wraps and
+        # moves the Model box under the mouse.
+        self.state_label = ElidedTailLabel()
         self.busy = QProgressBar()
         self.busy.setRange(0, 0)  # indeterminate: a moving busy indicator
         self.busy.setMaximumHeight(8)
         self.busy.setTextVisible(False)
         self.busy.hide()
         self.model_combo = QComboBox()
+        self._models: list[ModelEntry] = []
+        self._stages: dict[str, str] = {}  # {stage model: its pipeline} (set_stages)
         self.model_combo.setToolTip("Models on the server and their state; choose one to switch")
         self.transport_combo = QComboBox()
         for text, kind in TRANSPORT_CHOICES:
@@ -196,7 +197,7 @@ class ServerPanel(QWidget):
         title = state.value.capitalize()
         color = STATE_COLORS.get(state, "palette(text)")
         lead, _raw = split_detail(detail)  # the whole message (raw detail too) in the tooltip
-        self.state_label.setText(f"<b style='color:{color}'>{title}</b> · {html.escape(lead)}")
+        self.state_label.set_parts(f"<b style='color:{color}'>{title}</b> · ", f"{title} · ", lead)
         self.state_label.setToolTip(detail)
         self.busy.setVisible(state in (ConnectionState.STARTING, ConnectionState.CONNECTING))
         lost = state in (ConnectionState.DISCONNECTED, ConnectionState.FAILED)
@@ -207,19 +208,45 @@ class ServerPanel(QWidget):
         return self._state
 
     def state_text(self) -> str:
-        return self.state_label.text()
+        """The whole State line (rich text), however much of it is shown."""
+        return self.state_label.full_text()
 
     def set_models(self, models: list[ModelEntry], current: str | None) -> None:
+        """The model list: each pipeline followed by its stages (indented, marked), so the
+        models a user would pick stand apart from the parts they are made of."""
+        self._models = list(models)
+        names = {m.name for m in models}
+        # The model in use is one the user picks, whatever else uses it (face_detector is also
+        # a stage of face_mesh): never listed as a mere stage.
+        stage_of = {s: p for s, p in self._stages.items() if p in names and s != current}
+        by_name = sorted(models, key=lambda m: m.name)
+        ordered: list[ModelEntry] = []
+        for m in by_name:
+            if m.name not in stage_of:
+                ordered.append(m)
+                ordered += [s for s in by_name if stage_of.get(s.name) == m.name]
         with signals_blocked(self.model_combo):
             self.model_combo.clear()
-            for m in sorted(models, key=lambda m: m.name):
+            for m in ordered:
                 text = m.name if m.ready else f"{m.name} ({m.state or 'not loaded'})"
+                pipeline = stage_of.get(m.name)
+                if pipeline is not None:
+                    text = f"    ↳ {text} · stage of {pipeline}"
                 self.model_combo.addItem(text, m.name)
                 index = self.model_combo.count() - 1
-                if m.reason:
-                    self.model_combo.setItemData(index, m.reason, Qt.ItemDataRole.ToolTipRole)
+                tip = m.reason or (
+                    f"A stage of the {pipeline} pipeline: {pipeline} runs it" if pipeline else ""
+                )
+                if tip:
+                    self.model_combo.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
                 if m.name == current:
                     self.model_combo.setCurrentIndex(index)
+
+    def set_stages(self, stages: dict[str, str]) -> None:
+        """{stage model: its pipeline}: the list shown again, grouped (the choice kept)."""
+        self._stages = dict(stages)
+        if self._models:
+            self.set_models(self._models, self.current_model())
 
     def current_model(self) -> str | None:
         data = self.model_combo.currentData()

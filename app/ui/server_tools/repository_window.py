@@ -48,6 +48,7 @@ from app.inference.protocol import Endpoint
 from app.inference.transports.channel import ConnectionOptions
 from app.model_states import ModelEntry, ModelState
 from app.ui.base.tasks import TaskSet
+from app.ui.base.window_fit import secondary_window
 
 T = TypeVar("T")
 COLUMNS = ("Model", "Version", "State", "Reason")
@@ -154,6 +155,7 @@ class RepositoryWindow(QDialog):
         self.browse_button.clicked.connect(self._browse)
         self.table.itemSelectionChanged.connect(self._on_selection)
         self.resize(860, 520)
+        secondary_window(self)  # fits the screen, frame included; Esc / Ctrl+W close it
         self._update_buttons()
 
     # -- the server ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.spec import ProfileSource
 from app.model_states import ModelEntry
 from app.ui.base.bridge import GuiBridge
+from app.ui.base.scrolling import scrolling
 from app.ui.base.settings import ViewerSettings
 from app.ui.base.tasks import TaskSet
 from app.ui.server_tools.metrics_panel import ServerMetricsPanel
@@ -75,7 +76,7 @@ class ServerToolsUi(QObject):
         self.metrics_panel = ServerMetricsPanel(executor, tasks)
         self.metrics_dock = QDockWidget("Server", window)
         self.metrics_dock.setObjectName("ServerMetricsDock")  # saveState() needs names
-        self.metrics_dock.setWidget(self.metrics_panel)
+        self.metrics_dock.setWidget(scrolling(self.metrics_panel))
         self.metrics_dock.setToolTip("Triton's Prometheus metrics: pending requests, CPU and memory, GPU")
         window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.metrics_dock)
         if tabify_with is not None:

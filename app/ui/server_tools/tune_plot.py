@@ -57,6 +57,53 @@ class PlotPoint:
     level: LevelResult
 
 
+LABEL_GAP = 5.0
+MARKER_R = 4.5
+
+
+def _spots(point: QPointF, width: float, height: float) -> list[QRectF]:
+    """Where a point's label may go, best first: right-below, right-above, left-below,
+    left-above, under it, over it."""
+    x, y, g = point.x(), point.y(), LABEL_GAP
+    corners = [
+        (x + g, y + g / 2),
+        (x + g, y - height - g / 2),
+        (x - width - g, y + g / 2),
+        (x - width - g, y - height - g / 2),
+        (x - width / 2, y + MARKER_R + 1),
+        (x - width / 2, y - height - MARKER_R - 1),
+    ]
+    return [QRectF(cx, cy, width, height) for cx, cy in corners]
+
+
+def place_labels(
+    anchors: Sequence[tuple[QPointF, float, float]], bounds: QRectF, taken: Sequence[QRectF] = ()
+) -> list[QRectF | None]:
+    """A rect for each label ((point, width, height)), beside its point, inside `bounds`,
+    overlapping no other label, no other marker and nothing in `taken`; None: no free spot
+    (the label is left out rather than drawn over another)."""
+    placed: list[QRectF] = list(taken)
+    r = MARKER_R
+    markers = [QRectF(p.x() - r, p.y() - r, 2 * r, 2 * r) for p, _w, _h in anchors]
+    out: list[QRectF | None] = []
+    for index, (point, width, height) in enumerate(anchors):
+        others = markers[:index] + markers[index + 1 :]
+        chosen = next(
+            (
+                rect
+                for rect in _spots(point, width, height)
+                if bounds.contains(rect)
+                and not any(rect.intersects(o) for o in placed)
+                and not any(rect.intersects(m) for m in others)
+            ),
+            None,
+        )
+        if chosen is not None:
+            placed.append(chosen)
+        out.append(chosen)
+    return out
+
+
 class TunePlot(PlotBase):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(QSize(360, 220), QSize(640, 320), parent)
@@ -64,6 +111,7 @@ class TunePlot(PlotBase):
         self.front: list[Point] = []
         self.recommendation: Recommendation | None = None
         self.budget_ms: float | None = None
+        self.label_rects: list[QRectF | None] = []  # where the points' labels went (last paint)
 
     def set_data(
         self,
@@ -130,11 +178,9 @@ class TunePlot(PlotBase):
         for point in points:
             self._marker(painter, xy(point.level), point, id(point.level) in front_ids)
         rec = self.recommendation
+        taken: list[QRectF] = []  # the recommendation's ring and label: point labels keep off
         if rec is not None:
             where = xy(rec.level)
-            painter.setPen(QPen(RECOMMENDED_COLOR, 2.5))
-            painter.setBrush(Qt.BrushStyle.NoBrush)
-            painter.drawEllipse(where, 10, 10)
             label = f"recommended: {rec.level.throughput:.0f} req/s"
             width = metrics.horizontalAdvance(label)
             # Beside the ring, inside the plot: right of it, or left when there is no room.
@@ -143,7 +189,20 @@ class TunePlot(PlotBase):
                 max(where.y() + metrics.ascent() / 2 - 1, plot.top() + metrics.ascent() + 2),
                 plot.bottom() - 4,
             )
+            painter.setPen(QPen(RECOMMENDED_COLOR, 2.5))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawEllipse(where, 10, 10)
             painter.drawText(QPointF(x, y), label)
+            taken = [
+                QRectF(where.x() - 11, where.y() - 11, 22, 22),
+                QRectF(x, y - metrics.ascent(), width, h),
+            ]
+        anchors = [(xy(p.level), metrics.horizontalAdvance(str(p.level.concurrency)), h) for p in points]
+        self.label_rects = place_labels(anchors, plot, taken)
+        for point, spot in zip(points, self.label_rects, strict=True):
+            if spot is not None:
+                painter.setPen(trial_color(point.trial).darker(150))
+                painter.drawText(spot, Qt.AlignmentFlag.AlignCenter, str(point.level.concurrency))
         self._legend(painter, QRectF(plot.right() + 12, plot.top(), legend_w, plot.height()), legend, metrics)
         painter.end()
 
@@ -197,8 +256,6 @@ class TunePlot(PlotBase):
         else:
             painter.drawEllipse(where, 4.5, 4.5)
         painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.setPen(color.darker(150))
-        painter.drawText(QPointF(where.x() + 6, where.y() + 12), str(point.level.concurrency))
 
     def _legend(self, painter: QPainter, area: QRectF, lines: list[str], metrics: QFontMetricsF) -> None:
         """One line per trial (* the original config), then the front's and the ring's keys."""

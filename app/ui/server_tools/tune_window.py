@@ -44,6 +44,7 @@ from app.pipeline.tune_analysis import TrialResult, pareto_front
 from app.pipeline.tune_settings import TrialSettings, settings_of, trial_mark_of
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
+from app.ui.base.window_fit import secondary_window
 from app.ui.server_tools.tune_form import TuneForm
 from app.ui.server_tools.tune_outputs import TuneOutputs
 from app.ui.server_tools.tune_plot import TunePlot
@@ -150,6 +151,7 @@ class TuneWindow(QDialog):
         self.png_button.clicked.connect(lambda: self._export("png"))
         self.form.model_chosen.connect(self._read_model)
         self.resize(1000, 720)
+        secondary_window(self)  # fits the screen, frame included; Esc / Ctrl+W close it
         self._update_buttons()
 
     # -- what to tune ----------------------------------------------------------------------------

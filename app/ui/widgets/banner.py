@@ -22,6 +22,7 @@ class Context(enum.StrEnum):
     CONNECTION = "connection"
     BATCH = "batch"
     LIVE = "live"
+    COMPARE = "compare"  # the A/B compare window's: cleared when it closes or runs anew
     OTHER = "other"  # exports, screenshots: cleared by dismissing
 
 
@@ -110,6 +111,16 @@ class ErrorBanner(QWidget):
         entry = self._entries.get(context)
         count = entry.count + 1 if entry is not None else 1
         self._entries[context] = _Entry(text, count, self._order)
+        self._render()
+
+    def update_error(self, text: str, context: Context) -> None:
+        """The same error as it stands now (an outage's duration, its newest answer): its text
+        replaced, not counted again; shown as new when that context had none."""
+        entry = self._entries.get(context)
+        if entry is None:
+            self.show_error(text, context)
+            return
+        entry.text = text
         self._render()
 
     def clear(self, context: Context) -> None:
