@@ -13,6 +13,7 @@ from concurrent.futures import Executor
 from pathlib import Path
 
 from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction
 
 from app.inference.core.session import TritonSession
 from app.inference.introspection.discovery import ModelInfo
@@ -257,26 +258,12 @@ class Viewer(QObject):
         self._wire_evaluation()
         w.thresholds.changed.connect(self._save_thresholds)
         w.thresholds.opacity_changed.connect(self.settings.set_mask_opacity)
-        self.runner.started.connect(router.batch_started)
-        self.runner.progress.connect(router.batch_progress)
-        self.runner.finished.connect(router.batch_finished)
-        self.runner.entry_added.connect(router.entry_added)
-        self.runner.result.connect(router.batch_result)
-        self.live.result.connect(router.live_result)
-        self.live.state_changed.connect(router.live_state)
+        wire_results(self.runner, self.live, router)
         self.live.view_taken.connect(images.live_takes_view)
         self.gallery.load_failed.connect(lambda m: self.report(m, True, Context.BATCH))
-        self.browser.navigated.connect(lambda: images.batch_takes_view(reselect=False))
         # At once, not on the next pass: a key held down must find Next/Previous up to date.
         self.browser.moved.connect(lambda: self.actions.apply())
-        w.strip.selected.connect(lambda _key: images.batch_takes_view(reselect=False))
-        # From the video, Next/Previous first go back to the image the user left (not to 1/N).
-        w.next_action.triggered.connect(lambda: self._step(1))
-        w.prev_action.triggered.connect(lambda: self._step(-1))
-        # Stop: the batch shows again where the user was (after the toolbar stopped the run).
-        self.live_ui.toolbar.stop_action.triggered.connect(images.back_to_batch)
-        w.first_action.triggered.connect(self.browser.first)
-        w.last_action.triggered.connect(self.browser.last)
+        wire_navigation(w, self.browser, images, self.live_ui.toolbar.stop_action)
         w.export_png_action.triggered.connect(lambda: self.exporter.export_png())
         w.export_jsonl_action.triggered.connect(lambda: self.exporter.export_jsonl(False))
         for fmt, action in w.export_all_actions.items():
@@ -343,10 +330,6 @@ class Viewer(QObject):
 
     def try_sample(self) -> None:
         self.images.try_sample()
-
-    def _step(self, delta: int) -> None:
-        if not self.images.back_to_batch():
-            self.browser.step(delta)
 
     def _ok_paths(self) -> list[str]:
         """The current batch's images that ran (what the load test and the tune send)."""
@@ -496,3 +479,31 @@ def show_model(window: MainWindow, settings: ViewerSettings, info: ModelInfo) ->
     score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)
     window.thresholds.set_values(score, iou)
     window.thresholds.set_applicable(*why_not_applicable(info.name, info.profile.task))
+
+
+def wire_results(runner: BatchRunner, live: LiveController, router: ResultRouter) -> None:
+    """The batch's and the live stream's results to the router (log, statistics, picture)."""
+    runner.started.connect(router.batch_started)
+    runner.progress.connect(router.batch_progress)
+    runner.finished.connect(router.batch_finished)
+    runner.entry_added.connect(router.entry_added)
+    runner.result.connect(router.batch_result)
+    live.result.connect(router.live_result)
+    live.state_changed.connect(router.live_state)
+
+
+def wire_navigation(w: MainWindow, browser: BatchBrowser, images: ImageList, stop: QAction) -> None:
+    """Moving in the batch: the strip, Next/Previous/First/Last; from the video, Next/Previous
+    and Stop first bring the batch back at the image the user left (not at 1/N)."""
+    browser.navigated.connect(lambda: images.batch_takes_view(reselect=False))
+    w.strip.selected.connect(lambda _key: images.batch_takes_view(reselect=False))
+
+    def step(delta: int) -> None:
+        if not images.back_to_batch():
+            browser.step(delta)
+
+    w.next_action.triggered.connect(lambda: step(1))
+    w.prev_action.triggered.connect(lambda: step(-1))
+    stop.triggered.connect(images.back_to_batch)  # after the toolbar stopped the run
+    w.first_action.triggered.connect(browser.first)
+    w.last_action.triggered.connect(browser.last)

@@ -233,18 +233,7 @@ class TritonSession:
         """One plain sentence per Triton extension this server turned out not to have (said
         once each: callers show the ones they have not shown yet). Shared memory's is the
         `transport_note`, said with the transport."""
-        notes = [n for n in self.features.notes() if n != self.transport_note]
-        if (
-            self.protocol is ServerProtocol.HTTP
-            and not self.features.binary_tensors
-            and self.info is not None
-        ):
-            notes.append(MISSING[Extension.BINARY_DATA])
-        if self.info is not None and self.info.profile.input_size_source == SIZE_DEFAULT:
-            # Never a silent default: boxes of a model fed the wrong size are wrong.
-            h, w = self.info.profile.input_size or (0, 0)
-            notes.append(f"model {self.info.name}: input size {h}x{w} is {SIZE_DEFAULT}")
-        return notes
+        return notes_of(self.features, self.transport_note, self.protocol, self.info)
 
     def _batch_size(self) -> int:
         """Requests per call: 1 unless client batching is on and the model batches."""
@@ -494,3 +483,17 @@ class TritonSession:
 
     def cancel_all(self) -> int:
         return sum(self.cancel(rid) for rid in self._in_flight.ids())
+
+
+def notes_of(
+    features: ServerFeatures, transport_note: str | None, protocol: ServerProtocol, info: ModelInfo | None
+) -> list[str]:
+    """A session's notes (`TritonSession.notes`)."""
+    notes = [n for n in features.notes() if n != transport_note]
+    if protocol is ServerProtocol.HTTP and not features.binary_tensors and info is not None:
+        notes.append(MISSING[Extension.BINARY_DATA])
+    if info is not None and info.profile.input_size_source == SIZE_DEFAULT:
+        # Never a silent default: boxes of a model fed the wrong size are wrong.
+        h, w = info.profile.input_size or (0, 0)
+        notes.append(f"model {info.name}: input size {h}x{w} is {SIZE_DEFAULT}")
+    return notes
