@@ -15,7 +15,7 @@ import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, QRect, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from app.drawing.marks import MarkKind
 from app.evaluation.datasets import DatasetFormat
@@ -405,6 +405,14 @@ def test_a_bad_dataset_says_what_and_where_and_the_rest_is_evaluated(
     assert "dropped: 1 annotation, 0 images" in panel.dataset_line.text()
 
 
+def _ancestors(widget: QWidget) -> list[QWidget]:
+    found, parent = [], widget.parentWidget()
+    while parent is not None:
+        found.append(parent)
+        parent = parent.parentWidget()
+    return found
+
+
 def test_the_panel_fits_a_laptop_screen(harness: Harness, triton: EmbeddedServer, faces: Path) -> None:
     viewer = evaluated(harness, triton.grpc_url, faces)
     window, panel = viewer.window, viewer.evaluation.panel
@@ -413,10 +421,17 @@ def test_the_panel_fits_a_laptop_screen(harness: Harness, triton: EmbeddedServer
     window.resize(1280, 720)
     QApplication.processEvents()
     assert (window.width(), window.height()) == (1280, 720)
-    for part in (panel.metrics_grid.parentWidget(), panel.slider, panel.tabs, panel.export_button):
+    # The dock's content scrolls (app/ui/base/scrolling.py): its viewport lies in the window, and
+    # each control, scrolled to, is wholly in that viewport.
+    scroll = next(w for w in _ancestors(panel) if isinstance(w, QScrollArea))
+    viewport = scroll.viewport()
+    assert window.rect().contains(QRect(viewport.mapTo(window, QPoint(0, 0)), viewport.size()))
+    for part in (panel.metrics_grid.itemAt(0).widget(), panel.slider, panel.tabs, panel.export_button):
         assert part is not None
-        corner = part.mapTo(window, QPoint(0, 0))
-        assert window.rect().contains(QRect(corner, part.size())), type(part).__name__
+        scroll.ensureWidgetVisible(part, 0, 0)
+        QApplication.processEvents()
+        corner = part.mapTo(viewport, QPoint(0, 0))
+        assert viewport.rect().contains(QRect(corner, part.size())), type(part).__name__
     assert panel.table.viewport().height() >= 3 * panel.table.verticalHeader().defaultSectionSize()
     for tab, widget in ((1, panel.pr_curves), (2, panel.heat_map)):
         panel.tabs.setCurrentIndex(tab)
