@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -100,6 +101,23 @@ def test_an_explicit_binary_that_is_not_there_says_how_to_get_one(tmp_path: Path
     assert "--url" in str(caught.value)
 
 
+def metrics_page(address: str, wait_s: float = 10.0) -> str:
+    """The metrics page at `address`; Triton opens its metrics port a moment after the others
+    (seen refused once on a loaded machine right after `serve` printed the addresses)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as page:
+                return str(page.read().decode())
+        except ConnectionRefusedError:
+            pass
+        except urllib.error.URLError as e:
+            if not isinstance(e.reason, ConnectionRefusedError):
+                raise
+        assert time.monotonic() < deadline, f"nothing answers at {address}"
+        time.sleep(0.1)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_serve_command_prints_the_addresses_and_stops_on_a_signal(sig: signal.Signals) -> None:
@@ -118,8 +136,7 @@ def test_serve_command_prints_the_addresses_and_stops_on_a_signal(sig: signal.Si
             addresses = dict(part.split("=", 1) for part in line.split())
             assert list(addresses) == ["grpc", "http", "metrics"], line
             assert addresses["metrics"].startswith("127.0.0.1:")
-            with urllib.request.urlopen(f"http://{addresses['metrics']}/metrics", timeout=10) as page:
-                assert "nv_inference_count" in page.read().decode()
+            assert "nv_inference_count" in metrics_page(addresses["metrics"])
             owned = owned_by(proc.pid)
             assert owned.live_members() and owned.regions() and owned.workdirs()
             grpc_url = line.split()[0].removeprefix("grpc=")
