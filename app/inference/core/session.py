@@ -62,6 +62,7 @@ from app.inference.protocol import ServerProtocol
 from app.inference.result import InferenceResult
 from app.inference.tracing.otlp import OtlpReceiver
 from app.inference.tracing.tracer import Tracer, TraceSelection
+from app.inference.transports.channel import Channel, Headers
 from app.inference.transports.open_channel import open_channel
 from app.inference.transports.transport import Transport
 from app.inference.transports.wire import Wire
@@ -230,9 +231,8 @@ class TritonSession:
 
     @property
     def notes(self) -> list[str]:
-        """One plain sentence per Triton extension this server turned out not to have (said
-        once each: callers show the ones they have not shown yet). Shared memory's is the
-        `transport_note`, said with the transport."""
+        """A sentence per Triton extension the server lacks (callers show the new ones; shared
+        memory's is the `transport_note`), and a default input size said."""
         return notes_of(self.features, self.transport_note, self.protocol, self.info)
 
     def _batch_size(self) -> int:
@@ -271,17 +271,12 @@ class TritonSession:
         )
 
     def pipeline_stages(self) -> dict[str, str]:
-        """{stage model: its pipeline} among the server's ready models, from their configs
-        (blocking: one config call per ready model; {} without the config extension)."""
+        """{stage model: its pipeline} among the ready models (blocking: a config call each)."""
         if self._pool is None:
             raise SessionError("the session is not open")
         channel = self._pool.first_channel(self.spec.endpoints[0])
-        timeout_s = self.spec.timeouts.request_s
-
-        def read(name: str) -> dict[str, Any] | None:
-            return model_config_if_any(channel, name, self._headers, timeout_s, features=self.features)
-
-        return stage_owners([m.name for m in self.models if m.ready], read)
+        ready = [m.name for m in self.models if m.ready]
+        return stages_of(channel, ready, self._headers, self.spec.timeouts.request_s, self.features)
 
     @property
     def profile(self) -> ModelProfile:
@@ -497,3 +492,14 @@ def notes_of(
         h, w = info.profile.input_size or (0, 0)
         notes.append(f"model {info.name}: input size {h}x{w} is {SIZE_DEFAULT}")
     return notes
+
+
+def stages_of(
+    channel: Channel, models: list[str], headers: Headers, timeout_s: float, features: ServerFeatures
+) -> dict[str, str]:
+    """{stage model: its pipeline} among `models`, from their configs (`pipeline_stages`)."""
+
+    def read(name: str) -> dict[str, Any] | None:
+        return model_config_if_any(channel, name, headers, timeout_s, features=features)
+
+    return stage_owners(models, read)

@@ -295,11 +295,8 @@ class ConnectionManager:
             return
         if not isinstance(error, SessionError):
             log.error("connecting to %s failed", spec.urls, exc_info=error)
-        if isinstance(error, SessionError) and error.models:
-            states = tuple(sorted(error.states.items()))
-            self._emit_if_current(token, ModelsListed(tuple(error.models), states))
-        if isinstance(error, SessionError) and error.offer:
-            self._emit_if_current(token, ProtocolOffered(error.offer, str(error)))
+        for event in events_of(error):
+            self._emit_if_current(token, event)
         if decision is AfterFailedConnect.KEEP_PROBING:
             # Back but not ready yet (models still loading), or gone again: keep probing.
             with self._lock:
@@ -313,8 +310,7 @@ class ConnectionManager:
         self._set_state(token, ConnectionState.FAILED, str(error) or type(error).__name__)
 
     def _close_current(self, token: RunToken) -> None:
-        """Close the open session and its probe (the newest connect does it: an older one
-        that was superseded leaves them to it)."""
+        """Close the open session and its probe (only the newest connect: a superseded one doesn't)."""
         with self._lock:
             if not self._current(token):
                 return
@@ -487,3 +483,15 @@ def _logged(fn: Callable[..., None], *args: Any) -> None:
         fn(*args)
     except Exception:
         log.exception("connection step %s failed", getattr(fn, "__name__", fn))
+
+
+def events_of(error: Exception) -> list[ModelsListed | ProtocolOffered]:
+    """What a failed connect still tells: the models the server listed, a protocol to offer."""
+    if not isinstance(error, SessionError):
+        return []
+    events: list[ModelsListed | ProtocolOffered] = []
+    if error.models:
+        events.append(ModelsListed(tuple(error.models), tuple(sorted(error.states.items()))))
+    if error.offer:
+        events.append(ProtocolOffered(error.offer, str(error)))
+    return events

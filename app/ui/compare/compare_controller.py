@@ -29,7 +29,7 @@ from app.inference.core.spec import ProfileSource, SessionSpec
 from app.inference.protocol import UrlError, parse_endpoints
 from app.inference.result import InferenceResult
 from app.pipeline.batch import BatchCounts, VideoPolicy
-from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Key, Side, key_of
+from app.pipeline.compare import CompareBatch, ComparedInput, CompareTally, Disagreement, Key, Side, key_of
 from app.pipeline.compare_live import CompareLiveRun, LivePair, LivePairer
 from app.pipeline.display import DisplayMeter
 from app.pipeline.live import LiveEvent, LiveOptions
@@ -91,12 +91,8 @@ class CompareController(QObject):
         w.closed.connect(self._clear_errors)
         w.iou.valueChanged.connect(self.set_iou)
         w.panel.open_requested.connect(self._open_requested)
-        self._expire_timer = QTimer(self)
-        self._expire_timer.setInterval(EXPIRE_INTERVAL_MS)
-        self._expire_timer.timeout.connect(self._expire)
-        self._figures_timer = QTimer(self)
-        self._figures_timer.setInterval(FIGURES_INTERVAL_MS)
-        self._figures_timer.timeout.connect(self.update_figures)
+        self._expire_timer = repeating(self, EXPIRE_INTERVAL_MS, self._expire)
+        self._figures_timer = repeating(self, FIGURES_INTERVAL_MS, self.update_figures)
         # At 0 ms, trailing: after the results already queued (a burst costs one paint).
         self._paint_pass = QSignalThrottler(QSignalThrottler.EmissionPolicy.Trailing, parent=self)
         self._paint_pass.setTimeout(0)
@@ -423,15 +419,10 @@ class CompareController(QObject):
             self.batch.pairer.iou_threshold = value
         if not self.pairs:  # live: the frames from now on are matched with the new threshold
             return
-        tally = CompareTally(self.tally.started)
         self.window.panel.clear_rows()
-        for key, pair in list(self.pairs.items()):
-            rematched = ComparedInput(pair.a, pair.b, match_results(pair.a, pair.b, value))
-            self.pairs[key] = rematched
-            row = tally.add(rematched)
-            if row is not None:
-                self.window.panel.add_row(row)
-        self.tally = tally
+        self.tally, rows = rematched(self.pairs, value, self.tally.started)
+        for row in rows:
+            self.window.panel.add_row(row)
         self.update_figures()
         if self.shown_key is not None and self.shown_key in self.pairs:
             self._show_key(self.shown_key)
@@ -459,3 +450,24 @@ class CompareController(QObject):
 
 def _now() -> float:
     return time.monotonic()
+
+
+def rematched(
+    pairs: dict[Key, ComparedInput], iou: float, started: float | None
+) -> tuple[CompareTally, list[Disagreement]]:
+    """Every pair matched again at `iou` (replaced in `pairs`): the new tally and its rows."""
+    tally, rows = CompareTally(started), list[Disagreement]()
+    for key, pair in list(pairs.items()):
+        pairs[key] = again = ComparedInput(pair.a, pair.b, match_results(pair.a, pair.b, iou))
+        row = tally.add(again)
+        if row is not None:
+            rows.append(row)
+    return tally, rows
+
+
+def repeating(parent: QObject, interval_ms: int, slot: Callable[[], None]) -> QTimer:
+    """A timer (not started) that calls `slot` every `interval_ms`."""
+    timer = QTimer(parent)
+    timer.setInterval(interval_ms)
+    timer.timeout.connect(slot)
+    return timer
