@@ -615,11 +615,14 @@ def test_ctrl_c_evaluates_the_images_answered_and_exits_130(triton: EmbeddedServ
                 pipe.close()
     assert proc.returncode == 130, stderr
     report = strict_loads(stdout)
-    assert report["interrupted"] is True and report["dataset"]["evaluated_images"] == 2
+    # The two quick images, and a slow one only if its 2 s ended before the interrupt was
+    # handled (seen once in four fresh-clone runs): every image answered is evaluated.
+    evaluated = report["dataset"]["evaluated_images"]
+    assert report["interrupted"] is True and evaluated in (2, 3), evaluated
     failed = report["dataset"]["failed_images"]
-    assert len(failed) + report["not_started"] == 4  # the slow ones: cancelled or never sent
+    assert len(failed) + report["not_started"] == 6 - evaluated  # cancelled or never sent
     assert failed and {f["status"] for f in failed} == {"cancelled"}
-    assert report["per_class"][0]["tp"] == 2 and report["metrics"]["map50"] == 1.0
+    assert report["per_class"][0]["tp"] == evaluated and report["metrics"]["map50"] == 1.0
 
 
 # -- the Qt-free API a viewer panel uses ---------------------------------------------------------------
