@@ -283,7 +283,8 @@ def test_regions_of_a_dead_client_are_removed_at_the_next_start(
         assert theirs, "the client made regions"
         proc.kill()
         proc.wait()
-        assert all(p.exists() for p in theirs), "a SIGKILL runs no clean-up"
+        # A SIGKILL runs no clean-up; but under pytest-xdist another worker's session may start
+        # first and sweep them (any start sweeps a dead client's regions): what counts is below.
         with TritonSession(SessionSpec(endpoints=parse_endpoints(triton.grpc_url))):  # the next start sweeps
             pass
         assert not any(p.exists() for p in theirs)
