@@ -84,7 +84,9 @@ class LiveJob:
         self.model_side = input_side_needed(session.profile)
         # offer() runs on the capture thread, stats() on the GUI: "a stop is not a drop".
         self._lock = threading.Lock()
-        self._offered = self._dropped = 0
+        # A frame is "deciding" between its offer and its submit or drop (decoding, waiting for
+        # room): stats() leaves it out of offered so submitted + dropped == offered always.
+        self._offered = self._deciding = self._submitted = self._dropped = 0
         self._stopped = False
         self._rate = RateMeter()
 
@@ -108,6 +110,7 @@ class LiveJob:
             if self._stopped:
                 return False
             self._offered += 1
+            self._deciding += 1
         if isinstance(frame, Grab):
             if self.drop_when_busy and not self.has_room():
                 return self._drop()  # never decoded
@@ -129,6 +132,9 @@ class LiveJob:
         except SessionClosedError:
             request_id = None
         if request_id is not None:
+            with self._lock:
+                self._deciding -= 1
+                self._submitted += 1
             return True
         return self._drop()
 
@@ -138,11 +144,13 @@ class LiveJob:
             if self._stopped:
                 return
             self._offered += 1
+            self._deciding += 1
         self._drop()
 
     def _drop(self) -> bool:
         with self._lock:
-            if not self._stopped:
+            self._deciding -= 1
+            if not self._stopped:  # a stop is not a drop
                 self._dropped += 1
         return False
 
@@ -152,11 +160,11 @@ class LiveJob:
 
     def stats(self) -> StreamStats:
         with self._lock:
-            offered, dropped = self._offered, self._dropped
+            offered, submitted, dropped = self._offered - self._deciding, self._submitted, self._dropped
         counts = self.group.counts
         return StreamStats(
             offered,
-            counts.sent,
+            submitted,
             dropped,
             counts.ended,
             self.group.in_flight,
