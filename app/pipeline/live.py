@@ -84,9 +84,10 @@ class LiveJob:
         self.model_side = input_side_needed(session.profile)
         # offer() runs on the capture thread, stats() on the GUI: "a stop is not a drop".
         self._lock = threading.Lock()
-        # A frame is "deciding" between its offer and its submit or drop (decoding, waiting for
-        # room): stats() leaves it out of offered so submitted + dropped == offered always.
-        self._offered = self._deciding = self._submitted = self._dropped = 0
+        # A frame counts as offered once it is submitted or dropped, never while it is decoded
+        # or waits for room, so every stats() has submitted + dropped == offered (the job's own
+        # submitted count, not the group's: both move under this one lock).
+        self._offered = self._submitted = self._dropped = 0
         self._stopped = False
         self._rate = RateMeter()
 
@@ -109,8 +110,6 @@ class LiveJob:
         with self._lock:
             if self._stopped:
                 return False
-            self._offered += 1
-            self._deciding += 1
         if isinstance(frame, Grab):
             if self.drop_when_busy and not self.has_room():
                 return self._drop()  # never decoded
@@ -133,7 +132,7 @@ class LiveJob:
             request_id = None
         if request_id is not None:
             with self._lock:
-                self._deciding -= 1
+                self._offered += 1
                 self._submitted += 1
             return True
         return self._drop()
@@ -143,13 +142,11 @@ class LiveJob:
         with self._lock:
             if self._stopped:
                 return
-            self._offered += 1
-            self._deciding += 1
         self._drop()
 
     def _drop(self) -> bool:
         with self._lock:
-            self._deciding -= 1
+            self._offered += 1
             if not self._stopped:  # a stop is not a drop
                 self._dropped += 1
         return False
@@ -160,7 +157,7 @@ class LiveJob:
 
     def stats(self) -> StreamStats:
         with self._lock:
-            offered, submitted, dropped = self._offered - self._deciding, self._submitted, self._dropped
+            offered, submitted, dropped = self._offered, self._submitted, self._dropped
         counts = self.group.counts
         return StreamStats(
             offered,
