@@ -221,10 +221,15 @@ class TraceRun:
         while not self._stop.wait(POLL_S):
             self._poll()
 
-    def _settle(self, tracers: list[Tracer], timeout_s: float = SETTLE_S) -> None:
-        """Poll until the server's side of every traced request has come (or `timeout_s`)."""
-        deadline = time.monotonic() + timeout_s
-        while any(t.collector.waiting for t in tracers) and time.monotonic() < deadline:
+    def _settle(self, tracers: list[Tracer]) -> None:
+        """Poll until the server's side of every traced request has come, or as long as a
+        traced request waits for it (longer once the server is known to trace)."""
+        start = time.monotonic()
+
+        def patience_s() -> float:  # grows when a first server trace comes meanwhile
+            return max([SETTLE_S, *(t.collector.patience_s for t in tracers)])
+
+        while any(t.collector.waiting for t in tracers) and time.monotonic() - start < patience_s():
             for tracer in tracers:
                 self._take(tracer.poll())
             time.sleep(POLL_S / 2)

@@ -235,6 +235,10 @@ def _classify(
 # Failures of the way, not of the request (lower case): worth another attempt.
 _LOST_ON_THE_WAY = (
     "failed to retrieve the response",  # Triton's Python backend, its stub paused or restarted
+    # The Python backend's answer for the requests its stub held when it was found unhealthy
+    # and restarted (python_be.cc: an error without a message; a model's own error comes as
+    # "Failed to process the requests, message: ...", not retried).
+    "failed to process the requests.",
     "rst_stream",  # gRPC: the server reset the call's stream
     "stream removed",
     "stream reset",

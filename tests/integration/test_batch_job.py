@@ -133,8 +133,11 @@ def test_a_big_batch_never_freezes_a_live_video(
         assert captured_then, "the capture thread publishes frames while the batch runs"
         first = run.stats().capture.captured
         assert wait_until(lambda: run.stats().capture.captured >= first + 15, 10), "and keeps publishing"
+        # a frame being decided (decoding, waiting for room) is offered once submitted or
+        # dropped, so the stream's count may trail the capture's by the frame in hand
+        assert wait_until(lambda: (s := run.stats().stream) is not None and s.offered >= 30, 10)
         stream = run.stats().stream
-        assert stream is not None and stream.offered >= 30
+        assert stream is not None
         if batch_window < session.spec.limits.max_in_flight:
             assert wait_until(lambda: len(live_results) >= 3, 10), "live frames get their own slots"
         else:

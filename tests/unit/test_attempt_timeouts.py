@@ -129,12 +129,23 @@ def test_the_derived_limit_follows_the_round_trips_within_bounds() -> None:
         ("Received RST_STREAM with error code 2", "StatusCode.INTERNAL"),
         ("Stream removed", "StatusCode.UNKNOWN"),
         ("Connection reset by peer", "StatusCode.UNKNOWN"),
+        # The Python backend's answer to the requests its stub had when it was restarted
+        # (after a pause; no message of the model's own): the request was not at fault.
+        ("Failed to process the requests.", "StatusCode.INTERNAL"),
     ],
 )
 def test_lost_replies_and_stream_resets_are_retried(message: str, status: str) -> None:
     failure = classify_failure(InferenceServerException(msg=message, status=status), parse_url("h:8001"))
     assert failure.transient and failure.status is Status.FAILED
     assert message in failure.message
+
+
+def test_a_python_models_own_error_is_not_retried() -> None:
+    message = "Failed to process the requests, message: ValueError: the model says no"
+    failure = classify_failure(
+        InferenceServerException(msg=message, status="StatusCode.INTERNAL"), parse_url("h:8001")
+    )
+    assert not failure.transient and "the model says no" in failure.message
 
 
 def test_an_answered_send_is_not_held_until_its_attempt_timer_fires() -> None:

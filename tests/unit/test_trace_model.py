@@ -143,7 +143,7 @@ def test_a_same_machine_server_off_the_clients_clock_turns_to_the_estimate() -> 
 
 
 def test_the_collector_matches_either_order_gives_unmatched_ones_alone_and_stays_bounded() -> None:
-    collector = TraceCollector(ClockPlacement(same_machine=True), wait_s=5, max_unclaimed=3)
+    collector = TraceCollector(ClockPlacement(same_machine=True), wait_s=5, traced_wait_s=5, max_unclaimed=3)
     collector.add_server([server("early", 2 * MS)])
     collector.add_client(record("early", 0, 20 * MS))
     collector.add_client(record("alone", 0, 20 * MS))
@@ -222,3 +222,21 @@ def test_the_chrome_trace_is_strict_json_with_overlapping_requests_on_their_own_
     assert {e["args"]["name"] for e in names_meta} >= {"requests 1", "requests 2"}
     assert trace_events([]) == {"traceEvents": [], "displayTimeUnit": "ms"}
     assert os.listdir(tmp_path) == ["trace.json"]  # written whole: no temporary left
+
+
+def test_once_the_server_is_known_to_trace_a_late_trace_is_waited_for_longer() -> None:
+    collector = TraceCollector(ClockPlacement(same_machine=True), wait_s=5, traced_wait_s=60)
+    collector.add_client(record("first", 0, 20 * MS))
+    now = time.monotonic()
+    assert collector.patience_s == 5  # nothing known yet: the server may not trace at all
+    collector.add_server([server("first", 2 * MS)])
+    assert [t.request_id for t in collector.ready(now=now)] == ["first"]
+    assert collector.patience_s == 60
+    collector.add_client(record("late", 0, 20 * MS))
+    assert collector.ready(now=now + 6) == []  # a loaded server's trace comes seconds late
+    collector.add_server([server("late", 2 * MS)])
+    (late,) = collector.ready(now=now + 7)
+    assert late.request_id == "late" and late.has_server()
+    collector.add_client(record("never", 0, 20 * MS))
+    (alone,) = collector.ready(now=now + 61)
+    assert alone.notes == [NOT_TRACED]

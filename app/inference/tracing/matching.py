@@ -6,7 +6,10 @@ batches, seconds later. `TraceCollector` keeps both sides until they meet, then 
 server's marks on the client's clock (app.inference.tracing.clock) and builds the request's
 spans. A traced request whose server trace has not come `wait_s` after the client finished
 is given with its client stages alone, saying so (the server does not trace, or traced
-another request: its count ran out, another client changed the settings).
+another request: its count ran out, another client changed the settings). Once the server
+has sent one trace that matched, it is known to trace: the others are waited for up to
+`traced_wait_s` (a loaded server writes its trace seconds after the reply), not given up
+on after a wait meant for a server that may not trace at all.
 
 Bounded: server traces of requests this collector does not wait for (other clients', the
 app's untraced requests of a traced model) are kept only `max_unclaimed` at a time, oldest
@@ -28,6 +31,7 @@ from app.inference.tracing.server_trace import ServerTrace
 from app.inference.tracing.spans import ClientStage, RequestTrace, build_trace, server_window
 
 WAIT_S = 5.0
+TRACED_WAIT_S = 60.0
 MAX_UNCLAIMED = 4096
 MAX_WAITING = 4096
 NOT_TRACED = "the server sent no trace of this request: client stages only"
@@ -59,12 +63,15 @@ class TraceCollector:
         placement: ClockPlacement,
         *,
         wait_s: float = WAIT_S,
+        traced_wait_s: float = TRACED_WAIT_S,
         settle_s: float = 0.0,
         max_unclaimed: int = MAX_UNCLAIMED,
         max_waiting: int = MAX_WAITING,
     ) -> None:
         self.placement = placement
         self.wait_s = wait_s
+        self.traced_wait_s = traced_wait_s
+        self.server_traces = False  # a server trace has matched one of ours
         self.settle_s = settle_s
         self.max_unclaimed = max_unclaimed
         self.max_waiting = max_waiting
@@ -113,6 +120,12 @@ class TraceCollector:
         if window is not None and client.send_ns is not None and client.reply_ns is not None:
             self.placement.observe(client.send_ns, client.reply_ns, *window)
         self._matched.append((client, server))
+        self.server_traces = True
+
+    @property
+    def patience_s(self) -> float:
+        """How long a traced request waits for its server trace now."""
+        return max(self.wait_s, self.traced_wait_s) if self.server_traces else self.wait_s
 
     def ready(self, now: float | None = None, *, flush: bool = False) -> list[RequestTrace]:
         """The traces complete now: matched ones `settle_s` after the client finished (room
@@ -124,10 +137,11 @@ class TraceCollector:
             matched = [m for m, ready in zip(self._matched, due, strict=True) if ready]
             self._matched = [m for m, ready in zip(self._matched, due, strict=True) if not ready]
             late: list[ClientRecord] = []
+            wait = self.patience_s
             for key in list(self._clients):
                 records = self._clients[key]
-                late += [r for r in records if flush or now - r.finished_s >= self.wait_s]
-                records[:] = [r for r in records if not (flush or now - r.finished_s >= self.wait_s)]
+                late += [r for r in records if flush or now - r.finished_s >= wait]
+                records[:] = [r for r in records if not (flush or now - r.finished_s >= wait)]
                 if not records:
                     del self._clients[key]
             offset, clock = self.placement.offset_ns, self.placement.describe()
