@@ -4,7 +4,6 @@ Also the one converter of decoded pixels (files, video frames, camera frames) to
 
 from __future__ import annotations
 
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 
 from app.sources.image_header import image_size, jpeg_damage, jpeg_size, tiff_pages, tiff_pages_of_file
 from app.sources.sniff import HEAD_BYTES, IMAGE_FORMATS, is_image_head
+from app.system.bounded_read import read_bytes
 
 
 def _to_uint8(image: np.ndarray) -> np.ndarray:
@@ -89,25 +89,8 @@ MAX_IMAGE_FILE_BYTES = MAX_IMAGE_PIXELS * 8 + (16 << 20)
 
 
 def _read_bytes(p: Path) -> bytes:
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise ValueError(f"{p}: file not found") from None
-    except OSError as exc:
-        raise ValueError(f"{p}: cannot read the file ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ValueError(f"{p}: is a folder, not an image file")
-    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever
-        raise ValueError(f"{p}: not a regular file (a pipe, socket or device)")
-    if st.st_size > MAX_IMAGE_FILE_BYTES:
-        raise ValueError(
-            f"{p}: too large to read ({st.st_size / 1e6:.0f} MB; image files of at most "
-            f"{MAX_IMAGE_FILE_BYTES / 1e6:.0f} MB are read)"
-        )
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"{p}: cannot read the file ({exc.strerror or exc})") from None
+    # Refused by name before reading: a FIFO would block forever, a device never ends.
+    data = read_bytes(p, MAX_IMAGE_FILE_BYTES)
     if not data:
         raise ValueError(f"{p}: the file is empty")
     if not is_image_head(data[:HEAD_BYTES]):
