@@ -14,6 +14,7 @@ packages=(
   binutils                         # objdump (the package's glibc-floor check), strip (packaging_strip.py)
   desktop-file-utils               # desktop-file-validate: the tests check the menu entry the app writes
   openssl                          # tests: the certificate of a TLS test server
+  pigz                             # the package archive gzipped on every core (packaging/build.sh)
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -100,3 +100,37 @@ def test_slowest_traces_all_and_keeps_only_the_n_slowest() -> None:
     assert [round(t.duration_ms) for t in kept] == [50, 40]
     assert sorted(dropped) == ["r0", "r2", "r4"]  # each given back as soon as it fell out
     assert SlowestKept(None).offer(kept[0]) == []
+
+
+class Control:
+    """The server's trace settings, as far as the tracer turns them on and back."""
+
+    def __init__(self) -> None:
+        self.restored = 0
+
+    def enable(self, model: str) -> object:
+        return object()
+
+    def restore(self) -> None:
+        self.restored += 1
+
+
+def test_the_servers_tracing_stays_on_until_the_last_traced_request_has_ended() -> None:
+    # The next 2: the first one's trace comes while the second is still on its way to the
+    # server; turning the server's tracing off then would leave the second untraced.
+    source, control = Source(), Control()
+    tracer = Tracer(TraceSelection.parse("2"), "m", control=control, source=source)  # type: ignore[arg-type]
+    first, second = tracer.begin("a"), tracer.begin("b")
+    assert first is not None and second is not None and tracer.begin("c") is None
+    first.stage(names.IN_FLIGHT, 0.0, 0.010)
+    tracer.finished(first, send_s=0.0, reply_s=0.010)
+    source.traces = traces_from_entries(entries(1, "m", 2 * MS, "a"))
+    assert [t.request_id for t in tracer.poll()] == ["a"]
+    assert control.restored == 0, "b is still to be traced by the server"
+    assert tracer.in_flight == 1
+    second.stage(names.IN_FLIGHT, 0.0, 0.010)
+    tracer.finished(second, send_s=0.0, reply_s=0.010)
+    source.traces = traces_from_entries(entries(1, "m", 2 * MS, "b"))
+    (b,) = tracer.poll()
+    assert b.request_id == "b" and b.has_server()
+    assert control.restored == 1, "off once the last traced request's trace is in"

@@ -31,7 +31,7 @@ from app.inference.tracing.server_trace import ServerTrace
 from app.inference.tracing.spans import ClientStage, RequestTrace, build_trace, server_window
 
 WAIT_S = 5.0
-TRACED_WAIT_S = 60.0
+TRACED_WAIT_S = 15.0
 MAX_UNCLAIMED = 4096
 MAX_WAITING = 4096
 NOT_TRACED = "the server sent no trace of this request: client stages only"

@@ -259,7 +259,8 @@ class Tracer:
         if not self.selection.active or not self.selection.take():
             return None
         self._open_ids.add(request_id)
-        self._unfinished.add(request_id)
+        with self._stages_lock:
+            self._unfinished.add(request_id)
         if self.traceparent:
             header, trace_id = new_traceparent()
             return RequestRecorder(request_id, {TRACEPARENT: header}, trace_id)
@@ -322,9 +323,17 @@ class Tracer:
             self.selection.kind is SelectionKind.NEXT
             and not self.selection.active
             and self.collector.waiting == 0
+            and not self.in_flight
         ):
             self._server_off()
         return found
+
+    @property
+    def in_flight(self) -> int:
+        """Traced requests begun and not ended yet: the server must still trace them (turning
+        its tracing off when the first one's trace came would leave a later one untraced)."""
+        with self._stages_lock:
+            return len(self._unfinished)
 
     def is_traced(self, request_id: str) -> bool:
         """Whether this request is traced and its trace not given out yet."""
