@@ -89,6 +89,7 @@ class Minute:
     display_ages: list[float] = field(default_factory=list)
     shown_at: list[float] = field(default_factory=list)  # monotonic time of each frame shown
     latencies: list[float] = field(default_factory=list)
+    live_latencies: list[float] = field(default_factory=list)  # the stream's requests alone
     failures: int = 0
 
     def on_shown(self, _index: int, age_ms: float) -> None:
@@ -98,9 +99,11 @@ class Minute:
     def fps_between(self, start: float, end: float) -> float:
         return sum(1 for t in self.shown_at if start <= t <= end) / (end - start) if end > start else 0.0
 
-    def on_result(self, result: InferenceResult) -> None:
+    def on_result(self, result: InferenceResult, live: bool = False) -> None:
         if result.ok and result.latency_ms is not None:
             self.latencies.append(result.latency_ms)
+            if live:
+                self.live_latencies.append(result.latency_ms)
         elif result.status in (Status.FAILED, Status.TIMEOUT):  # not those the stream's stop cancels
             self.failures += 1
 
@@ -112,10 +115,36 @@ class Soak:
         self.viewer, self.video, self.folder, self.images, self.server = viewer, video, folder, images, server
         self.minute = Minute()
         viewer.live.frame_shown.connect(lambda i, age: self.minute.on_shown(i, age))
-        viewer.live.result.connect(lambda r: self.minute.on_result(r))
+        viewer.live.result.connect(lambda r: self.minute.on_result(r, live=True))
         viewer.runner.result.connect(lambda _job, r: self.minute.on_result(r))
         self.rows: list[dict[str, float]] = []
         self.baseline: tracemalloc.Snapshot | None = None
+        self.url = ""
+        self._server_totals: tuple[int, int, int] | None = None  # requests, queue ns, compute ns
+
+    def server_split(self) -> tuple[float, float]:
+        """The server's own time per request since the last call (queue ms, compute ms:
+        Triton's statistics of the model): whether a rise is the server's or the client's.
+        Called off the GUI thread."""
+        import tritonclient.grpc as grpcclient
+
+        client = grpcclient.InferenceServerClient(self.url)
+        try:
+            stats = client.get_inference_statistics("face_detector", as_json=True)["model_stats"]
+        finally:
+            client.close()
+        success = [m["inference_stats"] for m in stats]
+        totals = (
+            sum(int(i["success"].get("count", 0)) for i in success),
+            sum(int(i["queue"].get("ns", 0)) for i in success),
+            sum(int(i["compute_infer"].get("ns", 0)) + int(i["compute_input"].get("ns", 0))
+                + int(i["compute_output"].get("ns", 0)) for i in success),
+        )  # fmt: skip
+        before, self._server_totals = self._server_totals, totals
+        if before is None or totals[0] <= before[0]:
+            return float("nan"), float("nan")
+        n = totals[0] - before[0]
+        return (totals[1] - before[1]) / n / 1e6, (totals[2] - before[2]) / n / 1e6
 
     def server_rss(self) -> float:
         if self.server is None or self.server.pid is None:
@@ -132,18 +161,22 @@ class Soak:
             await asyncio.sleep(0.1)
         print(
             "min  rss MB  os thr  py thr  fds  display fps  display p50/p95 ms  request p50/p95/p99 ms"
-            "  fails  batch ok/n  batch s  live fps in batch  log rows  server MB",
+            "  fails  batch ok/n  batch s  live fps in batch  log rows  server MB  live p50 ms"
+            "  server queue/compute ms",
             flush=True,
         )
         end = time.monotonic() + minutes * minute_s
         index = 0
+        split = asyncio.get_running_loop().run_in_executor
+        await split(None, self.server_split)
         while time.monotonic() < end:
             index += 1
             self.minute = Minute()
             started = time.monotonic()
             batch_seconds, batch_ok, live_fps = await self.batch()
             await asyncio.sleep(max(0.0, started + minute_s - time.monotonic()))
-            self.report(index, time.monotonic() - started, batch_ok, batch_seconds, live_fps)
+            server = await split(None, self.server_split)
+            self.report(index, time.monotonic() - started, batch_ok, batch_seconds, live_fps, server)
             if index == 2 and tracemalloc.is_tracing():
                 self.baseline = tracemalloc.take_snapshot()
 
@@ -170,7 +203,15 @@ class Soak:
         counts = runner.latest_counts()
         return ended - started, counts.ok if counts else 0, self.minute.fps_between(started, ended)
 
-    def report(self, index: int, seconds: float, batch_ok: int, batch_s: float, live_fps: float) -> None:
+    def report(
+        self,
+        index: int,
+        seconds: float,
+        batch_ok: int,
+        batch_s: float,
+        live_fps: float,
+        server: tuple[float, float],
+    ) -> None:
         m = self.minute
         row = {
             "minute": index,
@@ -190,6 +231,9 @@ class Soak:
             "live_in_batch_fps": live_fps,
             "log_rows": self.viewer.window.request_log.model.rowCount(),
             "server_rss": self.server_rss(),
+            "live_p50": percentile(m.live_latencies, 50),
+            "server_queue_ms": server[0],
+            "server_compute_ms": server[1],
         }
         self.rows.append(row)
         print(
@@ -197,7 +241,8 @@ class Soak:
             f"  {row['display_fps']:11.1f}  {row['display_p50']:7.0f} / {row['display_p95']:5.0f}     "
             f"  {row['request_p50']:5.0f} / {row['request_p95']:4.0f} / {row['request_p99']:4.0f}    "
             f"  {m.failures:5d}  {batch_ok:4d}/{self.images:<4d}  {batch_s:7.1f}  {live_fps:17.1f}"
-            f"  {row['log_rows']:8.0f}  {row['server_rss']:9.0f}",
+            f"  {row['log_rows']:8.0f}  {row['server_rss']:9.0f}  {row['live_p50']:10.1f}"
+            f"  {server[0]:12.2f} / {server[1]:6.2f}",
             flush=True,
         )
 
@@ -222,6 +267,11 @@ class Soak:
         print(f"  failed requests {sum(r['failures'] for r in rows)}")
         p50s = [r["request_p50"] for r in rows]
         print(f"  request p50     first minute {p50s[0]:.0f} ms, last {p50s[-1]:.0f} ms")
+        print(
+            f"  server, per request: queue {first['server_queue_ms']:.2f} -> "
+            f"{last['server_queue_ms']:.2f} ms, compute {first['server_compute_ms']:.2f} -> "
+            f"{last['server_compute_ms']:.2f} ms"
+        )
         if self.baseline is not None:
             diff = tracemalloc.take_snapshot().compare_to(self.baseline, "lineno")
             total = sum(d.size_diff for d in diff) / 2**20
@@ -243,6 +293,7 @@ def run(args: argparse.Namespace, url: str, video: Path, folder: Path, server: E
     viewer.live_ui.toolbar.loop.setChecked(True)
     viewer.live_ui.apply_options()
     soak = Soak(viewer, video, folder, args.batch_images, server)
+    soak.url = url
     try:
         viewer.window.show()
         viewer.start()
