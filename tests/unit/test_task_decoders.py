@@ -5,8 +5,9 @@ import numpy as np
 import pycocotools.mask as coco_mask
 import pytest
 
+from app.inference.decoding.bilinear import resize_window, taps
 from app.inference.decoding.decode_classify import top_k
-from app.inference.decoding.decode_masks import instance_masks
+from app.inference.decoding.decode_masks import PrototypeUpsampler, instance_masks
 from app.inference.decoding.decode_pose import selected_keypoints, yolov8_keypoints
 from app.inference.decoding.decode_semantic import semantic_masks
 from app.inference.decoding.letterbox import IdentityTransform, LetterboxTransform, ResizeTransform
@@ -81,16 +82,17 @@ def test_instance_mask_follows_the_letterbox_and_the_box(h: int, w: int) -> None
     transform = LetterboxTransform(r, left, top, w, h, 640, 640)
     protos = _disk_protos(320, 320, 150)
     box_in = np.array([[170, 170, 400, 470]], np.float32)  # cuts the disk on the right
-    box = transform.to_original(box_in)
-    (mask,) = instance_masks(np.array([[0, 2.0, 0]], np.float32), protos, box, transform)
+    (mask,) = instance_masks(np.array([[0, 2.0, 0]], np.float32), protos, box_in, transform)
+    assert mask is not None
     xs, ys = (np.arange(w) + 0.5) * r + left, (np.arange(h) + 0.5) * r + top
     x, y = np.meshgrid(xs, ys)
     want = (np.hypot(x - 320, y - 320) < 150) & (x >= 170) & (x < 400) & (y >= 170) & (y < 470)
     got = mask.full()
     assert (got & want).sum() / (got | want).sum() > 0.99
-    bx1, by1, bx2, by2 = mask.bbox()
-    assert bx1 >= np.floor(box[0, 0]) and by1 >= np.floor(box[0, 1])
-    assert bx2 <= np.ceil(box[0, 2]) and by2 <= np.ceil(box[0, 3])
+    box = transform.to_original(box_in)
+    bx1, by1, bx2, by2 = mask.bbox()  # the crop is at input pixels: within a pixel of the box
+    assert bx1 >= np.floor(box[0, 0]) - 1 and by1 >= np.floor(box[0, 1]) - 1
+    assert bx2 <= np.ceil(box[0, 2]) + 1 and by2 <= np.ceil(box[0, 3]) + 1
 
 
 def test_instance_mask_threshold_and_empty_boxes() -> None:
@@ -99,11 +101,68 @@ def test_instance_mask_threshold_and_empty_boxes() -> None:
     masks = instance_masks(
         np.ones((2, 1), np.float32), protos, np.array([[0, 0, 32, 32], [5, 5, 5, 9]]), t, 0.6
     )
-    assert masks[0].area == 32 * 32 and masks[1].area == 0
+    assert masks[0] is not None and masks[0].area == 32 * 32
+    assert masks[1] is None  # empty at the input's size: Ultralytics drops the detection
     (strict,) = instance_masks(np.ones((1, 1), np.float32), protos, np.array([[0, 0, 32, 32]]), t, 0.7)
-    assert strict.area == 0
+    assert strict is None
     with pytest.raises(ValueError, match="coefficients"):
         instance_masks(np.ones((1, 2), np.float32), protos, np.array([[0, 0, 1, 1]]), t)
+
+
+def test_bilinear_taps_are_pytorchs() -> None:
+    """The weights torch 2's F.interpolate(bilinear, align_corners=False) gives from 256 to 413
+    (read off a one-hot input): index 206 sits exactly half-way between inputs 127 and 128 in
+    exact arithmetic; torch's fused multiply-add puts it at 0.5000076, and a mask's edge there
+    follows that."""
+    t = taps(256, 413)
+    for u, first, w_first, w_second in (
+        (1, 0, 0.5702178478240967, 0.42978212237358093),
+        (3, 1, 0.33050835132598877, 0.6694916486740112),
+        (206, 127, 0.49999237060546875, 0.5000076293945312),
+    ):
+        assert (t.first[u], t.second[u]) == (first, first + 1)
+        assert (float(t.w_first[u]), float(t.w_second[u])) == (w_first, w_second)
+    assert (t.first[412], t.second[412], float(t.w_first[412] + t.w_second[412])) == (255, 255, 1.0)
+    assert taps(64, 256).w_second[:4].tolist() == [0.0, 0.0, 0.125, 0.375]  # clamped at the edge
+
+
+def test_prototypes_upsampled_on_a_window_equal_the_whole_resize() -> None:
+    """The 4x OpenCV path on a box's window of prototypes gives PyTorch's whole-input resize
+    (bilinear.py's taps) at those pixels, to float rounding, edges included."""
+    rng = np.random.default_rng(0)
+    protos = rng.normal(size=(3, 40, 48)).astype(np.float32)
+    coef = rng.normal(size=3).astype(np.float32)
+    up = PrototypeUpsampler(protos, 160, 192)
+    assert up.factor == 4
+    whole = resize_window(np.einsum("k,khw->hw", coef, protos), (0, 0), up.rows, up.cols, (0, 160), (0, 192))
+    for rows, cols in (((0, 160), (0, 192)), ((13, 77), (5, 101)), ((150, 160), (180, 192))):
+        window = up.logits(coef, rows, cols)
+        assert np.abs(window - whole[rows[0] : rows[1], cols[0] : cols[1]]).max() < 1e-5
+    assert PrototypeUpsampler(protos, 120, 144).factor == 0  # 3x: the generic taps
+
+
+def _extent(full: np.ndarray) -> tuple[int, int, int, int]:
+    rows, cols = np.flatnonzero(full.any(axis=1)), np.flatnonzero(full.any(axis=0))
+    return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
+
+
+def test_instance_mask_crops_by_pixel_index_at_the_input_size() -> None:
+    """Ultralytics' crop_mask keeps input column c when x1 <= c < x2 (c the index, not the
+    centre c + 0.5), and drops a detection whose mask is empty there; the letterbox's padding
+    is never part of a mask."""
+    protos = np.ones((1, 8, 8), np.float32)  # positive everywhere
+    t = IdentityTransform(32, 32)
+    (mask,) = instance_masks(np.ones((1, 1), np.float32), protos, np.array([[10.2, 3.0, 20.0, 7.5]]), t)
+    assert mask is not None and mask.area == 9 * 5
+    assert _extent(mask.full()) == (11, 3, 20, 8)
+    (thin,) = instance_masks(np.ones((1, 1), np.float32), protos, np.array([[10.2, 3.0, 10.9, 9.0]]), t)
+    assert thin is None  # no column index within [10.2, 10.9)
+    padded = LetterboxTransform(0.5, 0, 8, 64, 32, 32, 32)  # a 64x32 image in rows 8..23
+    (top, bottom) = instance_masks(
+        np.ones((2, 1), np.float32), protos, np.array([[0, 0, 32, 8], [0, 0, 32, 9]]), padded
+    )
+    assert top is not None and top.area == 0  # non-empty at the input's size: kept, but all padding
+    assert bottom is not None and bottom.area == 64 * 2 and _extent(bottom.full()) == (0, 0, 64, 2)
 
 
 # -- semantic maps ----------------------------------------------------------------------------------

@@ -1,10 +1,16 @@
-"""Instance masks of a raw YOLOv8/YOLO11 segmentation output, in original-image pixels.
+"""Instance masks of a YOLOv8/YOLO11/YOLO26 segmentation output, in original-image pixels,
+as Ultralytics 8.4's predict() makes them (retina_masks=False, its default).
 
-Each detection's mask is its 32 coefficients times the prototypes [32, Hm, Wm] (which cover
-the whole model input), through a sigmoid, kept inside the box, and taken back through
-the letterbox to the original image. Only the box's own part of the prototypes is
-multiplied and resampled, straight to original pixels in one `cv2.warpAffine`: the cost
-follows the boxes' areas, not (instances x image size).
+Ultralytics (ops.process_mask with upsample=True, then ops.scale_masks as its plots and the
+reference take them to the original image):
+1. logits = coefficients @ prototypes [nm, Hm, Wm] (the prototypes cover the model input);
+2. resized bilinearly to the input size (H_in, W_in), kept where > 0 (sigmoid > 0.5);
+3. cropped to the box in input pixels, unclipped: pixel column c kept when x1 <= c < x2
+   (its index, not its centre), rows alike; a detection whose mask is then empty is dropped;
+4. the letterbox's content region of that 0/1 mask resized bilinearly to the original image,
+   kept where > 0.5.
+Each resize is PyTorch's (bilinear.py), done only on the box's window: the cost follows the
+boxes' areas, not (instances x image size).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import math
 import cv2
 import numpy as np
 
+from app.inference.decoding.bilinear import Taps, resize_window, taps
 from app.inference.decoding.letterbox import BoxTransform
 from app.inference.masks import BinaryMask
 
@@ -32,10 +39,73 @@ def original_to_grid(transform: BoxTransform, grid_w: int, grid_h: int) -> tuple
     return sx * kx, (0.5 * sx + tx) * kx - 0.5, sy * ky, (0.5 * sy + ty) * ky - 0.5
 
 
-def _span(lo: float, hi: float, a: float, b: float, cells: int) -> tuple[int, int]:
-    """Grid cells (with a one-cell margin for interpolation) that pixels lo..hi-1 sample."""
-    first, last = a * lo + b, a * (hi - 1) + b
-    return max(math.floor(first) - 1, 0), min(math.ceil(last) + 2, cells)
+def content_region(transform: BoxTransform) -> tuple[int, int, int, int]:
+    """(top, height, left, width) in input pixels of the part of the model input the image
+    fills (a letterbox's padding excluded): what Ultralytics' scale_masks resizes."""
+    sx, sy, tx, ty = transform.affine()
+    left = min(max(round(tx), 0), transform.dst_w - 1)
+    top = min(max(round(ty), 0), transform.dst_h - 1)
+    width = min(max(round(sx * transform.src_w), 1), transform.dst_w - left)
+    height = min(max(round(sy * transform.src_h), 1), transform.dst_h - top)
+    return top, height, left, width
+
+
+def _pixels(lo: float, hi: float, size: int) -> tuple[int, int]:
+    """Pixel indices c in [0, size) with lo <= c < hi: crop_mask's rule."""
+    return max(math.ceil(lo), 0), min(math.ceil(hi), size)
+
+
+class PrototypeUpsampler:
+    """Step 2 on a window of the prototypes: the logits at input pixels rows x cols."""
+
+    def __init__(self, protos: np.ndarray, in_h: int, in_w: int) -> None:
+        self.protos = np.asarray(protos, np.float32)
+        _, hm, wm = self.protos.shape
+        self.rows, self.cols = taps(hm, in_h), taps(wm, in_w)
+        factor = in_w // wm
+        # A power-of-two factor (4 for every YOLO-seg head) makes every tap weight exact:
+        # OpenCV's float resize then computes what PyTorch does, several times faster.
+        exact = factor * wm == in_w and factor * hm == in_h and factor & (factor - 1) == 0
+        self.factor = factor if exact else 0
+
+    def logits(self, coef: np.ndarray, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
+        g_r = int(self.rows.first[rows[0]]), int(self.rows.second[rows[1] - 1]) + 1
+        g_c = int(self.cols.first[cols[0]]), int(self.cols.second[cols[1] - 1]) + 1
+        window = self.protos[:, g_r[0] : g_r[1], g_c[0] : g_c[1]]
+        # einsum reads the strided window as it is (a matmul would copy it first: 3-7x slower).
+        product = np.einsum("k,khw->hw", coef, window)
+        if self.factor:
+            k = self.factor
+            up = cv2.resize(product, None, fx=k, fy=k, interpolation=cv2.INTER_LINEAR)
+            r, c = k * g_r[0], k * g_c[0]  # the input pixel up[0, 0] is
+            return up[rows[0] - r : rows[1] - r, cols[0] - c : cols[1] - c]
+        return resize_window(product, (g_r[0], g_c[0]), self.rows, self.cols, rows, cols)
+
+
+def _to_original(
+    inside: np.ndarray, origin: tuple[int, int], content: tuple[int, int, int, int], down: tuple[Taps, Taps],
+    size: tuple[int, int],
+) -> BinaryMask:  # fmt: skip
+    """Step 4: a 0/1 crop at input pixels (top-left `origin`) -> its pixels in the original."""
+    top, height, left, width = content
+    r0, c0 = origin[0] - top, origin[1] - left  # content coordinates
+    a_r, b_r = max(r0, 0), min(r0 + inside.shape[0], height)
+    a_c, b_c = max(c0, 0), min(c0 + inside.shape[1], width)
+    if b_r <= a_r or b_c <= a_c:  # all in the padding
+        return BinaryMask(np.zeros((0, 0), bool), 0, 0, size)
+    crop = inside[a_r - r0 : b_r - r0, a_c - c0 : b_c - c0]
+    if (height, width) == size:  # the same size: PyTorch's taps are 1 and 0, the mask as it is
+        return BinaryMask(crop, a_c, a_r, size)
+    rows, cols = down
+    v = rows.covering(a_r, b_r)
+    u = cols.covering(a_c, b_c)
+    if v[1] <= v[0] or u[1] <= u[0]:  # a sliver no original pixel samples (a smaller image)
+        return BinaryMask(np.zeros((0, 0), bool), 0, 0, size)
+    # One zero row/column around: outside the crop the mask is 0, and the taps may read there.
+    part = np.zeros((b_r - a_r + 2, b_c - a_c + 2), np.float32)
+    part[1:-1, 1:-1] = crop
+    values = resize_window(part, (a_r - 1, a_c - 1), rows, cols, v, u)
+    return BinaryMask(values > 0.5, u[0], v[0], size)
 
 
 def instance_masks(
@@ -44,37 +114,28 @@ def instance_masks(
     boxes: np.ndarray,
     transform: BoxTransform,
     threshold: float = 0.5,
-) -> list[BinaryMask]:
-    """coefficients (n, nm), prototypes (nm, Hm, Wm), boxes (n, 4) in ORIGINAL pixels
-    (clipped) -> one mask per box, cropped to it."""
-    nm, hm, wm = protos.shape
+) -> list[BinaryMask | None]:
+    """coefficients (n, nm), prototypes (nm, Hm, Wm), boxes (n, 4) x1 y1 x2 y2 in MODEL-INPUT
+    pixels as the model gave them (not clipped) -> one mask per box in original pixels, or
+    None where the mask is empty at the input's size (Ultralytics drops that detection)."""
+    nm = np.shape(protos)[0]
     if coefficients.shape[1] != nm:
         raise ValueError(f"{coefficients.shape[1]} mask coefficients per detection for {nm} prototypes")
-    ax, bx, ay, by = original_to_grid(transform, wm, hm)
+    in_h, in_w = transform.dst_h, transform.dst_w
+    upsampler = PrototypeUpsampler(protos, in_h, in_w)
+    content = content_region(transform)
     size = (transform.src_h, transform.src_w)
+    down = taps(content[1], size[0]), taps(content[3], size[1])
     cut = logit(threshold)
-    protos = np.asarray(protos, np.float32)
-    coefficients = np.asarray(coefficients, np.float32)
-    masks = []
-    for coef, (bx1, by1, bx2, by2) in zip(coefficients, boxes, strict=True):
-        x0, y0 = max(math.floor(bx1), 0), max(math.floor(by1), 0)
-        x1, y1 = min(math.ceil(bx2), size[1]), min(math.ceil(by2), size[0])
-        if x1 <= x0 or y1 <= y0:
-            masks.append(BinaryMask(np.zeros((0, 0), bool), 0, 0, size))
+    masks: list[BinaryMask | None] = []
+    for coef, (x1, y1, x2, y2) in zip(np.asarray(coefficients, np.float32), boxes, strict=True):
+        rows, cols = _pixels(y1, y2, in_h), _pixels(x1, x2, in_w)
+        if rows[1] <= rows[0] or cols[1] <= cols[0]:
+            masks.append(None)
             continue
-        gx0, gx1 = _span(x0, x1, ax, bx, wm)
-        gy0, gy1 = _span(y0, y1, ay, by, hm)
-        window = protos[:, gy0:gy1, gx0:gx1]
-        scores = (coef @ window.reshape(nm, -1)).reshape(window.shape[1:])
-        # dst(u, v) = scores(ax (x0 + u) + bx - gx0, ay (y0 + v) + by - gy0): bilinear, in one call.
-        warp = np.array([[ax, 0.0, ax * x0 + bx - gx0], [0.0, ay, ay * y0 + by - gy0]], np.float64)
-        region = cv2.warpAffine(
-            scores, warp, (x1 - x0, y1 - y0),
-            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_REPLICATE,
-        )  # fmt: skip
-        # Crop to the box: pixels whose centre lies inside it.
-        cols = np.arange(x0, x1) + 0.5
-        rows = np.arange(y0, y1) + 0.5
-        inside = ((rows >= by1) & (rows < by2))[:, None] & ((cols >= bx1) & (cols < bx2))[None, :]
-        masks.append(BinaryMask((region > cut) & inside, x0, y0, size))
+        inside = upsampler.logits(coef, rows, cols) > cut
+        if not inside.any():
+            masks.append(None)
+            continue
+        masks.append(_to_original(inside, (rows[0], cols[0]), content, down, size))
     return masks

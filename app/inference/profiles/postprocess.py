@@ -157,6 +157,18 @@ def _to_original(boxes: np.ndarray, profile: ModelProfile, transform: BoxTransfo
     return transform.to_original(boxes)
 
 
+def _input_boxes(boxes: np.ndarray, profile: ModelProfile, transform: BoxTransform) -> np.ndarray:
+    """The decoder's boxes in model-input pixels, unclipped: where Ultralytics crops masks."""
+    b = np.array(boxes, np.float32).reshape(-1, 4)
+    space = boxes_in(profile)
+    if space is BoxesIn.NORMALIZED and profile.output_format is not OutputFormat.TFOD:
+        b *= np.array([transform.dst_w, transform.dst_h] * 2, np.float32)
+    elif space is BoxesIn.ORIGINAL:
+        sx, sy, tx, ty = transform.affine()
+        b = b * np.array([sx, sy, sx, sy], np.float32) + np.array([tx, ty, tx, ty], np.float32)
+    return b
+
+
 def decode_outputs(
     outputs: Mapping[str, np.ndarray],
     profile: ModelProfile,
@@ -243,8 +255,10 @@ def _detections(raw: _Raw, profile: ModelProfile, transform: BoxTransform) -> li
         keypoints = [tuple((p[0], p[1], p[2]) for p in det) for det in points]
     masks: list[BinaryMask | None] = [None] * len(boxes)
     if raw.coefficients is not None and raw.protos is not None:
-        # Boxes that are empty after clipping get an empty mask here and are dropped below.
-        masks = list(instance_masks(raw.coefficients, raw.protos, boxes, transform, profile.mask_threshold))
+        crop = _input_boxes(raw.decoded[0], profile, transform)
+        masks = instance_masks(raw.coefficients, raw.protos, crop, transform, profile.mask_threshold)
+        # As Ultralytics does: a detection whose mask is empty at the input's size is none.
+        visible &= np.array([m is not None for m in masks], bool)
     return [
         Detection(
             box=(float(b[0]), float(b[1]), float(b[2]), float(b[3])),
