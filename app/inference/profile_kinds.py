@@ -35,6 +35,9 @@ class Preprocess(enum.StrEnum):
     LETTERBOX = "letterbox"  # keep the aspect ratio, pad (Ultralytics' convention)
     LETTERBOX_TOP_LEFT = "letterbox_top_left"  # YOLOX: the image top-left, padded right/bottom
     RESIZE = "resize"  # stretch to the input size
+    # Ultralytics' classify transforms: the shorter side to the input size (Pillow's bilinear),
+    # then the centre crop.
+    CENTER_CROP = "center_crop"
     RAW = "raw"  # the image as it is (any size)
 
 

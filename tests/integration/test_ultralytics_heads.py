@@ -64,13 +64,12 @@ parameters { key: "metadata" value { string_value: "%(metadata)s" } }
 """
 
 
-def _name(spec: str) -> str:
+def model_name(spec: str) -> str:
     return spec.replace(":", "_").replace("-", "_")
 
 
-@pytest.fixture(scope="module")
-def photos(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    folder = tmp_path_factory.mktemp("heads_photos")
+def heads_photos(folder: Path) -> list[Path]:
+    """astronaut and coffee (the exports are initialised on these two) and an odd-sized crop."""
     out = []
     for name in ("astronaut", "coffee"):
         path = folder / f"{name}.png"
@@ -81,12 +80,11 @@ def photos(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return [*out, crop]
 
 
-@pytest.fixture(scope="module")
-def server(photos: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
-    exports = reference.exported_heads(list(HEADS), photos[:2])
-    repo = tmp_path_factory.mktemp("heads_repository")
+def deploy(exports: dict[str, Path], repo: Path) -> None:
+    """Each export as Ultralytics' Triton guide deploys it, run by the app's onnxruntime
+    Python-backend model, named `model_name(spec)`."""
     for spec, folder in exports.items():
-        model = repo / _name(spec)
+        model = repo / model_name(spec)
         (model / "1").mkdir(parents=True)
         shutil.copy(folder / "model.onnx", model / "1" / "model.onnx")
         shutil.copy(model_files_dir() / "onnx_model.py", model / "1" / "model.py")
@@ -97,13 +95,24 @@ def server(photos: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Iter
         )
         metadata = (folder / "metadata.txt").read_text(encoding="utf-8")
         size = int(spec.split(":")[1])
-        text = CONFIG % {"name": _name(spec), "size": size, "outputs": declared, "metadata": metadata}
+        text = CONFIG % {"name": model_name(spec), "size": size, "outputs": declared, "metadata": metadata}
         (model / "config.pbtxt").write_text(text, encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return heads_photos(tmp_path_factory.mktemp("heads_photos"))
+
+
+@pytest.fixture(scope="module")
+def server(photos: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+    repo = tmp_path_factory.mktemp("heads_repository")
+    deploy(reference.exported_heads(list(HEADS), photos[:2]), repo)
     with EmbeddedServer(repo, startup_timeout=300) as running:
         yield running
 
 
-def _visible(detection: dict[str, Any], width: int, height: int) -> bool:
+def is_visible(detection: dict[str, Any], width: int, height: int) -> bool:
     x1, y1, x2, y2 = detection["box"]
     return min(x2, width) > max(x1, 0) and min(y2, height) > max(y1, 0)
 
@@ -113,7 +122,7 @@ def _clipped(box: list[float], width: int, height: int) -> list[float]:
     return [min(max(x1, 0), width), min(max(y1, 0), height), min(max(x2, 0), width), min(max(y2, 0), height)]
 
 
-def _paired(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], key: str) -> list[tuple[dict, dict]]:
+def paired(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], key: str) -> list[tuple[dict, dict]]:
     """Each of Ultralytics' detections with the app's of its class nearest to it (by `key`:
     box or obb); scores a few 1e-7 apart may come in either order."""
     free = list(range(len(mine)))
@@ -135,7 +144,7 @@ def _angle_gap(a: float, b: float) -> float:
 def test_the_records_equal_ultralytics_predictions(
     spec: str, server: EmbeddedServer, photos: list[Path]
 ) -> None:
-    task, name, size = HEADS[spec], _name(spec), int(spec.split(":")[1])
+    task, name, size = HEADS[spec], model_name(spec), int(spec.split(":")[1])
     url = f"grpc://{server.grpc_url}/{name}"
     theirs_all = reference.ultralytics_predictions(
         url,
@@ -159,10 +168,10 @@ def test_the_records_equal_ultralytics_predictions(
     for record, result in zip(records, theirs_all["results"], strict=True):
         w, h = result["width"], result["height"]
         # The app clips every box to the image; Ultralytics' RT-DETR predictor does not.
-        theirs = [{**d, "box": _clipped(d["box"], w, h)} for d in result["detections"] if _visible(d, w, h)]
+        theirs = [{**d, "box": _clipped(d["box"], w, h)} for d in result["detections"] if is_visible(d, w, h)]
         mine = record["detections"]
         assert len(mine) == len(theirs), (spec, record["source"])
-        for a, b in _paired(mine, theirs, key):
+        for a, b in paired(mine, theirs, key):
             assert a["label"] == names[b["class_id"]]
             worst["box"] = max(worst["box"], float(np.abs(np.subtract(a[key][:4], b[key][:4])).max()))
             worst["score"] = max(worst["score"], abs(a["score"] - b["score"]))

@@ -4,15 +4,17 @@ Ultralytics venv (tests/ultralytics/setup_ultralytics.sh), never imported by the
     python export_heads.py OUT_DIR SPEC... -- PHOTO...
 
 SPEC is `MODEL:IMGSZ`, MODEL an Ultralytics yaml stem (yolo26n, yolov10n, yolo26n-pose,
-yolov8n-obb, rtdetr-l, ...). Each goes to OUT_DIR/MODEL-IMGSZ/: model.onnx, metadata.txt (`str(exporter.
-metadata)`, what Ultralytics' Triton guide writes into config.pbtxt) and outputs.json (the
-file's output names and shapes, for the Triton config).
+yolov8n-obb, yolov8n-seg, yolov8n-cls, rtdetr-l, ...). Each goes to OUT_DIR/MODEL-IMGSZ/:
+model.onnx, metadata.txt (`str(exporter.metadata)`, what Ultralytics' Triton guide writes into
+config.pbtxt) and outputs.json (the file's output names and shapes, for the Triton config).
 
 Exported with `nms=False`: YOLOv10 and YOLO26 keep their NMS-free head ([1, 300, 6 + E]);
 YOLOv8/11 answer raw. Random weights, seeded, given the data-dependent initialisation of
 export_model.py on the PHOTOs (BatchNorm statistics, class logits spread to 1/LOGIT_GAIN
 with CLASS_BIAS) on every class branch, the NMS-free one's included, so that the photos give
-detections of many classes with scores spread below 1 (no ties).
+detections of many classes with scores spread below 1 (no ties). A classifier's logits are
+spread to a standard deviation of CLS_LOGIT_STD on the photos (its top classes a few tenths
+apart, none near 1).
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from pathlib import Path
 import onnx
 import torch
 from ultralytics import RTDETR, YOLO
+from ultralytics.nn.modules.head import Classify
 
 SEED = 29
 CLASS_BIAS = -3.0
 LOGIT_GAIN = 6.0
+CLS_LOGIT_STD = 1.5
 
 
 def _photos(paths: list[str], imgsz: int) -> torch.Tensor:
@@ -53,6 +57,9 @@ def _initialise(network: torch.nn.Module, photos: torch.Tensor) -> None:
         network(photos)
     network.eval()
     head = network.model[-1]
+    if isinstance(head, Classify):
+        _spread_classifier(network, head, photos)
+        return
     branches = [b for name in ("cv3", "one2one_cv3") for b in (getattr(head, name, None) or [])]
     logits: dict[int, torch.Tensor] = {}
     hooks = [
@@ -66,6 +73,18 @@ def _initialise(network: torch.nn.Module, photos: torch.Tensor) -> None:
             b[-1].bias.fill_(CLASS_BIAS)
     for hook in hooks:
         hook.remove()
+
+
+def _spread_classifier(network: torch.nn.Module, head: Classify, photos: torch.Tensor) -> None:
+    """The classifier's logits (its last linear layer) scaled to CLS_LOGIT_STD on the photos:
+    left random they are all but equal (a softmax of 1/1000 each)."""
+    logits: list[torch.Tensor] = []
+    hook = head.linear.register_forward_hook(lambda _m, _i, out: logits.append(out))
+    with torch.no_grad():
+        network(photos)
+        head.linear.weight *= CLS_LOGIT_STD / logits[0].std()
+        head.linear.bias.zero_()
+    hook.remove()
 
 
 def export(spec: str, out: Path, photos: list[str]) -> None:

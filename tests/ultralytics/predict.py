@@ -3,14 +3,15 @@
 
 Reads JSON on stdin: {"url": "grpc://127.0.0.1:PORT/MODEL", "images": [path, ...],
                       "conf": 0.25, "iou": 0.7, "imgsz": 320, "rect": false}
-Optional: "task" (detect, segment, pose, obb; default detect), "family": "rtdetr" for an
-RT-DETR export (Ultralytics' RTDETR class and its predictor).
+Optional: "task" (detect, segment, pose, obb, classify; default detect), "family": "rtdetr"
+for an RT-DETR export (Ultralytics' RTDETR class and its predictor).
 Writes JSON on stdout: {"ultralytics": version, "imgsz": [H, W] (what its predictor fed),
   "names": {id: name}, "results": [{"width", "height",
   "detections": [{"box": [x1, y1, x2, y2], "score", "class_id"}]}]}
   (pose: each detection also has "keypoints" [[x, y, score], ...]; segment: "mask_counts",
   its mask in original pixels as COCO's uncompressed RLE counts; obb: "obb" [cx, cy, w, h,
-  angle] and "box" the axis-aligned box around it, unclipped, as Ultralytics gives both)
+  angle] and "box" the axis-aligned box around it, unclipped, as Ultralytics gives both;
+  classify: no detections but "classes", its top 5 [{"class_id", "score"}], best first)
 
 `YOLO(url)` is Ultralytics' Triton client (TritonRemoteModel): it reads the config parameter
 `metadata` with ast.literal_eval for the names, imgsz and stride, letterboxes each image and
@@ -61,6 +62,11 @@ def main() -> int:
         )
         imgsz = list(model.predictor.imgsz)
         h, w = result.orig_shape
+        if result.probs is not None:  # a classifier: its own top 5 (its classify transforms fed it)
+            top = zip(result.probs.top5, result.probs.top5conf.tolist(), strict=True)
+            classes = [{"class_id": int(c), "score": float(p)} for c, p in top]
+            results.append({"width": int(w), "height": int(h), "detections": [], "classes": classes})
+            continue
         boxes = result.obb if result.obb is not None else result.boxes
         detections = [
             {"box": [float(v) for v in box], "score": float(score), "class_id": int(cls)}

@@ -137,6 +137,19 @@ def test_the_metadata_task_and_kpt_shape_decide_a_pose_export() -> None:
     assert p.task is Task.POSE and p.kpt_shape == (5, 3) and p.labels == ("face",)
 
 
+def test_an_ultralytics_classifier_is_fed_its_classify_transforms() -> None:
+    """Ultralytics' classify predictor resizes the shorter side and centre-crops (a stretch
+    would change the scores); a classifier without such metadata keeps the plain resize."""
+    cls = {**ULTRA, "task": "classify", "imgsz": [192, 192], "stride": 1}
+    inputs, out = [("images", "FP32", [1, 3, 192, 192])], [("output0", "FP32", [1, len(NAMES)])]
+    p = detect_profile(*model(inputs, out, 0, {"metadata": str(cls)}))
+    assert (p.task, p.preprocess, p.input_size) == (Task.CLASSIFY, Preprocess.CENTER_CROP, (192, 192))
+    assert p.scale == 1 / 255 and p.full_decode
+    assert detect_profile(*model(inputs, out, 0)).preprocess is Preprocess.RESIZE
+    overridden = detect_profile(*model(inputs, out, 0, {"metadata": str(cls)}), {"preprocess": "resize"})
+    assert overridden.preprocess is Preprocess.RESIZE
+
+
 def test_a_file_that_is_not_an_onnx_model_is_named(tmp_path) -> None:
     bad = tmp_path / "truncated.onnx"
     bad.write_bytes(b"\x08\x07\x12\x04abc")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.inference.decoding.center_crop import center_crop
 from app.inference.decoding.letterbox import (
     BoxTransform,
     fit_within,
@@ -73,6 +74,8 @@ def preprocess(image: np.ndarray, profile: ModelProfile) -> tuple[np.ndarray, Bo
         img, transform = letterbox_top_left(image, size, profile.pad_value)
     elif profile.preprocess is Preprocess.RESIZE:
         img, transform = stretch_resize(image, size)
+    elif profile.preprocess is Preprocess.CENTER_CROP:
+        img, transform = center_crop(image, size)
     elif profile.max_input_side:
         img, transform = fit_within(image, profile.max_input_side)
     else:

@@ -286,6 +286,8 @@ def _export_hints(export: ExportMetadata | None) -> dict[str, Any]:
         hints["kpt_shape"] = export.kpt_shape
     if export.is_ultralytics:
         hints.update(score_threshold=ULTRALYTICS_CONF, iou_threshold=ULTRALYTICS_IOU, full_decode=True)
+        if export.task is Task.CLASSIFY:  # its classify transforms, not the detectors' letterbox
+            hints["preprocess"] = Preprocess.CENTER_CROP
     return hints
 
 

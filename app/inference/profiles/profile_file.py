@@ -19,7 +19,7 @@ it detected. Every key is optional; keys given win over the detected values::
     dtype = "FP32"                   # FP32 | FP16 | UINT8
     size = [640, 640]                # [H, W] the image is resized/letterboxed to
     batch = true                     # send a leading batch dim of 1
-    preprocess = "letterbox"         # letterbox | letterbox_top_left | resize | raw (image as it is)
+    preprocess = "letterbox"         # letterbox | letterbox_top_left | resize | center_crop | raw
     pad_value = 114                  # letterbox padding (114 for YOLO)
     scale = 0.00392156862745098      # float inputs: x = (pixel * scale - mean) / std
     mean = [0.0, 0.0, 0.0]           # optional, per channel, after scale
