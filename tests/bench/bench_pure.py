@@ -3,7 +3,10 @@
 Not a pytest module (no test_ prefix). Prints the median of --runs runs, in milliseconds, of
 - decode + NMS of a realistic random YOLOv8 [1, 84, 8400] output (a few hundred candidates
   above the 0.25 threshold, in clusters like real objects),
-- letterbox of a 1920x1080 frame to 640x640, and the full preprocess to a FP32 NCHW tensor.
+- letterbox of a 1920x1080 frame to 640x640, and the full preprocess to a FP32 NCHW tensor;
+- an Ultralytics classifier's input (its classify transforms: Pillow's bilinear resize of the
+  shorter side, ported to numpy, then the centre crop) from a 640x480 and a 1920x1080 frame
+  to 224x224.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from app.inference.decoding.center_crop import center_crop
 from app.inference.decoding.decoders import decode_yolov8
 from app.inference.decoding.letterbox import letterbox
 from app.inference.profile_kinds import OutputFormat, Preprocess
@@ -75,9 +79,12 @@ def main() -> None:
         output_names=("output0",),
     )  # fmt: skip
     pre = median_ms(lambda: preprocess(frame, profile), runs)
+    small = rng.integers(0, 256, (480, 640, 3), dtype=np.uint8)
+    crops = [median_ms(lambda f=f: center_crop(f, (224, 224)), runs) for f in (small, frame)]
     print(f"decode+NMS YOLOv8 [1,84,8400], {candidates} candidates -> {n_boxes} boxes: {decode:.2f} ms")
     print(f"letterbox 1920x1080 -> 640x640: {lb:.2f} ms")
     print(f"preprocess 1920x1080 -> FP32 [1,3,640,640]: {pre:.2f} ms")
+    print(f"classifier centre crop to 224x224: 640x480 {crops[0]:.2f} ms, 1920x1080 {crops[1]:.2f} ms")
     print(f"(median of {runs} runs each)")
 
 

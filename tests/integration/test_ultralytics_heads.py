@@ -1,7 +1,8 @@
 """Ultralytics' heads beyond YOLOv8 detect, each exported by Ultralytics 8.4 itself and served
 as its Triton guide says, give Ultralytics' own predictions through the same server: the
 end-to-end (NMS-free) YOLOv10 / YOLO26 heads (detect, pose, OBB), the raw YOLOv8 ones (pose,
-OBB) and RT-DETR, at two input sizes.
+OBB) and RT-DETR, at two input sizes. The segment and classify heads (masks, top 5):
+test_ultralytics_segment_classify.py, which deploys its exports with this module's helpers.
 
 The exports (tests/ultralytics/export_heads.py, cached per machine): random weights from
 Ultralytics' yaml files, seeded, initialised on the photos so that they give detections of
