@@ -110,6 +110,7 @@ def mlserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MLServer]:
 START_FIRST = (
     "tests/packaging/test_frozen.py",
     "tests/integration/test_ultralytics_heads.py",  # ~3 min: seven exports, RT-DETR-l half of it
+    "tests/integration/test_ultralytics_segment_classify.py",  # three segment heads, a classifier
     "tests/integration/test_cli_evaluate.py",
     "tests/bench/test_bench_smoke.py",
     "tests/ui/test_viewer_recovery.py",
