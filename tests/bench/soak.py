@@ -121,6 +121,24 @@ class Soak:
         self.baseline: tracemalloc.Snapshot | None = None
         self.url = ""
         self._server_totals: tuple[int, int, int] | None = None  # requests, queue ns, compute ns
+        self._cpu_marks: tuple[float, float] | None = None  # viewer CPU s, server CPU s
+        self.server_requests = 0  # requests the server completed in the last minute
+
+    def cpu_marks(self) -> tuple[float, float]:
+        """CPU seconds so far of this process (the viewer) and of the server's process group:
+        per request or per frame they tell more work from waiting for a busy machine's CPU."""
+        times = os.times()
+        server = 0.0
+        if self.server is not None and self.server.pid is not None:
+            tick = os.sysconf("SC_CLK_TCK")
+            for pid in live_members(os.getpgid(self.server.pid)):
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    server += (int(fields[11]) + int(fields[12])) / tick
+                except (OSError, IndexError, ValueError):
+                    pass
+        return times.user + times.system, server
 
     def server_split(self) -> tuple[float, float]:
         """The server's own time per request since the last call (queue ms, compute ms:
@@ -143,7 +161,7 @@ class Soak:
         before, self._server_totals = self._server_totals, totals
         if before is None or totals[0] <= before[0]:
             return float("nan"), float("nan")
-        n = totals[0] - before[0]
+        n = self.server_requests = totals[0] - before[0]
         return (totals[1] - before[1]) / n / 1e6, (totals[2] - before[2]) / n / 1e6
 
     def server_rss(self) -> float:
@@ -162,13 +180,14 @@ class Soak:
         print(
             "min  rss MB  os thr  py thr  fds  display fps  display p50/p95 ms  request p50/p95/p99 ms"
             "  fails  batch ok/n  batch s  live fps in batch  log rows  server MB  live p50 ms"
-            "  server queue/compute ms",
+            "  server queue/compute ms  load  viewer CPU ms/frame  server CPU ms/req",
             flush=True,
         )
         end = time.monotonic() + minutes * minute_s
         index = 0
         split = asyncio.get_running_loop().run_in_executor
         await split(None, self.server_split)
+        self._cpu_marks = self.cpu_marks()
         while time.monotonic() < end:
             index += 1
             self.minute = Minute()
@@ -234,7 +253,14 @@ class Soak:
             "live_p50": percentile(m.live_latencies, 50),
             "server_queue_ms": server[0],
             "server_compute_ms": server[1],
+            "load": os.getloadavg()[0],
         }
+        marks = self.cpu_marks()
+        if self._cpu_marks is not None:
+            viewer_s, server_s = (now - then for now, then in zip(marks, self._cpu_marks, strict=True))
+            row["viewer_cpu_ms_per_frame"] = viewer_s * 1000 / max(1, len(m.display_ages))
+            row["server_cpu_ms_per_request"] = server_s * 1000 / max(1, self.server_requests)
+        self._cpu_marks = marks
         self.rows.append(row)
         print(
             f"{index:3d}  {row['rss']:6.0f}  {row['os_threads']:6d}  {row['py_threads']:6d}  {row['fds']:3d}"
@@ -242,7 +268,9 @@ class Soak:
             f"  {row['request_p50']:5.0f} / {row['request_p95']:4.0f} / {row['request_p99']:4.0f}    "
             f"  {m.failures:5d}  {batch_ok:4d}/{self.images:<4d}  {batch_s:7.1f}  {live_fps:17.1f}"
             f"  {row['log_rows']:8.0f}  {row['server_rss']:9.0f}  {row['live_p50']:10.1f}"
-            f"  {server[0]:12.2f} / {server[1]:6.2f}",
+            f"  {server[0]:12.2f} / {server[1]:6.2f}  {row['load']:4.1f}"
+            f"  {row.get('viewer_cpu_ms_per_frame', float('nan')):18.1f}"
+            f"  {row.get('server_cpu_ms_per_request', float('nan')):17.1f}",
             flush=True,
         )
 
@@ -272,6 +300,31 @@ class Soak:
             f"{last['server_queue_ms']:.2f} ms, compute {first['server_compute_ms']:.2f} -> "
             f"{last['server_compute_ms']:.2f} ms"
         )
+        minutes = [r["minute"] for r in rows]
+        for key, what in (
+            ("live_p50", "live request p50 ms"),
+            ("display_p50", "display p50 ms"),
+            ("server_compute_ms", "server compute ms/request"),
+            ("server_cpu_ms_per_request", "server CPU ms/request"),
+            ("viewer_cpu_ms_per_frame", "viewer CPU ms/frame"),
+            ("load", "load average"),
+        ):
+            values = [r.get(key, float("nan")) for r in rows]
+            if len(values) > 2 and all(np.isfinite(values)):
+                slope = np.polyfit(minutes, values, 1)[0]
+                print(
+                    f"  trend {what:27s} {slope:+.3f} per minute "
+                    f"(first {values[0]:.1f}, last {values[-1]:.1f})"
+                )
+        live = np.array([r["live_p50"] for r in rows])
+        server_side = np.array([r["server_queue_ms"] + r["server_compute_ms"] for r in rows])
+        load = np.array([r["load"] for r in rows])
+        if len(rows) > 2 and np.isfinite(live).all() and np.isfinite(server_side).all():
+            print(
+                f"  live p50 against the server's queue + compute: "
+                f"r = {np.corrcoef(live, server_side)[0, 1]:.2f}; "
+                f"against the load average: r = {np.corrcoef(live, load)[0, 1]:.2f}"
+            )
         if self.baseline is not None:
             diff = tracemalloc.take_snapshot().compare_to(self.baseline, "lineno")
             total = sum(d.size_diff for d in diff) / 2**20
