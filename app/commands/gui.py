@@ -53,9 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--camera",
         type=path_argument,
-        default=None,
+        action="append",
+        default=[],
         metavar="SOURCE",
-        help="camera index, video file or stream URL: play it live with the detections once connected",
+        help="camera index, video file or stream URL: play it live with the detections once "
+        "connected; repeatable: several play at once, each in a tile of a wall (double-click "
+        "one for the single view, Esc back)",
     )
     parser.add_argument(
         "--screenshot",
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         urls=list(args.url),
         model=args.model,
         open_paths=list(args.open),
-        camera=args.camera,
+        camera=args.camera[0] if len(args.camera) == 1 else None,
+        cameras=list(args.camera) if len(args.camera) > 1 else [],
         screenshot=args.screenshot,
         tritonserver=args.tritonserver,
         connection=connection,

@@ -39,6 +39,8 @@ class Screenshot:
         self.window, self.connection, self.runner = window, connection, runner
         self.gallery, self.live, self.camera = gallery, live, camera
         self._pending, self._failure = pending, failure
+        # With --camera: whether the live view has shown enough (the wall's streams replace it).
+        self.live_ready: Callable[[], bool] = live.screenshot_ready
         self._changed = asyncio.Event()  # set by every change that can make ready() true
         # `pending()` turns False when the session opens (the viewer runs what waited for it).
         for signal in (
@@ -57,12 +59,16 @@ class Screenshot:
     def _wake(self, *_args: object) -> None:
         self._changed.set()
 
+    def wake(self, *_args: object) -> None:
+        """Something else `ready()` reads may have changed (e.g. the wall's figures)."""
+        self._changed.set()
+
     def ready(self) -> bool:
         """Connected (or failed), everything opened has its result and the shown image is drawn."""
         if self.connection.state is ConnectionState.FAILED:
             return True
         if self.camera:
-            return self.live.screenshot_ready()
+            return self.live_ready()
         state = self.gallery.state
         any_ok = any(r.ok for r in state.results.values())
         return (

@@ -50,6 +50,7 @@ from app.ui.server_tools.server_tools_ui import ServerToolsUi
 from app.ui.state.viewer_state import Mode, ViewerState
 from app.ui.viewer_options import ViewerOptions
 from app.ui.viewer_shutdown import Step, ViewerShutdown
+from app.ui.wall_setup import build_wall
 from app.ui.widgets.banner import Context, split_detail
 from app.ui.widgets.thresholds import why_not_applicable
 from app.ui.xray_ui import XRayUi
@@ -126,7 +127,7 @@ class Viewer(QObject):
             w.stats_panel,
             w.live_plot,
             self._in_flight,
-            self.live.update_stats_panel,
+            lambda: self.wall.update_stats_panel(self.live.update_stats_panel),
             line=w.stats_line.setText,
         )
         self.server_split = ServerSplitPoller(
@@ -218,16 +219,35 @@ class Viewer(QObject):
             self.live_ui,
             self.analysis.tracking,
         )
+        # The wall of streams (--camera more than once, File > Add camera…): app/ui/wall/.
+        self.wall_ui = build_wall(
+            w,
+            self.state,
+            self.live,
+            self.live_ui,
+            self.images,
+            self.router,
+            self.analysis,
+            lambda model: self.profiles.profile_for(model),
+            executor,
+            self.tasks,
+            self.bridge,
+            lambda m, e: self.report(m, e, Context.LIVE),
+        )
+        self.wall = self.wall_ui.wall
         self.screenshot = Screenshot(
             w,
             self.connection,
             self.runner,
             self.gallery,
             self.live,
-            bool(options.camera),
+            bool(options.camera or options.cameras),
             lambda: self.images.has_pending,
             lambda: (self.connection_ui.failure, self.connection_ui.models_listed),
         )
+        if options.cameras:
+            self.screenshot.live_ready = self.wall.screenshot_ready
+            self.wall.refreshed.connect(self.screenshot.wake)
         self.help = HelpUi(w, executor, self.tasks, lambda: self.connection.session)
         self.shutdown = ViewerShutdown(w, self.settings, self.tasks, self._shutdown_steps())
         self.closed = self.shutdown.closed
@@ -311,6 +331,8 @@ class Viewer(QObject):
         self.images.show_mode(self.state.mode)
         if self.options.camera:
             self.live.open_text(self.options.camera)  # starts once connected
+        for camera in self.options.cameras:
+            self.wall_ui.add_source(camera)  # a wall of streams; each starts once connected
         if self.options.open_paths:
             self.open_paths(self.options.open_paths)
         remembered = None if self.options.model else self.settings.model()
@@ -354,6 +376,7 @@ class Viewer(QObject):
             self.images.model_switched()
         self.images.run_pending()
         self.live.set_session(session)
+        self.wall.set_session(session)
         self.analysis.set_session(session)
         self.xray.set_session(session)
         self.server_tools.set_session(session)
@@ -363,6 +386,7 @@ class Viewer(QObject):
         self.runner.cancel()  # stop feeding the old session; its requests end as cancelled
         self.runner.set_session(None)
         self.live.set_session(None)  # the stream stops feeding the old session
+        self.wall.set_session(None)  # the wall's too (and their own sessions over its channels)
         self.analysis.set_session(None)
         self.xray.set_session(None)  # the old session's tracer is read once more, then let go
         self.server_tools.set_session(None)
@@ -430,6 +454,7 @@ class Viewer(QObject):
             ("batch", self.runner.cancel),  # stop submitting first: nothing new goes out
             ("bridge", self.bridge.close),  # from now on results are dropped, not delivered
             ("live", self.live.shutdown),  # stop the stream, release the capture on its thread
+            ("wall", self.wall.shutdown),  # every stream of the wall at once, in parallel
             ("evaluation", self.evaluation.shutdown),  # an evaluation's run stops, its thread ends
             ("analysis", self.analysis.shutdown),  # the compare's runs and sessions, a load ramp
             ("x-ray", self.xray.shutdown),  # its polling stops (the session's close restores tracing)

@@ -13,7 +13,8 @@ class ViewerOptions:
     urls: list[str] = field(default_factory=list)
     model: str | None = None
     open_paths: list[str] = field(default_factory=list)
-    camera: str | None = None
+    camera: str | None = None  # one --camera: the single live view
+    cameras: list[str] = field(default_factory=list)  # --camera more than once: the wall
     screenshot: str | None = None
     tritonserver: str | None = None
     # TLS and headers for the servers given by URL (the local server is plain gRPC).

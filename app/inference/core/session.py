@@ -222,6 +222,12 @@ class TritonSession:
         return self
 
     @property
+    def pool(self) -> ConnectionPool | None:
+        """The channels to the servers (None until open): sessions of other models may share
+        them (app.inference.core.shared_channels)."""
+        return self._pool
+
+    @property
     def wire(self) -> Wire:
         """How tensors are written: by protocol, and over HTTP binary only where the server
         declares Triton's binary tensor extension (JSON otherwise)."""

@@ -43,6 +43,7 @@ from app.pipeline.live import (
 )
 from app.pipeline.live_decode import DecodePlan
 from app.sources.cameras import parse_source
+from app.sources.frame import Frame
 from app.sources.live import Opener
 from app.ui.analysis.stats_panel import StatsPanel
 from app.ui.base.bridge import GuiBridge
@@ -119,6 +120,9 @@ class LiveController(QObject):
         self.result_hook: Callable[[InferenceResult], InferenceResult] | None = None
         # The tracks whose trails the view draws over the frame just hooked (recorded with it).
         self.trails_hook: Callable[[], Sequence[TrailSource]] | None = None
+        # Called with every ok result of the run playing once hooked (track ids on), drawn or
+        # not, in the order received: the lines, zones and heat map count every frame.
+        self.observers: list[Callable[[InferenceResult], None]] = []
         self._run = 0  # bumped by every start/stop: results of an older run are not drawn
         self._pending: InferenceResult | None = None  # newest result not drawn yet
         self.paint_started_s = 0.0  # when the last paint pass began (the X-ray's "paint" stage)
@@ -127,6 +131,7 @@ class LiveController(QObject):
         self._shown_index = -1
         self._last_error_report = 0.0
         self._owns_view = False
+        self._hidden = False  # its view is hidden: nothing is drawn (set_hidden)
         self._releasing = 0  # releases (capture thread joins) still running on the executor
         # At 0 ms, trailing: the paint comes after the queued results already waiting (a burst
         # of them costs one paint, of the newest).
@@ -258,6 +263,8 @@ class LiveController(QObject):
         if not result.ok:
             self._report_error(result)
             return
+        for observe in self.observers:
+            observe(result)
         if frame.index <= self._shown_index:
             return  # arrived after a newer frame was drawn: never step back in time
         if self._pending is not None:
@@ -276,16 +283,52 @@ class LiveController(QObject):
         if not self._owns_view:
             self._owns_view = True
             self.view_taken.emit()
+        self._shown = result
+        self._shown_index = frame.index
+        if self._hidden:
+            return  # not drawn (nor counted as shown) until its view shows again
+        self._draw(result, frame)
+        self.detail.shown(frame)
+        age_ms = self.meter.drawn(frame.timestamp)
+        self.painted.emit(result)
+        self.frame_shown.emit(frame.index, age_ms)
+
+    def _draw(self, result: InferenceResult, frame: Frame) -> None:
         # The display buffer is drawn as it is (no copy); the scene stays in source pixels.
         picture = frame.display if frame.display is not None else frame.image
         size = frame.original_size
         self.view.set_image(picture, self._visible(result), result.masks, result.classes, size=size)
-        self.detail.shown(frame)
-        self._shown = result
-        self._shown_index = frame.index
-        age_ms = self.meter.drawn(frame.timestamp)
-        self.painted.emit(result)
-        self.frame_shown.emit(frame.index, age_ms)
+
+    def set_view(self, view: ImageView) -> None:
+        """Draw into `view` from the next frame on, and the frame shown there now (the wall's
+        focus: a tile's stream in the single view, and back to its tile). Frames are decoded
+        for what that view shows."""
+        if view is self.view:
+            return
+        self.detail.close()
+        self.view = view
+        self.detail = LiveDetail(view, self.decode_plan, self._executor, self._tasks)
+        self._redraw()
+
+    def set_hidden(self, hidden: bool) -> None:
+        """Its view is hidden (another stream of the wall has the focus): frames are decoded for
+        the model alone and not drawn; shown again, the newest frame is drawn at once."""
+        self._hidden = hidden
+        self.detail.suspend(hidden)
+        if not hidden:
+            self._redraw()
+
+    def _redraw(self) -> None:
+        shown = self._shown
+        if shown is not None and not self._hidden:
+            frame = frame_of(shown)
+            self._draw(shown, frame)
+            self.detail.shown(frame)
+
+    @property
+    def shown_result(self) -> InferenceResult | None:
+        """The result drawn last (its frame in `.tag`), None before the first."""
+        return self._shown
 
     def _visible(self, result: InferenceResult) -> list[Detection]:
         return refilter(result.detections, self.thresholds.score(), self.thresholds.iou())

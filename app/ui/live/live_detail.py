@@ -30,8 +30,14 @@ class LiveDetail(QObject):
         self._shown: Frame | None = None  # the live frame on screen (None: not ours)
         self._sharpening: Frame | None = None  # the frame being decoded again now
         self.sharpened = 0  # frames decoded again for a zoom (tests, statistics)
+        self.suspended = False  # the view is hidden: decoded for the model alone (suspend)
         view.detail_changed.connect(self.update)
         self.update()
+
+    def close(self) -> None:
+        """The stream draws elsewhere now: this view's changes no longer set its decode size."""
+        self.view.detail_changed.disconnect(self.update)
+        self._shown = None
 
     def need(self) -> ViewNeed:
         view = self.view
@@ -40,8 +46,14 @@ class LiveDetail(QObject):
 
     def update(self) -> None:
         """The view changed: frames from now on are decoded for what it shows now."""
-        self.plan.view = self.need()
+        self.plan.view = None if self.suspended else self.need()
         self._sharpen()
+
+    def suspend(self, on: bool) -> None:
+        """The view is hidden (on) or shown again: nothing shows the frames meanwhile, so they
+        are decoded only as big as the model needs."""
+        self.suspended = on
+        self.update()
 
     def shown(self, frame: Frame | None) -> None:
         """`frame` is on screen now (None: the view shows something else)."""

@@ -1,0 +1,195 @@
+"""The wall of streams in the whole window, against the real server: several looped video files
+at once through the same capture path a camera uses (LiveCapture), each in a tile with its
+own LiveController; a stream that fails stays in its tile; double-click focuses, Esc returns;
+closing with every stream in flight ends within the shutdown bound."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+
+from app.pipeline.live import LiveState
+from app.server.embedded import EmbeddedServer
+from app.ui.analysis.request_log import COL_SOURCE
+from app.ui.state.viewer_state import Mode
+from app.ui.viewer import Viewer
+from app.ui.wall.wall_stream import WallStream
+from tests.media import make_face_video
+from tests.ui.live_fixtures import live_threads
+from tests.ui.viewer_fixtures import Harness, until
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
+SIZE = (320, 240)
+QUIT_WITHIN_S = 3.0  # the viewer's shutdown bound (tests/ui/test_shutdown_order.py)
+
+
+def face_videos(folder: Path, count: int, frames: int = 45) -> list[Path]:
+    videos = []
+    for i in range(count):
+        path = folder / f"face-{i}.avi"
+        make_face_video(path, frames=frames, fps=30, size=SIZE)
+        videos.append(path)
+    return videos
+
+
+def wall_of(harness: Harness, url: str, sources: list[str], loop: bool = True) -> Viewer:
+    viewer = harness.viewer(url, "face_detector")
+    harness.connected(viewer)
+    viewer.live_ui.toolbar.loop.setChecked(loop)
+    for source in sources:
+        assert viewer.wall_ui.add_source(source) is not None
+    return viewer
+
+
+def boxes_seen(streams: list[WallStream]) -> dict[str, int]:
+    """Per stream, the frames shown with at least one box drawn in its tile (counted as drawn)."""
+    seen = {s.label: 0 for s in streams}
+    for stream in streams:
+        view = stream.tile.view
+
+        def count(_index: int, _age: float, s: WallStream = stream, v: object = view) -> None:
+            if s.view is v and s.view.box_items():
+                seen[s.label] += 1
+
+        stream.controller.frame_shown.connect(count)
+    return seen
+
+
+def test_four_looped_videos_play_at_once_each_with_boxes_in_its_own_tile(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    videos = face_videos(tmp_path, 4)
+    viewer = wall_of(harness, triton.grpc_url, [str(v) for v in videos])
+    wall = viewer.wall
+    assert len(wall.streams) == 4 and wall.widget.shape() == (2, 2)
+    assert viewer.state.mode is Mode.LIVE and viewer.window.pages.currentWidget() is wall.widget
+    seen = boxes_seen(wall.streams)
+    harness.run(until(lambda: all(n >= 10 for n in seen.values()), what="10 frames with boxes per tile"))
+    # One run (and one in-flight window) per stream, every one on the viewer's session.
+    runs = [s.controller.live for s in wall.streams]
+    assert all(run is not None for run in runs) and len({id(r) for r in runs}) == 4
+    assert all(s.controller.session is viewer.connection.session for s in wall.streams)
+    # Each tile decodes at its own size: smaller than the video, since the tile is smaller.
+    for stream in wall.streams:
+        shown = stream.tile.view.shown_image()
+        assert 0 < shown.width() <= SIZE[0], (stream.label, shown.width())
+    # Per stream figures in its tile, the overall ones above the grid.
+    wall.refresh()
+    for stream in wall.streams:
+        text = stream.tile.figures.text()
+        assert "fps" in text and "dropped" in text and "ms" in text, text
+    assert wall.widget.summary.text().startswith("4 streams (4 playing)"), wall.widget.summary.text()
+    figures = wall.figures()
+    assert figures.shown >= 40 and figures.display_fps > 0
+    # Every stream's results reach the request log and the statistics (the live scope).
+    viewer.router.flush_log()
+    logged = {row[COL_SOURCE] for row in viewer.window.request_log.visible_rows()}
+    assert {v.name for v in videos} <= {Path(s).name for s in logged}, logged
+
+
+def test_a_stream_that_fails_stays_in_its_tile_and_the_others_play_on(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    videos = face_videos(tmp_path, 3)
+    broken = tmp_path / "broken.avi"
+    broken.write_bytes(b"RIFF" + b"\x00" * 4 + b"AVI garbage, not a video" * 40)
+    viewer = wall_of(harness, triton.grpc_url, [str(v) for v in videos] + [str(broken)])
+    wall = viewer.wall
+    bad = wall.streams[3]
+    good = wall.streams[:3]
+    harness.run(until(lambda: bad.state is LiveState.FAILED, what="the broken file fails"))
+    assert "broken.avi" in bad.tile.message_text() and not bad.tile.message.isHidden()
+    assert viewer.window.banner.context() is None, "the failure is the tile's, not the window's"
+    shown_then = [s.controller.meter.shown for s in good]
+    harness.run(
+        until(
+            lambda: all(s.controller.meter.shown >= n + 15 for s, n in zip(good, shown_then, strict=True)),
+            what="the three others go on",
+        )
+    )
+    assert all(s.state is LiveState.PLAYING and s.tile.message_text() == "" for s in good)
+    # A file that ends (no loop) says so in its tile; the others still play.
+    viewer.live_ui.toolbar.loop.setChecked(False)
+    short = tmp_path / "short.avi"
+    make_face_video(short, frames=10, fps=30, size=SIZE)
+    ending = viewer.wall_ui.add_source(str(short))
+    assert ending is not None
+    harness.run(until(lambda: ending.state is LiveState.ENDED, what="the short file ends"))
+    assert ending.tile.message_text().startswith("Ended"), ending.tile.message_text()
+    shown_then = [s.controller.meter.shown for s in good]
+    harness.run(
+        until(lambda: all(s.controller.meter.shown > n for s, n in zip(good, shown_then, strict=True)))
+    )
+    assert all(s.state is LiveState.PLAYING for s in good)
+    assert len(wall.streams) == 5 and wall.widget.shape() == (2, 3)
+
+
+def completed(stream: WallStream) -> int:
+    stats = stream.controller.stream_stats()
+    return stats.completed if stats is not None else 0
+
+
+def test_double_click_focuses_a_tile_in_the_single_view_and_esc_goes_back(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    videos = face_videos(tmp_path, 4)
+    viewer = wall_of(harness, triton.grpc_url, [str(v) for v in videos])
+    wall, window = viewer.wall, viewer.window
+    seen = boxes_seen(wall.streams)
+    harness.run(until(lambda: all(n >= 3 for n in seen.values()), what="boxes in every tile"))
+    target = wall.streams[2]
+    viewport = target.tile.view.viewport()
+    middle = QPoint(viewport.width() // 2, viewport.height() // 2)
+    QTest.mouseDClick(viewport, Qt.MouseButton.LeftButton, pos=middle)
+    assert wall.focused is target
+    assert window.pages.currentWidget() is window.view and target.view is window.view
+    assert viewer.wall_ui.back_action.isEnabled()
+    # The single view shows the focused stream's frames and boxes, and its panels follow it.
+    shown = target.controller.meter.shown
+    harness.run(until(lambda: target.controller.meter.shown >= shown + 5 and bool(window.view.box_items())))
+    window.detections_panel.refresh()
+    assert window.detections_panel.table.rowCount() >= 1
+    viewer.stats.poll()
+    assert window.stats_panel.value_text("Display frames/s") != ""
+    # The other streams play on while hidden: inferred, decoded for their model alone, not drawn.
+    others = [s for s in wall.streams if s is not target]
+    drawn = [s.controller.meter.shown for s in others]
+    done = [completed(s) for s in others]
+    harness.run(until(lambda: all(completed(s) > n + 3 for s, n in zip(others, done, strict=True))))
+    assert all(s.controller.decode_plan.view is None for s in others)
+    assert [s.controller.meter.shown for s in others] == drawn
+    # Esc: back to the wall, the stream in its tile again.
+    window.activateWindow()
+    QTest.keyClick(window.view, Qt.Key.Key_Escape)
+    assert wall.focused is None and window.pages.currentWidget() is wall.widget
+    assert target.view is target.tile.view and not viewer.wall_ui.back_action.isEnabled()
+    assert not window.view.has_image(), "nothing of the stream stays in the single view"
+    shown = target.controller.meter.shown
+    harness.run(
+        until(lambda: target.controller.meter.shown >= shown + 3 and bool(target.tile.view.box_items()))
+    )
+    assert all(s.controller.decode_plan.view is not None for s in wall.streams)
+
+
+def test_closing_with_four_streams_in_flight_ends_within_the_shutdown_bound(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    videos = face_videos(tmp_path, 4)
+    viewer = wall_of(harness, triton.grpc_url, [str(v) for v in videos])
+    wall = viewer.wall
+    harness.run(until(lambda: all(s.controller.meter.shown >= 5 for s in wall.streams), what="all playing"))
+    runs = [s.controller.live for s in wall.streams]
+    harness.run(until(lambda: sum(run.in_flight() for run in runs if run is not None) > 0, what="in flight"))
+    assert len([t for t in live_threads() if t.startswith("LiveCapture[")]) == 4
+    started = time.monotonic()
+    viewer.request_close()
+    harness.run(viewer.closed.wait(), timeout=QUIT_WITHIN_S)
+    elapsed = time.monotonic() - started
+    print(f"closed in {elapsed:.2f} s")
+    assert elapsed < QUIT_WITHIN_S
+    assert live_threads() == [], "every capture thread has ended"
+    assert wall.streams == [] and viewer.connection.session is None
