@@ -82,6 +82,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_speed_arguments(parser, remembered=True)
 
 
+def single_camera(cameras: list[str]) -> str | None:
+    """One --camera plays in the single live view."""
+    return cameras[0] if len(cameras) == 1 else None
+
+
+def wall_cameras(cameras: list[str]) -> list[str]:
+    """Several --camera play at once, each in a tile of the wall."""
+    return list(cameras) if len(cameras) > 1 else []
+
+
 def run(args: argparse.Namespace) -> int:
     # Qt is imported only when the viewer runs (the other commands never load it).
     from app.ui.qt_app import run_viewer
@@ -97,8 +107,8 @@ def run(args: argparse.Namespace) -> int:
         urls=list(args.url),
         model=args.model,
         open_paths=list(args.open),
-        camera=args.camera[0] if len(args.camera) == 1 else None,
-        cameras=list(args.camera) if len(args.camera) > 1 else [],
+        camera=single_camera(args.camera),
+        cameras=wall_cameras(args.camera),
         screenshot=args.screenshot,
         tritonserver=args.tritonserver,
         connection=connection,

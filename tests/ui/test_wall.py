@@ -193,3 +193,37 @@ def test_closing_with_four_streams_in_flight_ends_within_the_shutdown_bound(
     assert elapsed < QUIT_WITHIN_S
     assert live_threads() == [], "every capture thread has ended"
     assert wall.streams == [] and viewer.connection.session is None
+
+
+def test_a_tile_runs_another_model_on_the_sessions_own_channels(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    videos = face_videos(tmp_path, 2)
+    viewer = wall_of(harness, triton.grpc_url, [str(v) for v in videos])
+    first, second = viewer.wall.streams
+    models: dict[str, set[str | None]] = {first.label: set(), second.label: set()}
+    for stream in (first, second):
+        stream.controller.result.connect(lambda r, s=stream: models[s.label].add(r.model))
+    combo = second.tile.model
+    assert combo.itemData(0) is None and combo.itemText(0) == "face_detector (session)"
+    index = combo.findData("fixed_efficientnms")
+    assert index > 0, [combo.itemText(i) for i in range(combo.count())]
+    combo.setCurrentIndex(index)
+    combo.activated.emit(index)  # as the user's choice in the tile's header
+    harness.run(until(lambda: second.own_session is not None, what="the tile's own session"))
+    own, base = second.own_session, viewer.connection.session
+    assert own is not None and base is not None and own is not base
+    assert own.pool is not None and base.pool is not None
+    # No connection of its own: its channels are the viewer's session's.
+    inner = {id(getattr(channel, "_inner", None)) for channel in own.pool.channels}
+    assert inner <= {id(channel) for channel in base.pool.channels}
+    models[second.label].clear()
+    harness.run(until(lambda: "fixed_efficientnms" in models[second.label], what="the other model's results"))
+    assert first.controller.session is base and "face_detector" in models[first.label]
+    harness.run(until(lambda: len(second.tile.view.box_items()) == 2, what="the fixed model's two boxes"))
+    # Back to the session's model: its own session is closed, the viewer's still open.
+    combo.setCurrentIndex(0)
+    combo.activated.emit(0)
+    assert second.own_session is None and second.controller.session is base
+    harness.run(until(lambda: own.state == "closed", what="the tile's session closed"))
+    assert base.state == "open"
