@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.pipeline.display import DisplayStats
-from app.pipeline.live import LiveStats
+from app.pipeline.live import LiveStats, StreamStats
 
 
 @dataclass(frozen=True)
@@ -44,12 +44,14 @@ class StreamFigures:
         )
 
     def text(self) -> str:
-        """e.g. "29.8 fps · 41 ms (p95 63) · 12 dropped"."""
+        """e.g. "29.8 fps · 41 ms · 12 dropped · p95 63 ms" (the least needed last: a narrow
+        tile drops it first)."""
         parts = [f"{self.display_fps:.1f} fps"]
         if self.latency_p50_ms is not None:
-            p95 = f" (p95 {self.latency_p95_ms:.0f})" if self.latency_p95_ms is not None else ""
-            parts.append(f"{self.latency_p50_ms:.0f} ms{p95}")
+            parts.append(f"{self.latency_p50_ms:.0f} ms")
         parts.append(f"{self.dropped} dropped")
+        if self.latency_p95_ms is not None:
+            parts.append(f"p95 {self.latency_p95_ms:.0f} ms")
         return " · ".join(parts)
 
 
@@ -88,3 +90,33 @@ class WallFigures:
             parts.append(f"latency p50 up to {self.worst_p50_ms:.0f} ms{p95}")
         parts.append(f"{self.dropped} dropped")
         return " · ".join(parts)
+
+
+def combined_display(stats: Sequence[DisplayStats]) -> DisplayStats:
+    """The streams' display figures as one stream's (the Statistics panel's live rows while the
+    wall shows): counts and rates added up, the latency the worst stream's."""
+    p50s = [s.latency_p50_ms for s in stats if s.latency_p50_ms is not None]
+    p95s = [s.latency_p95_ms for s in stats if s.latency_p95_ms is not None]
+    return DisplayStats(
+        shown=sum(s.shown for s in stats),
+        results=sum(s.results for s in stats),
+        coalesced=sum(s.coalesced for s in stats),
+        display_fps=sum(s.display_fps for s in stats),
+        latency_p50_ms=max(p50s) if p50s else None,
+        latency_p95_ms=max(p95s) if p95s else None,
+    )
+
+
+def combined_stream(stats: Sequence[StreamStats | None]) -> StreamStats | None:
+    """The streams' request figures added up (None: none has counted anything yet)."""
+    counted = [s for s in stats if s is not None]
+    if not counted:
+        return None
+    return StreamStats(
+        offered=sum(s.offered for s in counted),
+        submitted=sum(s.submitted for s in counted),
+        dropped=sum(s.dropped for s in counted),
+        completed=sum(s.completed for s in counted),
+        in_flight=sum(s.in_flight for s in counted),
+        inference_fps=sum(s.inference_fps for s in counted),
+    )

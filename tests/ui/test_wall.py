@@ -205,7 +205,7 @@ def test_a_tile_runs_another_model_on_the_sessions_own_channels(
     for stream in (first, second):
         stream.controller.result.connect(lambda r, s=stream: models[s.label].add(r.model))
     combo = second.tile.model
-    assert combo.itemData(0) is None and combo.itemText(0) == "face_detector (session)"
+    assert combo.itemData(0) is None and combo.itemText(0) == "face_detector"
     index = combo.findData("fixed_efficientnms")
     assert index > 0, [combo.itemText(i) for i in range(combo.count())]
     combo.setCurrentIndex(index)

@@ -26,7 +26,7 @@ def figures(fps: float, p50: float | None, p95: float | None, dropped: int, show
 
 def test_a_streams_figures_say_its_rate_latency_and_drops() -> None:
     f = figures(29.84, 41.2, 63.4, 12)
-    assert f.text() == "29.8 fps · 41 ms (p95 63) · 12 dropped"
+    assert f.text() == "29.8 fps · 41 ms · 12 dropped · p95 63 ms"
     assert (f.captured, f.dropped, f.in_flight) == (100, 12, 2)
     # Before anything was drawn: no latency, no run.
     empty = StreamFigures.of(DisplayStats(0, 0, 0, 0.0, None, None), None)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QEvent, QObject, Signal
-from PySide6.QtGui import QFont, QMouseEvent
-from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QSizePolicy, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QFont, QMouseEvent, QResizeEvent
+from PySide6.QtWidgets import QComboBox, QFrame, QGridLayout, QSizePolicy, QSpinBox, QVBoxLayout, QWidget
 
 from app.pipeline.live import LiveState
 from app.ui.view.image_view import ImageView
@@ -16,6 +16,7 @@ from app.ui.widgets.banner import split_detail
 from app.ui.widgets.elided_label import ElidedLabel
 
 MAX_IN_FLIGHT = 32
+NARROW_PX = 330  # narrower than this, the model choice gets a row of its own
 SESSION_MODEL = None  # the combo's first entry: whatever model the viewer's session runs
 ERROR_STYLE = "color: #c62828;"
 NOTE_STYLE = "color: palette(mid);"
@@ -56,16 +57,17 @@ class StreamTile(QFrame):
         self.figures.setToolTip("Frames shown per second · capture-to-display latency · frames dropped")
         self.message = ElidedLabel("")
         self.message.hide()
-        header = QHBoxLayout()
-        header.setContentsMargins(0, 0, 0, 0)
-        header.setSpacing(4)
-        header.addWidget(self.title, 1)
-        header.addWidget(self.model)
-        header.addWidget(self.in_flight)
+        # One row (name, model, in flight) on a wide tile; the model under them on a narrow one.
+        self.header = QGridLayout()
+        self.header.setContentsMargins(0, 0, 0, 0)
+        self.header.setSpacing(4)
+        self.header.setColumnStretch(0, 1)
+        self._narrow: bool | None = None
+        self._arrange(narrow=False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(3, 3, 3, 3)
         layout.setSpacing(2)
-        layout.addLayout(header)
+        layout.addLayout(self.header)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.message)
         layout.addWidget(self.figures)
@@ -82,7 +84,8 @@ class StreamTile(QFrame):
         self._models = tuple(n for n in names if n != session_model)
         self.model.blockSignals(True)
         self.model.clear()
-        self.model.addItem(f"{session_model or 'session'} (session)", SESSION_MODEL)
+        self.model.addItem(session_model or "session's model", SESSION_MODEL)
+        self.model.setItemData(0, "The viewer's session's model (the default)", Qt.ItemDataRole.ToolTipRole)
         for name in self._models:
             self.model.addItem(name, name)
         index = self.model.findData(chosen) if chosen is not None else 0
@@ -119,6 +122,23 @@ class StreamTile(QFrame):
     def message_text(self) -> str:
         """The tile's message ("" when none is shown)."""
         return self.message.text() if not self.message.isHidden() else ""
+
+    def _arrange(self, narrow: bool) -> None:
+        if narrow == self._narrow:
+            return
+        self._narrow = narrow
+        for widget in (self.title, self.model, self.in_flight):
+            self.header.removeWidget(widget)
+        self.header.addWidget(self.title, 0, 0)
+        self.header.addWidget(self.in_flight, 0, 2)
+        if narrow:
+            self.header.addWidget(self.model, 1, 0, 1, 3)
+        else:
+            self.header.addWidget(self.model, 0, 1)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._arrange(narrow=event.size().width() < NARROW_PX)
 
     # -- input --------------------------------------------------------------------------------------
     def _model_activated(self, index: int) -> None:

@@ -22,8 +22,9 @@ from PySide6.QtWidgets import QStackedWidget
 from app.inference.core.session import TritonSession
 from app.inference.result import InferenceResult
 from app.pipeline.live import LiveOptions, LiveState
-from app.pipeline.wall_figures import WallFigures
+from app.pipeline.wall_figures import WallFigures, combined_display, combined_stream
 from app.sources.cameras import parse_source
+from app.ui.live.live_rows import show_live_rows
 from app.ui.state.viewer_state import Mode, ViewerState
 from app.ui.view.image_view import ImageView
 from app.ui.wall.wall_stream import WallParts, WallStream
@@ -216,9 +217,16 @@ class WallController(QObject):
         return WallFigures.of([s.figures() for s in self.streams], playing)
 
     def update_stats_panel(self, single: Callable[[], None]) -> None:
-        """The Statistics panel's live rows: the focused stream's, else the single view's."""
+        """The Statistics panel's live rows: the focused stream's, the whole wall's (added up),
+        else the single view's."""
         if self.focused is not None:
             self.focused.controller.update_stats_panel()
+        elif self.streams:
+            controllers = [s.controller for s in self.streams]
+            display = combined_display([c.display_stats() for c in controllers])
+            stream = combined_stream([c.stream_stats() for c in controllers])
+            capture = sum(c.live.stats().capture.fps for c in controllers if c.live is not None)
+            show_live_rows(self.parts.stats_panel, display, stream, capture)
         else:
             single()
 

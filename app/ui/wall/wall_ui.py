@@ -57,8 +57,9 @@ class WallUi:
         self.add_action.triggered.connect(self.ask_source)
         self.back_action.triggered.connect(wall.unfocus)
         self.close_action.triggered.connect(wall.close_all)
-        wall.focus_changed.connect(lambda stream: self.back_action.setEnabled(stream is not None))
+        wall.focus_changed.connect(self._focus_changed)
         wall.streams_changed.connect(self._streams_changed)
+        live.state_changed.connect(lambda *_args: self._say_state())
 
     def _insert_after_stream(self) -> None:
         """File > Add camera… right after File > Open stream URL…."""
@@ -69,8 +70,29 @@ class WallUi:
                 before = actions[index + 1] if index + 1 < len(actions) else None
                 insert_before(menu, before, self.add_action)
 
+    def _focus_changed(self, stream: WallStream | None) -> None:
+        self.back_action.setEnabled(stream is not None)
+        self._say_state()
+
+    def _say_state(self) -> None:
+        """The Live toolbar's state says what the wall shows (its buttons are the single view's)."""
+        wall, label = self.wall, self.live_ui.toolbar.state_label
+        if not wall.active:
+            if label.text().startswith(" Wall:"):
+                self.live_ui.toolbar.set_state(self.live.state, "")  # the single view's again
+            return
+        count = len(wall.streams)
+        text = f" Wall: {count} stream{'s' if count != 1 else ''}"
+        if wall.focused is not None:
+            text += f"; {wall.focused.label} shown here (Esc: back to the wall)"
+        else:
+            text += " (double-click one to show it here)"
+        label.setText(text)
+        label.setToolTip(text.strip())
+
     def _streams_changed(self) -> None:
         self.close_action.setEnabled(self.wall.active)
+        self._say_state()
         for stream in self.wall.streams:
             tile = stream.tile
             if tile.contextMenuPolicy() is not Qt.ContextMenuPolicy.CustomContextMenu:
