@@ -54,6 +54,7 @@ from app.ui.wall_setup import build_wall
 from app.ui.widgets.banner import Context, split_detail
 from app.ui.widgets.thresholds import why_not_applicable
 from app.ui.xray_ui import XRayUi
+from app.ui.zones_setup import build_zones
 
 __all__ = ["Viewer", "ViewerOptions"]
 
@@ -219,6 +220,16 @@ class Viewer(QObject):
             self.live_ui,
             self.analysis.tracking,
         )
+        # Lines, zones and heat maps on live pictures, the Events dock: app/ui/zones/.
+        self.zones = build_zones(
+            w,
+            self.settings,
+            self.live,
+            self.analysis,
+            executor,
+            self.tasks,
+            lambda m, e: self.report(m, e, Context.LIVE),
+        )
         # The wall of streams (--camera more than once, File > Add camera…): app/ui/wall/.
         self.wall_ui = build_wall(
             w,
@@ -233,6 +244,7 @@ class Viewer(QObject):
             self.tasks,
             self.bridge,
             lambda m, e: self.report(m, e, Context.LIVE),
+            self.zones,
         )
         self.wall = self.wall_ui.wall
         self.screenshot = Screenshot(

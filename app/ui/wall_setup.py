@@ -21,6 +21,7 @@ from app.ui.state.viewer_state import Mode, ViewerState
 from app.ui.wall.wall_controller import WallController
 from app.ui.wall.wall_stream import WallParts
 from app.ui.wall.wall_ui import WallUi
+from app.ui.zones_setup import ZonesUi
 
 
 def build_wall(
@@ -36,6 +37,7 @@ def build_wall(
     tasks: TaskSet,
     bridge: GuiBridge,
     report: Callable[[str, bool], None],
+    zones: ZonesUi | None = None,
 ) -> WallUi:
     parts = WallParts(
         window.thresholds,
@@ -45,6 +47,7 @@ def build_wall(
         bridge,
         profile_for,
         tracking_library=lambda: analysis.tracking.library,
+        zones=zones.context if zones is not None else None,
     )
 
     def take_view() -> None:
@@ -78,4 +81,8 @@ def build_wall(
 
     track.toggled.connect(follow_tracking)
     wall.streams_changed.connect(follow_tracking)
+    if zones is not None:
+        single = zones.single
+        # One editor on the single view at a time: the focused stream's, else the single's own.
+        wall.focus_changed.connect(lambda s: single.detach() if s is not None else single.attach(window.view))
     return ui

@@ -12,6 +12,7 @@ nothing will be saved, never a traceback: the viewer runs on its defaults.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -21,6 +22,7 @@ from urllib.parse import quote
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from app.analytics.zones_file import ZonesConfig
 from app.inference.transports.transport import TransportKind
 from app.system.atomic_files import check_writable
 
@@ -229,6 +231,25 @@ class ViewerSettings:
         else:
             self.qsettings.remove(_metrics_key(server))
 
+    def zones(self, source: str) -> ZonesConfig | None:
+        """The lines and zones drawn on `source` (its path, URL or "camera N"), if any."""
+        key = _zones_key(source)
+        raw = self.qsettings.value(key)
+        if raw is None or raw == "":
+            return None
+        try:
+            return ZonesConfig.from_dict(json.loads(str(raw)), key)
+        except (ValueError, TypeError) as e:  # (ZonesFileError and JSON errors are ValueErrors)
+            self.warn_ignored(key, str(raw)[:60], f"is not a zones description ({e})")
+            return None
+
+    def set_zones(self, source: str, config: ZonesConfig | None) -> None:
+        """Remember (None or empty: forget) the lines and zones of `source`."""
+        if config is None or config.empty:
+            self.qsettings.remove(_zones_key(source))
+        else:
+            self.qsettings.setValue(_zones_key(source), json.dumps(config.to_dict()))
+
     def last_dir(self, kind: str) -> str:
         """The folder a file dialog of this kind ("open", "export") last used ("" if none)."""
         value = self.qsettings.value(f"dirs/{kind}", "")
@@ -239,6 +260,11 @@ class ViewerSettings:
 
     def sync(self) -> None:
         self.qsettings.sync()
+
+
+def _zones_key(source: str) -> str:
+    # A path or URL holds "/" (QSettings' group separator): quoted into one key.
+    return f"zones/{quote(source, safe='')}"
 
 
 def _metrics_key(server: str) -> str:

@@ -38,6 +38,7 @@ from app.ui.view.image_view import ImageView
 from app.ui.wall.stream_tile import StreamTile
 from app.ui.wall.stream_tracking import StreamTracking
 from app.ui.widgets.thresholds import ThresholdsWidget
+from app.ui.zones.stream_zones import StreamZones, ZonesContext
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class WallParts:
     bridge: GuiBridge
     profile_for: Callable[[str | None], ProfileSource]
     tracking_library: Callable[[], Future[None] | None]
+    zones: ZonesContext | None = None  # its lines, zones and heat map (None: none)
 
 
 class WallStream(QObject):
@@ -78,6 +80,13 @@ class WallStream(QObject):
         self.controller.options = dataclasses.replace(options)
         self.tracking = StreamTracking(self.controller, parts.tracking_library)
         self.tracking.attach(self.tile.view)
+        self.zones: StreamZones | None = None
+        if parts.zones is not None:
+            self.zones = StreamZones(self.controller, parts.zones, lambda: self.label, self)
+            self.zones.attach(self.tile.view)
+            # A double-click while a zone is drawn closes it: it does not focus the tile.
+            editor = self.zones.editor
+            self.tile.accepts_focus_click = lambda: not editor.busy
         self.model: str | None = None  # None: the viewer's session's model
         self.own_session: TritonSession | None = None
         self._base: TritonSession | None = None  # the viewer's session
@@ -101,6 +110,8 @@ class WallStream(QObject):
         """Draw into `view` from now on (the focus, and back to the tile)."""
         self.controller.set_view(view)
         self.tracking.attach(view)
+        if self.zones is not None:
+            self.zones.attach(view)
 
     def figures(self) -> StreamFigures:
         return StreamFigures.of(self.display_stats(), self.controller.stats())
@@ -187,3 +198,5 @@ class WallStream(QObject):
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(self.parts.executor, old.close, SESSION_CLOSE_DRAIN_S)
         self.tracking.detach()
+        if self.zones is not None:
+            self.zones.detach()

@@ -4,7 +4,7 @@ loop, remove). A single stream playing when a camera is added becomes the wall's
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 from concurrent.futures import Executor
 
 from PySide6.QtCore import QPoint, Qt
@@ -17,9 +17,6 @@ from app.ui.live.live_panel import LiveUi
 from app.ui.wall.wall_controller import WallController
 from app.ui.wall.wall_stream import WallStream
 from app.ui.widgets.camera_picker import CameraPicker
-
-# Extra entries of a tile's context menu (e.g. the zones'): (stream, menu) -> None.
-MenuExtension = Callable[[WallStream, QMenu, QPoint], None]
 
 
 class WallUi:
@@ -35,7 +32,6 @@ class WallUi:
         self.window, self.wall, self.live, self.live_ui = window, wall, live, live_ui
         self._executor, self._tasks = executor, tasks
         self.picker: CameraPicker | None = None
-        self.menu_extensions: list[MenuExtension] = []
         self.add_action = QAction("&Add camera…", window)
         self.add_action.setShortcut(QKeySequence("Ctrl+Shift+K"))
         self.add_action.setToolTip(
@@ -98,6 +94,8 @@ class WallUi:
             if tile.contextMenuPolicy() is not Qt.ContextMenuPolicy.CustomContextMenu:
                 tile.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
                 tile.customContextMenuRequested.connect(lambda pos, s=stream: self.tile_menu(s, pos))
+                if stream.zones is not None:  # the picture's own menu (the zones') gets them too
+                    stream.zones.editor.menu_hooks.append(functools.partial(self.tile_entries, stream))
 
     # -- adding ---------------------------------------------------------------------------------------
     def ask_source(self) -> None:
@@ -138,17 +136,20 @@ class WallUi:
 
     def build_tile_menu(self, stream: WallStream, pos: QPoint) -> QMenu:
         menu = QMenu(stream.tile)
-        menu.addAction("Show in the single view (double-click)", lambda: self.wall.focus(stream))
+        self.tile_entries(stream, menu)
+        return menu
+
+    def tile_entries(self, stream: WallStream, menu: QMenu) -> None:
+        """The stream's entries of its tile's menus: focus (or back), loop, remove."""
+        if self.wall.focused is stream:
+            menu.addAction("Back to the wall (Esc)", self.wall.unfocus)
+        else:
+            menu.addAction("Show in the single view (double-click)", lambda: self.wall.focus(stream))
         loop = menu.addAction("Loop (video files)")
         loop.setCheckable(True)
         loop.setChecked(stream.controller.options.loop)
         loop.toggled.connect(stream.controller.set_loop)
-        for extend in self.menu_extensions:
-            menu.addSeparator()
-            extend(stream, menu, pos)
-        menu.addSeparator()
         menu.addAction("Remove this stream", lambda: self.wall.remove(stream))
-        return menu
 
 
 def insert_before(menu: QMenu, before: QAction | None, action: QAction) -> None:
