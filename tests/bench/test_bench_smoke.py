@@ -27,6 +27,7 @@ SCRIPTS: dict[str, tuple[bool, str]] = {
     "soak.py": (True, r"^ +1 +\d+ +\d+ +\d+ +\d+ +[\d.]+"),  # the first "minute"'s row
     "bench_compare_live.py": (True, r"round 1: single: A displayed +[\d.]+ fps"),
     "bench_live.py": (True, r"^2160p@30 +this +1 +[\d.]+ +[\d.]+ +[\d.]+"),  # the last configuration's row
+    "bench_wall.py": (True, r"^1080p@30 #2 +\d+x\d+ +\d+ +[\d.]+ +[\d.]+ +\d+/\d+"),  # the last stream's row
     # Start servers of their own (and pause or SIGKILL them): that is what they measure.
     "bench_pause.py": (False, r"pause 1 s: \d+ of 60 ok"),
     "bench_fleet.py": (False, r"^120 of 120 ok, .*exit status 0"),
