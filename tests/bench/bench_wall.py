@@ -129,7 +129,7 @@ def parent(args: argparse.Namespace) -> int:
             str(args.in_flight),
             "--model",
             args.model,
-        ]
+        ] + (["--profile"] if args.profile else [])
         done = subprocess.run(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         if done.returncode != 0:
             raise SystemExit(f"the measuring process exited {done.returncode}")
@@ -182,6 +182,8 @@ def child(args: argparse.Namespace) -> int:
 
 def run_viewer(args: argparse.Namespace, streams: list[Stream], videos: dict[str, str]) -> dict[str, Any]:
     import asyncio
+    import cProfile
+    import pstats
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
@@ -288,10 +290,16 @@ def run_viewer(args: argparse.Namespace, streams: list[Stream], videos: dict[str
             "close_ms": (time.monotonic() - started) * 1000,
         }
 
+    profiler = cProfile.Profile() if args.profile else None
     try:
         viewer.start()
         heartbeat.start()
+        if profiler is not None:
+            profiler.enable()
         figures = loop.run_until_complete(measure())
+        if profiler is not None:
+            profiler.disable()
+            pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(35)
         heartbeat.stop()
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
@@ -313,6 +321,7 @@ def main() -> int:
     parser.add_argument("--in-flight", type=int, default=2, help="each stream's in-flight window")
     parser.add_argument("--model", default="face_detector")
     parser.add_argument("--video-dir", type=Path, default=None, help="keep (and reuse) the videos here")
+    parser.add_argument("--profile", action="store_true", help="cProfile the GUI thread (on stderr)")
     parser.add_argument("--smoke", action="store_true", help="seconds: figures printed, meaningless")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--videos", default="{}", help=argparse.SUPPRESS)

@@ -10,8 +10,10 @@ confusion matrix), screenshot-live.png (live video being recorded), screenshot-c
 (two versions of the test model fixed_versions side by side), screenshot-tune.png (Tools >
 Tune… after a tune of the test model fixed_cost) and screenshot-pipeline.png (face_mesh on the
 portraits, Where the time goes showing its stages), screenshot-xray.png (the Request X-ray of
-fixed_40ms's slowest request of a batch), into docs/images/ when no folder is given.
-SHOT: `window`, `compare`, `tune`, `pipeline` or `xray` (default all). Each is the whole screen: the
+fixed_40ms's slowest request of a batch), screenshot-wall.png and screenshot-wall-focused.png
+(a wall of four streams counting with lines and zones, a heat map, the Events panel; one of
+them in the single view), into docs/images/ when no folder is given.
+SHOT: `window`, `compare`, `tune`, `pipeline`, `xray` or `wall` (default all). Each is the whole screen: the
 window as a user sees it, title bar included. Settings go to a temporary folder: the user's
 own are never touched.
 """
@@ -32,6 +34,7 @@ import qasync
 from PySide6.QtWidgets import QApplication
 from skimage import data
 
+from app.analytics.zones_file import LineSpec, ZonesConfig, ZoneSpec
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
 from app.ui.analysis.scoped_stats import Scope
@@ -41,7 +44,7 @@ from app.ui.main_window import Mode
 from app.ui.qt_app import IO_WORKERS
 from app.ui.viewer import Viewer, ViewerOptions
 from tests.evaluation_data import Img, Obj, face_images, write_dataset
-from tests.media import face_box, head_image, make_face_video
+from tests.media import back_and_forth, face_box, head_image, make_crossing_video, make_face_video
 from tests.ui.window_frames import framed
 from tests.ui.x_display import x_display
 
@@ -285,12 +288,63 @@ async def shoot_xray(out: Path, executor: ThreadPoolExecutor, work: Path) -> Non
         await loop.run_in_executor(executor, server.stop)
 
 
+async def shoot_wall(out: Path, executor: ThreadPoolExecutor, work: Path) -> None:
+    """A wall of four looped videos with counting lines, zones and a heat map, the Events panel;
+    then one of them focused in the single view."""
+    xs = back_and_forth((150, 490, 150), speed=5, hold=10)
+    videos = []
+    for name in ("entrance", "hall", "desk", "corridor"):
+        video = work / f"{name}.avi"
+        make_crossing_video(video, xs, fps=30, size=(640, 480))
+        videos.append(video)
+    viewer = Viewer(ViewerOptions(), executor)
+    window = viewer.window
+    viewer.start()
+    await until(lambda: viewer.connection.state == "connected")
+    await framed(window)
+    viewer.analysis.set_tracking(True)
+    viewer.live_ui.toolbar.loop.setChecked(True)
+    streams = [viewer.wall_ui.add_source(str(v)) for v in videos]
+    door = LineSpec("door", (320.0, 40.0), (320.0, 440.0))
+    queue = ZoneSpec("queue", ((380.0, 60.0), (620.0, 60.0), (620.0, 420.0), (380.0, 420.0)))
+    till = ZoneSpec("till", ((20.0, 80.0), (250.0, 80.0), (250.0, 400.0), (20.0, 400.0)))
+    configs = [
+        ZonesConfig((door,), ()),
+        ZonesConfig((), (queue,)),
+        ZonesConfig((door,), (till,)),
+        ZonesConfig((), ()),
+    ]
+    for stream, config in zip(streams, configs, strict=True):
+        assert stream is not None and stream.zones is not None
+        await until(lambda s=stream: s.controller.meter.shown >= 1)
+        if not config.empty:
+            stream.zones.set_config(config)
+    corridor = streams[3]
+    assert corridor is not None and corridor.zones is not None
+    corridor.zones.show_heat(True)
+    await until(lambda: len(viewer.zones.panel.model.rows) >= 6, timeout=180)
+    viewer.zones.dock.show()
+    viewer.zones.dock.raise_()
+    window.statusBar().clearMessage()
+    await asyncio.sleep(2.0)
+    grab(out / "screenshot-wall.png")
+    first = streams[2]
+    assert first is not None
+    viewer.wall.focus(first)
+    window.stats_dock.raise_()
+    await asyncio.sleep(2.5)
+    grab(out / "screenshot-wall-focused.png")
+    viewer.request_close()
+    await viewer.closed.wait()
+
+
 SHOTS = {
     "window": shoot,
     "compare": shoot_compare,
     "tune": shoot_tune,
     "pipeline": shoot_pipeline,
     "xray": shoot_xray,
+    "wall": shoot_wall,
 }
 
 

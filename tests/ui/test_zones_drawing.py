@@ -102,10 +102,10 @@ def test_a_line_drawn_with_the_mouse_counts_the_crossing_in_the_events_panel_and
     assert viewer.zones.dock.isVisible(), "the Events panel shows once there is an event"
     assert panel.model.rowCount() == 1 and panel.model.shown[0].texts()[1:] == (
         "crossing.avi",
-        "1",
-        "face",
         "line 1",
         "crossed in",
+        "1",
+        "face",
     )
     assert zones.item.snapshot is not None and zones.item.snapshot.lines == {"line 1": (1, 0)}
     # The command line counts the same crossing on the same frame with the same line.

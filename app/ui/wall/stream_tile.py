@@ -51,6 +51,8 @@ class StreamTile(QFrame):
             "At most this many requests in flight for this stream; frames arriving while they are "
             "all busy are dropped, so the picture never falls behind"
         )
+        for control in (self.model, self.in_flight):
+            control.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # (the window's first focus: not a tile's)
         self.view = ImageView()
         self.view.setMinimumSize(96, 54)
         self.figures = ElidedLabel("")

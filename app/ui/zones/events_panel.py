@@ -32,7 +32,8 @@ from app.analytics.export import save_events
 from app.ui.base.tasks import TaskSet
 
 MAX_EVENTS = 50_000
-COLUMNS = ("Time", "Stream", "Track", "Class", "Line / zone", "Event")
+COLUMNS = ("Time", "Stream", "Line / zone", "Event", "Track", "Class")
+STREAM_COLUMN = 1
 ALL = ""  # the filters' "every stream" / "every kind"
 KINDS = (
     (ALL, "Every kind"),
@@ -56,10 +57,10 @@ class EventRow:
         elif e.kind is EventKind.ZONE_ENTERED:
             what = "entered"
         else:
-            dwell = f", {e.dwell_s:.1f} s" if e.dwell_s is not None else ""
-            what = f"left ({e.reason}{dwell})"
+            dwell = f" {e.dwell_s:.1f} s" if e.dwell_s is not None else ""
+            what = f"left{dwell}" if e.reason == "left" else f"{e.reason}{dwell}"
         clock = time.strftime("%H:%M:%S", time.localtime(self.at))
-        return (clock, self.stream, str(e.track_id), e.label, e.name, what)
+        return (clock, self.stream, e.name, what, str(e.track_id), e.label)
 
 
 class EventsModel(QAbstractTableModel):
@@ -133,8 +134,12 @@ class EventsPanel(QWidget):
         self.table.setModel(self.model)
         self.table.verticalHeader().setVisible(False)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # The stream's name takes what is left (elided in the middle: its end tells streams apart).
+        header.setSectionResizeMode(STREAM_COLUMN, QHeaderView.ResizeMode.Stretch)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.table.setWordWrap(False)
         self.streams = QComboBox()
         self.streams.addItem("Every stream", ALL)
         self.streams.setToolTip("Only this stream's events")
