@@ -54,7 +54,6 @@ from app.ui.wall_setup import build_wall
 from app.ui.widgets.banner import Context, split_detail
 from app.ui.widgets.thresholds import why_not_applicable
 from app.ui.xray_ui import XRayUi
-from app.ui.zones_setup import build_zones
 
 __all__ = ["Viewer", "ViewerOptions"]
 
@@ -220,31 +219,21 @@ class Viewer(QObject):
             self.live_ui,
             self.analysis.tracking,
         )
-        # Lines, zones and heat maps on live pictures, the Events dock: app/ui/zones/.
-        self.zones = build_zones(
-            w,
-            self.settings,
-            self.live,
-            self.analysis,
-            executor,
-            self.tasks,
-            lambda m, e: self.report(m, e, Context.LIVE),
-        )
-        # The wall of streams (--camera more than once, File > Add camera…): app/ui/wall/.
-        self.wall_ui = build_wall(
+        # The wall of streams, the lines, zones and heat maps of live pictures: app/ui/wall/, zones/.
+        self.wall_ui, self.zones = build_wall(
             w,
             self.state,
+            self.settings,
             self.live,
             self.live_ui,
             self.images,
             self.router,
             self.analysis,
-            lambda model: self.profiles.profile_for(model),
+            self.profiles.profile_for,
             executor,
             self.tasks,
             self.bridge,
             lambda m, e: self.report(m, e, Context.LIVE),
-            self.zones,
         )
         self.wall = self.wall_ui.wall
         self.screenshot = Screenshot(
@@ -287,7 +276,7 @@ class Viewer(QObject):
         w.close_requested.connect(self.request_close)
         w.layout_reset.connect(self.analysis.restore_docks)
         w.batch_panel.cancel_requested.connect(lambda: self.runner.cancel())
-        self._wire_evaluation()
+        wire_evaluation(w, self.evaluation, self.analysis, images, router)
         w.thresholds.changed.connect(self._save_thresholds)
         w.thresholds.opacity_changed.connect(self.settings.set_mask_opacity)
         wire_results(self.runner, self.live, router)
@@ -303,20 +292,6 @@ class Viewer(QObject):
         w.export_stats_action.triggered.connect(lambda: self.export_stats_csv())
         w.export_log_action.triggered.connect(lambda: self.export_log_csv())
         w.clear_action.triggered.connect(images.clear)
-
-    def _wire_evaluation(self) -> None:
-        """Analyse > Evaluate against labels…: the dataset's images become the batch, their
-        results go where a batch's go (log, statistics, thumbnails, picture)."""
-        w, ev, router = self.window, self.evaluation.controller, self.router
-        self.analysis.evaluate_action.triggered.connect(lambda: self.evaluation.ask())
-        w.batch_panel.cancel_requested.connect(ev.cancel)
-        ev.starting.connect(self.images.evaluation_starting)
-        # The evaluation's run feeds the list as a job of its own (the router's evaluation job).
-        ev.entry_added.connect(router.evaluation_entry_added)
-        ev.result.connect(router.evaluation_result)
-        ev.run_started.connect(w.batch_panel.start)
-        ev.run_progress.connect(w.batch_panel.set_progress)
-        ev.run_finished.connect(router.evaluation_finished)
 
     # -- start -----------------------------------------------------------------------
     def start(self) -> None:
@@ -516,6 +491,23 @@ def show_model(window: MainWindow, settings: ViewerSettings, info: ModelInfo) ->
     score, iou = remembered or (info.profile.score_threshold, info.profile.iou_threshold)
     window.thresholds.set_values(score, iou)
     window.thresholds.set_applicable(*why_not_applicable(info.name, info.profile.task))
+
+
+def wire_evaluation(
+    w: MainWindow, evaluation: EvaluationUi, analysis: AnalysisUi, images: ImageList, router: ResultRouter
+) -> None:
+    """Analyse > Evaluate against labels…: the dataset's images become the batch, their
+    results go where a batch's go (log, statistics, thumbnails, picture)."""
+    ev = evaluation.controller
+    analysis.evaluate_action.triggered.connect(lambda: evaluation.ask())
+    w.batch_panel.cancel_requested.connect(ev.cancel)
+    ev.starting.connect(images.evaluation_starting)
+    # The evaluation's run feeds the list as a job of its own (the router's evaluation job).
+    ev.entry_added.connect(router.evaluation_entry_added)
+    ev.result.connect(router.evaluation_result)
+    ev.run_started.connect(w.batch_panel.start)
+    ev.run_progress.connect(w.batch_panel.set_progress)
+    ev.run_finished.connect(router.evaluation_finished)
 
 
 def wire_results(runner: BatchRunner, live: LiveController, router: ResultRouter) -> None:

@@ -1,6 +1,7 @@
 """The wall of streams built into the viewer: its controller and controls, wired to the live
 view it shares the window's middle with, to the tracking switch, and to the request log and
-statistics every stream's results go to (app/ui/wall/)."""
+statistics every stream's results go to (app/ui/wall/); with the lines, zones and heat maps
+of every live picture and the Events dock (zones_setup.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from app.inference.core.spec import ProfileSource
 from app.pipeline.live import LiveOptions
 from app.ui.analyse_menu import AnalysisUi
 from app.ui.base.bridge import GuiBridge
+from app.ui.base.settings import ViewerSettings
 from app.ui.base.tasks import TaskSet
 from app.ui.image_list import ImageList
 from app.ui.live.live_controller import LiveController
@@ -21,12 +23,13 @@ from app.ui.state.viewer_state import Mode, ViewerState
 from app.ui.wall.wall_controller import WallController
 from app.ui.wall.wall_stream import WallParts
 from app.ui.wall.wall_ui import WallUi
-from app.ui.zones_setup import ZonesUi
+from app.ui.zones_setup import ZonesUi, build_zones
 
 
 def build_wall(
     window: MainWindow,
     state: ViewerState,
+    settings: ViewerSettings,
     live: LiveController,
     live_ui: LiveUi,
     images: ImageList,
@@ -37,8 +40,9 @@ def build_wall(
     tasks: TaskSet,
     bridge: GuiBridge,
     report: Callable[[str, bool], None],
-    zones: ZonesUi | None = None,
-) -> WallUi:
+) -> tuple[WallUi, ZonesUi]:
+    """The wall's controls (their `wall`: the controller) and the zones' parts."""
+    zones = build_zones(window, state, settings, live, analysis, executor, tasks, report)
     parts = WallParts(
         window.thresholds,
         window.stats_panel,
@@ -47,7 +51,7 @@ def build_wall(
         bridge,
         profile_for,
         tracking_library=lambda: analysis.tracking.library,
-        zones=zones.context if zones is not None else None,
+        zones=zones.context,
     )
 
     def take_view() -> None:
@@ -81,8 +85,7 @@ def build_wall(
 
     track.toggled.connect(follow_tracking)
     wall.streams_changed.connect(follow_tracking)
-    if zones is not None:
-        single = zones.single
-        # One editor on the single view at a time: the focused stream's, else the single's own.
-        wall.focus_changed.connect(lambda s: single.detach() if s is not None else single.attach(window.view))
-    return ui
+    single = zones.single
+    # One editor on the single view at a time: the focused stream's, else the single's own.
+    wall.focus_changed.connect(lambda s: single.detach() if s is not None else single.attach(window.view))
+    return ui, zones

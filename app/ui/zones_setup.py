@@ -17,6 +17,7 @@ from app.ui.base.settings import ViewerSettings
 from app.ui.base.tasks import TaskSet
 from app.ui.live.live_controller import LiveController, source_label
 from app.ui.main_window import MainWindow
+from app.ui.state.viewer_state import Mode, ViewerState
 from app.ui.zones.events_panel import EventsPanel
 from app.ui.zones.stream_zones import StreamZones, ZonesContext
 
@@ -31,6 +32,7 @@ class ZonesUi:
 
 def build_zones(
     window: MainWindow,
+    state: ViewerState,
     settings: ViewerSettings,
     live: LiveController,
     analysis: AnalysisUi,
@@ -71,6 +73,9 @@ def build_zones(
     )
     single = StreamZones(live, context, lambda: live_label(live))
     single.attach(window.view)
+    # The single view shows the live stream only in live mode (a batch's images otherwise).
+    single.set_active(state.mode is Mode.LIVE)
+    state.mode_changed.connect(lambda mode: single.set_active(mode is Mode.LIVE))
 
     def drawn() -> None:
         if not single.config.empty and dock.isHidden():

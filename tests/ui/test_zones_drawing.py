@@ -237,3 +237,26 @@ def test_a_wall_tile_counts_zone_visits_and_shows_its_heat_map(
     viewer.wall.unfocus()
     assert tile.zones.item.scene() is tile.tile.view.scene()
     assert viewer.zones.single.item.scene() is viewer.window.view.scene()
+
+
+def test_a_batchs_images_get_no_zones_of_the_live_stream(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    video, _xs = crossing_video(tmp_path)
+    viewer = harness.viewer(triton.grpc_url, "face_detector")
+    harness.connected(viewer)
+    zones = viewer.zones.single
+    viewer.live_ui.open_source(str(video))
+    harness.run(until(lambda: viewer.live.meter.shown >= 1, what="the first frame"))
+    zones.set_config(ZonesConfig(zones=(ZoneSpec("right", ((400, 0), (640, 0), (640, 480))),)))
+    assert zones.editor.active and zones.item.isVisible()
+    picture = tmp_path / "photos"
+    picture.mkdir()
+    cv2.imwrite(str(picture / "a.png"), np.full((240, 320, 3), 128, np.uint8))
+    viewer.open_paths([str(picture)])  # the batch takes the view: the stream stops
+    harness.run(until(lambda: viewer.state.mode == "batch" and viewer.gallery.current_image is not None))
+    assert not zones.editor.active and not zones.item.isVisible(), "no zone drawn over a batch's image"
+    # The live stream again: its zones with it.
+    viewer.live_ui.open_source(str(video))
+    harness.run(until(lambda: viewer.state.mode == "live" and viewer.live.meter.shown >= 1))
+    assert zones.editor.active and zones.item.isVisible() and zones.config.zones[0].name == "right"

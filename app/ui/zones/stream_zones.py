@@ -99,6 +99,7 @@ class StreamZones(QObject):
         self._epoch0 = 0.0  # ... as wall-clock time
         self._state = LiveState.IDLE
         self._view: ImageView | None = None
+        self._heat_on = False
         self._heat_timer = QTimer(self)
         self._heat_timer.setInterval(HEAT_INTERVAL_MS)
         self._heat_timer.timeout.connect(self.refresh_heat)
@@ -116,6 +117,15 @@ class StreamZones(QObject):
         view.scene().addItem(self.item)
         self.item.set_view_scale(view.zoom_factor())
         self.editor.attach(view)
+
+    def set_active(self, on: bool) -> None:
+        """The view shows this stream (on), or something else (a batch's image): its shapes are
+        neither drawn nor edited meanwhile."""
+        self.editor.active = on
+        if not on:
+            self.editor.cancel()
+        self.item.setVisible(on)
+        self.heat_item.setVisible(on and self._heat_on)
 
     def detach(self) -> None:
         view, self._view = self._view, None
@@ -192,10 +202,11 @@ class StreamZones(QObject):
     # -- the heat map -----------------------------------------------------------------------------------
     @property
     def heat_shown(self) -> bool:
-        return self.heat_item.isVisible()
+        return self._heat_on
 
     def show_heat(self, on: bool) -> None:
-        self.heat_item.setVisible(on)
+        self._heat_on = on
+        self.heat_item.setVisible(on and self.editor.active)
         if on:
             self.refresh_heat()
             self._heat_timer.start()

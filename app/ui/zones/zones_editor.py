@@ -46,6 +46,7 @@ class ZonesEditor(QObject):
         self.mode = Mode.IDLE
         self.view: ImageView | None = None
         self.menu_hooks: list[Callable[[QMenu], None]] = []
+        self.active = True  # False: the picture is not its stream's (e.g. a batch's image)
         self._points: list[Point] = []  # the shape being drawn
         self._pressed = False  # a line's button is down
         self._dragging: Handle | None = None
@@ -142,7 +143,7 @@ class ZonesEditor(QObject):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         view = self.view
-        if view is None or not view.has_image():
+        if view is None or not self.active or not view.has_image():
             return False
         kind = event.type()
         if watched is view:
