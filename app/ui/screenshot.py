@@ -41,6 +41,7 @@ class Screenshot:
         self._pending, self._failure = pending, failure
         # With --camera: whether the live view has shown enough (the wall's streams replace it).
         self.live_ready: Callable[[], bool] = live.screenshot_ready
+        self.live_error: Callable[[], str | None] = lambda: live.error
         self._changed = asyncio.Event()  # set by every change that can make ready() true
         # `pending()` turns False when the session opens (the viewer runs what waited for it).
         for signal in (
@@ -92,9 +93,10 @@ class Screenshot:
         if not writer.write(self.window.grab().toImage()):
             report(f"could not write the screenshot {path}: {writer.errorString()}", True)
             return 1
-        if self.connection.state is ConnectionState.FAILED or self.live.error is not None:
+        live_error = self.live_error()
+        if self.connection.state is ConnectionState.FAILED or live_error is not None:
             why, models = self._failure()
-            print(f"error: {why or self.live.error}", file=sys.stderr, flush=True)
+            print(f"error: {why or live_error}", file=sys.stderr, flush=True)
             if models:
                 print(f"models on the server: {', '.join(models)}", file=sys.stderr, flush=True)
             return 1

@@ -248,6 +248,7 @@ class Viewer(QObject):
         )
         if options.cameras:
             self.screenshot.live_ready = self.wall.screenshot_ready
+            self.screenshot.live_error = self.wall.first_error
             self.wall.refreshed.connect(self.screenshot.wake)
         self.help = HelpUi(w, executor, self.tasks, lambda: self.connection.session)
         self.shutdown = ViewerShutdown(w, self.settings, self.tasks, self._shutdown_steps())

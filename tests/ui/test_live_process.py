@@ -43,3 +43,25 @@ def test_camera_that_cannot_open_exits_1_with_the_reason(triton: EmbeddedServer,
     proc = run_viewer(tmp_path, "--url", triton.grpc_url, "--camera", "9", "--screenshot", str(out))
     assert proc.returncode == 1
     assert out.is_file()  # the window, banner included, for the user to see why
+
+
+def test_several_cameras_play_in_a_wall_and_the_screenshot_waits_for_every_one(
+    triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    videos = []
+    for name in ("left", "right", "short"):
+        video = tmp_path / f"{name}.avi"
+        make_face_video(video, frames=10 if name == "short" else 90, fps=30, size=(320, 240))
+        videos.append(str(video))
+    out = tmp_path / "wall.png"
+    cameras = [arg for video in videos for arg in ("--camera", video)]
+    proc = run_viewer(tmp_path, "--url", triton.grpc_url, *cameras, "--screenshot", str(out))
+    assert proc.returncode == 0, proc.stderr
+    image = QImage(str(out))
+    assert not image.isNull() and image.width() >= 800
+    # One that cannot open: the others still play, the exit status says it.
+    proc = run_viewer(
+        tmp_path, "--url", triton.grpc_url, *cameras[:2], "--camera", "9", "--screenshot", str(out)
+    )
+    assert proc.returncode == 1
+    assert "camera 9" in proc.stderr

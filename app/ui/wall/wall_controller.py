@@ -208,6 +208,10 @@ class WallController(QObject):
         self.widget.summary.setText(WallFigures.of(figures, playing).text())
         self.refreshed.emit()
 
+    def first_error(self) -> str | None:
+        """The first failed stream's error (None: none failed)."""
+        return next((s.controller.error for s in self.streams if s.controller.error), None)
+
     def screenshot_ready(self) -> bool:
         """--screenshot: every stream has shown its first annotated frames, failed or ended."""
         return bool(self.streams) and all(s.controller.screenshot_ready() for s in self.streams)
