@@ -21,7 +21,7 @@ from app.ui.main_window import MainWindow
 from app.ui.result_router import ResultRouter
 from app.ui.state.viewer_state import Mode, ViewerState
 from app.ui.wall.wall_controller import WallController
-from app.ui.wall.wall_stream import WallParts
+from app.ui.wall.wall_stream import WallParts, WallStream
 from app.ui.wall.wall_ui import WallUi
 from app.ui.zones_setup import ZonesUi, build_zones
 
@@ -85,7 +85,18 @@ def build_wall(
 
     track.toggled.connect(follow_tracking)
     wall.streams_changed.connect(follow_tracking)
-    single = zones.single
-    # One editor on the single view at a time: the focused stream's, else the single's own.
-    wall.focus_changed.connect(lambda s: single.detach() if s is not None else single.attach(window.view))
+    single, tracking = zones.single, analysis.tracking
+
+    def focus_changed(stream: WallStream | None) -> None:
+        # One editor on the single view at a time: the focused stream's, else the single's own;
+        # the Tracks panel lists the focused stream's tracks.
+        if stream is not None:
+            single.detach()
+            tracking.panel_tracker = lambda: stream.tracking.tracker
+        else:
+            single.attach(window.view)
+            tracking.panel_tracker = None
+        tracking.refresh_panel()
+
+    wall.focus_changed.connect(focus_changed)
     return ui, zones

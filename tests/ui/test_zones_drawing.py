@@ -234,6 +234,9 @@ def test_a_wall_tile_counts_zone_visits_and_shows_its_heat_map(
     viewer.wall.focus(tile)
     assert tile.zones.item.scene() is viewer.window.view.scene()
     assert viewer.zones.single.item.scene() is None, "one editor on the single view at a time"
+    # The Tracks panel lists the focused stream's tracks.
+    assert tile.tracking.tracker is not None
+    assert viewer.analysis.tracks_panel.table.rowCount() == len(tile.tracking.tracker.book.tracks) >= 1
     viewer.wall.unfocus()
     assert tile.zones.item.scene() is tile.tile.view.scene()
     assert viewer.zones.single.item.scene() is viewer.window.view.scene()

@@ -7,6 +7,7 @@ the frames shown meanwhile have no track ids yet."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 
 from PySide6.QtCore import QObject, QTimer
@@ -34,6 +35,8 @@ class LiveTracking(QObject):
         self.tracker: ObjectTracker | None = None
         self._source: str | None = None
         self._state = LiveState.IDLE
+        # Whose tracks the panel lists when not the single stream's (a wall stream focused).
+        self.panel_tracker: Callable[[], ObjectTracker | None] | None = None
         self.trails = TrailsItem()
         self.trails.setVisible(False)
         view.scene().addItem(self.trails)
@@ -102,9 +105,10 @@ class LiveTracking(QObject):
             self.trails.set_tracks(self.tracker.book.live())
 
     def refresh_panel(self) -> None:
-        if self.tracker is None:
+        tracker = self.panel_tracker() if self.panel_tracker is not None else self.tracker
+        if tracker is None:
             return
-        book = self.tracker.book
+        book = tracker.book
         live_ids = {t.track_id for t in book.live()}
         self.panel.set_tracks(
             list(book.tracks.values()), live_ids, book.flicker(self.panel.flicker_frames.value())
