@@ -123,3 +123,23 @@ def test_the_viewer_runs_with_a_settings_folder_that_is_a_file(
     assert "Traceback" not in proc.stderr
     assert f"settings folder {a_file} is a file, not a folder: nothing will be saved" in proc.stderr
     assert out.stat().st_size > 20_000
+
+
+def test_zones_are_kept_per_source_and_a_bad_entry_is_ignored_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.analytics.zones_file import LineSpec, ZonesConfig
+
+    settings, shown = settings_in(tmp_path / "settings", monkeypatch)
+    door = ZonesConfig((LineSpec("door", (320.0, 0.0), (320.0, 480.0)),))
+    settings.set_zones("/videos/hall.mp4", door)
+    settings.set_zones("rtsp://cam/1?a=b", ZonesConfig((LineSpec("gate", (1.0, 1.0), (9.0, 9.0)),)))
+    settings.sync()
+    again = ViewerSettings(open_settings())
+    assert again.zones("/videos/hall.mp4") == door, "a path's '/' is quoted into one key"
+    assert again.zones("rtsp://cam/1?a=b") is not None and again.zones("camera 0") is None
+    settings.set_zones("/videos/hall.mp4", ZonesConfig())  # nothing left: forgotten
+    assert settings.zones("/videos/hall.mp4") is None
+    settings.qsettings.setValue("zones/bad", '{"lines": [{"name": "x", "a": [1, 1], "b": [1, 1]}]}')
+    assert settings.zones("bad") is None
+    assert any("zones/bad" in message and "zero length" in message for message in shown), shown

@@ -126,6 +126,13 @@ def test_a_stream_that_fails_stays_in_its_tile_and_the_others_play_on(
     )
     assert all(s.state is LiveState.PLAYING for s in good)
     assert len(wall.streams) == 5 and wall.widget.shape() == (2, 3)
+    # Removing the failed and the ended ones: their tiles go, the three play on in a 2x2 grid.
+    viewer.wall.remove(bad)
+    viewer.wall.remove(ending)
+    assert wall.streams == good and wall.widget.shape() == (2, 2)
+    harness.run(until(lambda: wall.closing == 0, what="the removed streams released"))
+    assert len([t for t in live_threads() if t.startswith("LiveCapture[")]) == 3
+    assert all(s.state is LiveState.PLAYING for s in good)
 
 
 def completed(stream: WallStream) -> int:

@@ -235,9 +235,9 @@ class WallController(QObject):
             single()
 
     @property
-    def idle(self) -> bool:
-        """No stream plays and every one closed has released its capture."""
-        return not self._closing and all(s.controller.idle for s in self.streams)
+    def closing(self) -> int:
+        """Streams removed whose capture is still being released."""
+        return len(self._closing)
 
     async def shutdown(self) -> None:
         """The window closes: every stream stops at once (in parallel), within the bound of one."""
