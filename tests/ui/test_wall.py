@@ -73,10 +73,11 @@ def test_four_looped_videos_play_at_once_each_with_boxes_in_its_own_tile(
     runs = [s.controller.live for s in wall.streams]
     assert all(run is not None for run in runs) and len({id(r) for r in runs}) == 4
     assert all(s.controller.session is viewer.connection.session for s in wall.streams)
-    # Each tile decodes at its own size: smaller than the video, since the tile is smaller.
+    # Each stream is decoded for its own tile (its plan told the tile's size, not the window's).
     for stream in wall.streams:
-        shown = stream.tile.view.shown_image()
-        assert 0 < shown.width() <= SIZE[0], (stream.label, shown.width())
+        need = stream.controller.decode_plan.view
+        assert need is not None and need.viewport == stream.tile.view.viewport_pixels(), stream.label
+        assert need.viewport[0] < viewer.window.view.width()
     # Per stream figures in its tile, the overall ones above the grid.
     wall.refresh()
     for stream in wall.streams:

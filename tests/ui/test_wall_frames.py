@@ -63,6 +63,8 @@ def test_the_wall_fits_the_screen_with_every_tile_whole(
         client = [0, 0, entry["client"][2], entry["client"][3]]
         if entry["page"] == "single":
             assert entry["picture"][3] >= client[3] / 2, f"{name}: the picture gets {entry['picture']}"
+            # The focused stream (480x360) is decoded whole for the big view.
+            assert entry["single_decoded"] == [480, 360], entry["single_decoded"]
             continue
         assert inside(entry["wall"], client), f"{name}: the wall {entry['wall']} outside the window {client}"
         for tile in entry["tiles"]:
@@ -76,5 +78,8 @@ def test_the_wall_fits_the_screen_with_every_tile_whole(
             assert tile["title_shown"] == title, f"{name}: the name {title} is cut to {tile['title_shown']}"
             assert "fps" in tile["figures"], f"{name}: tile {title} shows no figures"
     wall6 = entries[1]
+    # Each tile decodes only what it shows: six tiles are narrower than half a 640x480 frame.
+    for tile in wall6["tiles"][:4]:
+        assert tile["source"] == [640, 480] and tile["decoded"][0] <= 320, tile
     rows = {tuple(t["rect"][1::2]) for t in wall6["tiles"]}
     assert len(wall6["tiles"]) == 6 and len(rows) == 2, "six tiles in two rows of three"

@@ -48,6 +48,8 @@ def wall_entry(viewer: Viewer, name: str) -> dict[str, Any]:
                 "figures": tile.figures.text(),
                 "figures_rect": within(tile.figures, w),
                 "boxes": len(tile.view.box_items()),
+                "decoded": [tile.view.shown_image().width(), tile.view.shown_image().height()],
+                "source": list(tile.view.image_size() or (0, 0)),
             }
         )
     return describe(
@@ -57,6 +59,7 @@ def wall_entry(viewer: Viewer, name: str) -> dict[str, Any]:
         wall=within(wall.widget, w),
         picture=within(w.view, w),
         page="wall" if w.pages.currentWidget() is wall.widget else "single",
+        single_decoded=[w.view.shown_image().width(), w.view.shown_image().height()],
         tiles=tiles,
     )
 
