@@ -50,7 +50,7 @@ from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
 from app.ui.live.live_detail import LiveDetail
 from app.ui.live.live_rows import show_live_rows
-from app.ui.live.recording import LiveRecorder
+from app.ui.live.recording import LiveRecorder, record_fps, settled
 from app.ui.view.image_view import ImageView
 from app.ui.widgets.thresholds import ThresholdsWidget
 
@@ -108,8 +108,8 @@ class LiveController(QObject):
             executor,
             report,
             playing=lambda: self.live is not None,
-            fps=self._record_fps,
-            settled=self._settled,
+            fps=lambda: record_fps(self.live, self.options.frame_by_frame),
+            settled=lambda: settled(self.stream_stats(), self.live, self.meter),
             frame_by_frame=lambda: self.options.frame_by_frame,
             trails=lambda: self.trails_hook() if self.trails_hook is not None else (),
             visible=self._visible,
@@ -360,26 +360,6 @@ class LiveController(QObject):
         stream = self.stream_stats()
         capture_fps = self.live.stats().capture.fps if self.live is not None else 0.0
         show_live_rows(self.stats_panel, self.meter.stats(), stream, capture_fps)
-
-    def _record_fps(self) -> float:
-        """Frame by frame, every frame is recorded: the source's rate. Live, the rate frames are
-        inferred at once it is known (frames are dropped), else the source's."""
-        if self.live is None:
-            return 30.0
-        stats = self.live.stats()
-        source = stats.capture.source_fps
-        if self.options.frame_by_frame and source > 0:
-            return source
-        if stats.stream is not None and stats.stream.inference_fps >= 1.0:
-            return round(stats.stream.inference_fps)
-        return source or 30.0
-
-    def _settled(self) -> bool:
-        """No request unfinished (an answered one may still be decoding) and every result
-        received here: nothing older can still come (the recording's frame order)."""
-        stats = self.stream_stats()
-        unfinished = self.live.unfinished() if self.live is not None else 0
-        return stats is not None and unfinished == 0 and stats.completed <= self.meter.results
 
     # -- start / stop --------------------------------------------------------------------------------
     async def _restart(self) -> None:

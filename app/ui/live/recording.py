@@ -22,7 +22,9 @@ from PySide6.QtCore import QObject, Signal
 from app.drawing.draw_list import FrozenTrail, TrailSource, frozen_trails
 from app.drawing.style import AnnotationStyle
 from app.inference.result import Detection, InferenceResult
+from app.pipeline.display import DisplayMeter
 from app.pipeline.frame_order import FrameOrder
+from app.pipeline.live import LiveRun, StreamStats
 from app.pipeline.live_decode import DecodePlan
 from app.pipeline.recording import LiveRecording
 from app.sources.frame import Frame
@@ -174,3 +176,26 @@ class LiveRecorder(QObject):
     def _set_state(self, state: RecordingState) -> None:
         self._state = state
         self.state_changed.emit(state)
+
+
+def record_fps(live: LiveRun | None, frame_by_frame: bool) -> float:
+    """The recording's frame rate. Frame by frame, every frame is recorded: the source's rate.
+    Live, the rate frames are inferred at once it is known (frames are dropped), else the
+    source's."""
+    if live is None:
+        return 30.0
+    stats = live.stats()
+    source = stats.capture.source_fps
+    if frame_by_frame and source > 0:
+        return source
+    if stats.stream is not None and stats.stream.inference_fps >= 1.0:
+        return round(stats.stream.inference_fps)
+    return source or 30.0
+
+
+def settled(stream: StreamStats | None, live: LiveRun | None, meter: DisplayMeter) -> bool:
+    """No request unfinished (an answered one may still be decoding) and every result received
+    by the GUI: nothing older can still come (the recording's frame order). `stream`: the run's
+    figures (the last run's once it stopped), `live`: the run playing (None: none)."""
+    unfinished = live.unfinished() if live is not None else 0
+    return stream is not None and unfinished == 0 and stream.completed <= meter.results
