@@ -115,12 +115,13 @@ async def windowed(name: str, window: QWidget, key: str, out: list[dict[str, Any
 
 
 def optional_docks(viewer: Viewer) -> list[QDockWidget]:
-    """Every dock the main window can show: its own, Tracks, Server (metrics), Evaluation."""
+    """Every dock the main window can show: its own, Tracks, Server (metrics), Evaluation, Events."""
     return [
         *viewer.window.docks(),
         viewer.analysis.tracks_dock,
         viewer.server_tools.metrics_dock,
         viewer.evaluation.dock,
+        viewer.zones.dock,
     ]
 
 
