@@ -235,3 +235,27 @@ def test_a_tile_runs_another_model_on_the_sessions_own_channels(
     assert second.own_session is None and second.controller.session is base
     harness.run(until(lambda: own.state == "closed", what="the tile's session closed"))
     assert base.state == "open"
+
+
+def test_adding_a_camera_to_a_single_stream_makes_a_wall_and_opening_one_closes_it(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    first, second, third = face_videos(tmp_path, 3)
+    viewer = wall_of(harness, triton.grpc_url, [])
+    viewer.live_ui.open_source(str(first))  # the single live view
+    harness.run(until(lambda: viewer.live.meter.shown >= 3, what="the single stream"))
+    added = viewer.wall_ui.add_source(str(second))
+    assert added is not None
+    wall = viewer.wall
+    assert [s.source for s in wall.streams] == [str(first), str(second)], "the single stream moved in"
+    harness.run(until(lambda: viewer.live.idle and viewer.live.source is None, what="the single view let go"))
+    harness.run(until(lambda: all(s.controller.meter.shown >= 3 for s in wall.streams), what="both tiles"))
+    assert viewer.window.pages.currentWidget() is wall.widget
+    assert viewer.live_ui.toolbar.state_label.text().startswith(" Wall: 2 streams")
+    # A single stream opened (Live > Open video…) takes the live view: the wall closes.
+    viewer.live_ui.open_source(str(third))
+    harness.run(until(lambda: viewer.live.meter.shown >= 3, what="the new single stream"))
+    assert wall.streams == [] and viewer.window.pages.currentWidget() is viewer.window.view
+    harness.run(
+        until(lambda: wall.closing == 0 and len(live_threads()) == 1, what="the wall's captures released")
+    )

@@ -131,6 +131,8 @@ class WallController(QObject):
             self.parts.tasks.spawn(self._close(stream), name=f"close {stream.label}")
         self._timer.stop()
         self._relayout()
+        if self.state.mode is Mode.LIVE:
+            self.pages.setCurrentWidget(self.single_view)  # (a single stream takes the view)
         if streams:
             self.streams_changed.emit()
 
