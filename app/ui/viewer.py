@@ -50,6 +50,7 @@ from app.ui.server_tools.server_tools_ui import ServerToolsUi
 from app.ui.state.viewer_state import Mode, ViewerState
 from app.ui.viewer_options import ViewerOptions
 from app.ui.viewer_shutdown import Step, ViewerShutdown
+from app.ui.wall.wall_controller import WallController
 from app.ui.wall_setup import build_wall
 from app.ui.widgets.banner import Context, split_detail
 from app.ui.widgets.thresholds import why_not_applicable
@@ -247,9 +248,7 @@ class Viewer(QObject):
             lambda: (self.connection_ui.failure, self.connection_ui.models_listed),
         )
         if options.cameras:
-            self.screenshot.live_ready = self.wall.screenshot_ready
-            self.screenshot.live_error = self.wall.first_error
-            self.wall.refreshed.connect(self.screenshot.wake)
+            wait_for_the_wall(self.screenshot, self.wall)
         self.help = HelpUi(w, executor, self.tasks, lambda: self.connection.session)
         self.shutdown = ViewerShutdown(w, self.settings, self.tasks, self._shutdown_steps())
         self.closed = self.shutdown.closed
@@ -436,7 +435,7 @@ class Viewer(QObject):
 
     def _shutdown_steps(self) -> list[Step]:
         return [
-            ("settings", self._save_settings),
+            ("settings", lambda: save_settings(self.settings, self.live_ui, self.evaluation)),
             ("timers", self._stop_timers),
             ("dialogs", self._close_dialogs),
             ("batch", self.runner.cancel),  # stop submitting first: nothing new goes out
@@ -451,15 +450,6 @@ class Viewer(QObject):
             ("tasks", self.tasks.cancel_all),  # nothing left pending when the loop closes
         ]
 
-    def _save_settings(self) -> None:
-        self.settings.set_last_dir("record", self.live_ui.record_dir)
-        if self.evaluation.controller.choice is not None:
-            # Where the next dataset is looked for: beside this one.
-            self.settings.set_last_dir(
-                "evaluate", str(Path(self.evaluation.controller.choice.dataset).parent)
-            )
-        self.settings.sync()
-
     def _stop_timers(self) -> None:
         self.stats.stop()
         self.server_split.stop()
@@ -469,6 +459,22 @@ class Viewer(QObject):
         """The Help dialog and a protocol offer, if open."""
         self.help.close()
         self.connection_ui.close_dialogs()
+
+
+def save_settings(settings: ViewerSettings, live_ui: LiveUi, evaluation: EvaluationUi) -> None:
+    """At close: the folders the next recording and evaluation start in, then to disk."""
+    settings.set_last_dir("record", live_ui.record_dir)
+    if evaluation.controller.choice is not None:
+        # Where the next dataset is looked for: beside this one.
+        settings.set_last_dir("evaluate", str(Path(evaluation.controller.choice.dataset).parent))
+    settings.sync()
+
+
+def wait_for_the_wall(screenshot: Screenshot, wall: WallController) -> None:
+    """--screenshot with several --camera: taken once every stream of the wall is shown."""
+    screenshot.live_ready = wall.screenshot_ready
+    screenshot.live_error = wall.first_error
+    wall.refreshed.connect(screenshot.wake)
 
 
 def local_server_metrics(connection: ConnectionController) -> EmbeddedMetrics | None:

@@ -223,14 +223,12 @@ class TritonSession:
 
     @property
     def pool(self) -> ConnectionPool | None:
-        """The channels to the servers (None until open): sessions of other models may share
-        them (app.inference.core.shared_channels)."""
+        """The channels (None until open): other models' sessions share them (shared_channels)."""
         return self._pool
 
     @property
     def wire(self) -> Wire:
-        """How tensors are written: by protocol, and over HTTP binary only where the server
-        declares Triton's binary tensor extension (JSON otherwise)."""
+        """How tensors are written: over HTTP binary where the server declares it, else JSON."""
         if self.protocol is ServerProtocol.GRPC:
             return Wire()
         return Wire(ServerProtocol.HTTP, binary=self.features.binary_tensors)
@@ -267,14 +265,8 @@ class TritonSession:
         server has no statistics extension."""
         if self._pool is None or self.info is None:
             raise SessionError("the session is not open")
-        return read_server_counters(
-            self._pool,
-            self.info,
-            self.features,
-            self._headers,
-            self.spec.timeouts.request_s,
-            self.spec.version,
-        )
+        timeout_s, version = self.spec.timeouts.request_s, self.spec.version
+        return read_server_counters(self._pool, self.info, self.features, self._headers, timeout_s, version)
 
     def pipeline_stages(self) -> dict[str, str]:
         """{stage model: its pipeline} among the ready models (blocking: a config call each)."""
