@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,22 @@ from tests.mlserver.server import MLServer, running_mlserver
 
 TESTS = Path(__file__).resolve().parent
 SETTINGS_DIR_ENV = "TRITON_VIEWER_SETTINGS_DIR"  # app.ui.base.settings reads it (no Qt import here)
+
+
+def _hear_what_a_background_start_ignores() -> None:
+    """A run started in the background by a shell without job control (`cmd &`, `nohup`)
+    inherits SIGINT (and under nohup SIGHUP) ignored, and so would every process the tests
+    start: the app rightly keeps an ignored signal ignored, and the Ctrl-C and hang-up tests
+    would see nothing. A handler of the suite's own is reset to the default in each child at
+    exec, which an ignored signal is not; the suite itself gets Ctrl-C as Python does and
+    still shrugs off a hang-up."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: None)
+
+
+_hear_what_a_background_start_ignores()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -113,6 +130,9 @@ START_FIRST = (
     "tests/integration/test_ultralytics_segment_classify.py",  # three segment heads, a classifier
     "tests/integration/test_cli_evaluate.py",
     "tests/bench/test_bench_smoke.py",
+    "tests/ui/test_window_frames.py",  # ~60 s: every window in every dock combination, twice
+    "tests/integration/test_model_files.py",
+    "tests/integration/test_tune.py",
     "tests/ui/test_viewer_recovery.py",
     "tests/integration/test_embedded_server.py",
     "tests/integration/test_supervised_server.py",

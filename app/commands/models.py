@@ -213,6 +213,9 @@ _BOXES_IN = {
 }
 
 
+SIZE_SENT = "sent the model-input width, height"
+
+
 def describe_profile(profile: ModelProfile) -> list[str]:
     size = "any (image as it is)" if profile.input_size is None else "x".join(map(str, profile.input_size))
     if profile.input_size is not None and profile.input_size_source:
@@ -230,6 +233,11 @@ def describe_profile(profile: ModelProfile) -> list[str]:
         f"input: {profile.input_name} {profile.input_dtype} {profile.input_layout} {profile.channel_order}, "
         f"size {size}, {'with' if profile.has_batch_dim else 'no'} batch dim, "
         f"preprocess {profile.preprocess}{norm}",
+        *(
+            [f"size input: {profile.size_input} {profile.size_input_dtype}, {SIZE_SENT}"]
+            if profile.size_input
+            else []
+        ),
         f"output: {profile.output_format} ({', '.join(profile.output_names)}){boxes}",
         *([f"layout: {profile.layout_reason}"] if profile.layout_reason else []),
         task_summary(profile),

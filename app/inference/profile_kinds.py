@@ -34,6 +34,9 @@ class OutputFormat(enum.StrEnum):
 class Preprocess(enum.StrEnum):
     LETTERBOX = "letterbox"  # keep the aspect ratio, pad (Ultralytics' convention)
     LETTERBOX_TOP_LEFT = "letterbox_top_left"  # YOLOX: the image top-left, padded right/bottom
+    # insightface's SCRFD.detect: top-left too, sized by its own arithmetic, one scale
+    # (the new height over the height) for both axes.
+    LETTERBOX_INSIGHTFACE = "letterbox_insightface"
     RESIZE = "resize"  # stretch to the input size
     # Ultralytics' classify transforms: the shorter side to the input size (Pillow's bilinear),
     # then the centre crop.

@@ -59,6 +59,12 @@ class XRay:
             self._tracer.trace_every(on)
 
     @property
+    def tracing_all(self) -> bool:
+        """Every request sent from now on is traced (the server's tracing is on for it)."""
+        tracer = self._tracer
+        return tracer is not None and tracer.selection.kind is SelectionKind.ALL
+
+    @property
     def armed(self) -> int:
         """How many of the next requests are still to be traced."""
         return self._tracer.selection.count if self._tracer is not None else 0

@@ -258,6 +258,8 @@ class LiveCapture:
             if is_file:
                 if self._loop and frames_this_pass > 0 and cap.set(cv2.CAP_PROP_POS_FRAMES, 0):
                     frames_this_pass = 0
+                    if pace:  # the end of the file took no frame's slot: the first frame gets it
+                        next_due -= pace
                     if watch[0] is not None:  # the packets from the start again
                         watch[0].close()
                         watch[0] = self._stream_sizes(cap)

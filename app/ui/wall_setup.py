@@ -50,7 +50,7 @@ def build_wall(
         tasks,
         bridge,
         profile_for,
-        tracking_library=lambda: analysis.tracking.library,
+        tracking_library=analysis.tracking.load_library,
         zones=zones.context,
     )
 
@@ -78,13 +78,19 @@ def build_wall(
     live.view_taken.connect(wall.close_all)  # a single stream opened: it takes the live view
     track = analysis.track_action
 
-    def follow_tracking(*_args: object) -> None:
-        for stream in wall.streams:
-            if stream.tracking.enabled != track.isChecked():
-                stream.tracking.set_enabled(track.isChecked())
+    # Analyse > Track objects switches every tile; a tile's own menu switches that tile alone,
+    # and a new tile starts as the switch is.
+    known: set[WallStream] = set()  # the tiles there at the last change
 
-    track.toggled.connect(follow_tracking)
-    wall.streams_changed.connect(follow_tracking)
+    def follow_tracking(every: bool) -> None:
+        for stream in wall.streams:
+            if (every or stream not in known) and stream.tracking.enabled != track.isChecked():
+                stream.tracking.set_enabled(track.isChecked())
+        known.clear()
+        known.update(wall.streams)
+
+    track.toggled.connect(lambda _on: follow_tracking(every=True))
+    wall.streams_changed.connect(lambda: follow_tracking(every=False))
     single, tracking = zones.single, analysis.tracking
 
     def focus_changed(stream: WallStream | None) -> None:

@@ -148,13 +148,13 @@ def print_result(args: argparse.Namespace, r: dict[str, Any]) -> None:
     )
     print(
         f"{'stream':<14} {'decoded':>9} {'shown':>6} {'disp/s':>6} {'inf/s':>6} {'lost':>11} {'lost %':>6} "
-        f"{'p50 ms':>7} {'p95 ms':>7}"
+        f"{'p50 ms':>7} {'p95 ms':>7} {'not sent':>8} {'behind':>6}"
     )
     for s in r["streams"]:
         print(
             f"{s['name']:<14} {s['decoded']:>9} {s['shown']:6d} {s['display_fps']:6.1f} "
             f"{s['inference_fps']:6.1f} {s['lost']:>5.0f}/{s['source_frames']:<5.0f} {s['lost_pct']:6.1f} "
-            f"{s['p50']:7.1f} {s['p95']:7.1f}"
+            f"{s['p50']:7.1f} {s['p95']:7.1f} {s['dropped']:8.0f} {s['behind']:6.1f}"
         )
     print(
         f"all streams: {r['shown']} frames shown ({r['display_fps']:.1f}/s), viewer CPU "

@@ -16,6 +16,7 @@ from tests.fleet import FLEET_MODEL, Killer, fleet, inference_count, target, wri
 from tests.integration.test_cli_infer import parse
 
 IMAGES = 300
+CONCURRENCY = 8
 
 
 def test_a_fleet_target_balances_and_loses_no_input_when_a_server_dies(tmp_path: Path) -> None:
@@ -24,7 +25,7 @@ def test_a_fleet_target_balances_and_loses_no_input_when_a_server_dies(tmp_path:
         url = target([dying, surviving])
         with Killer(dying, after=40, others=[surviving]) as killer:
             run = run_cli_in_process(
-                "infer", "--url", url, "--model", FLEET_MODEL, "--concurrency", "8", str(images)
+                "infer", "--url", url, "--model", FLEET_MODEL, "--concurrency", str(CONCURRENCY), str(images)
             )
         assert killer.killed, "the run ended before the server was killed"
         survivor_served = inference_count(surviving)
@@ -36,8 +37,10 @@ def test_a_fleet_target_balances_and_loses_no_input_when_a_server_dies(tmp_path:
     # Both servers answered from the start (round_robin; gRPC's default, pick_first, sends
     # everything to the first address until it fails) ...
     assert killer.served_before_kill >= 40 and killer.others_served_before_kill[0] >= 20
-    # ... and what the dead one had in flight was sent again, to the other.
-    assert survivor_served >= IMAGES - killer.served_before_kill
+    # ... and what the dead one had in flight was sent again, to the other. It may have
+    # answered a few more between the killer's last look and the kill (at most what was in
+    # flight): those are not sent again.
+    assert survivor_served >= IMAGES - killer.served_before_kill - CONCURRENCY
     assert re.search(r"^\d+ request\(s\) sent again after a transient failure", run.stderr, re.M)
 
 

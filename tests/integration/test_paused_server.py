@@ -73,5 +73,6 @@ def test_every_request_ends_ok_once_through_a_pause_of_the_server(tmp_path: Path
     sources = [r.source for r in collect.results]
     assert sorted(sources) == [f"img_{i:04d}" for i in range(IMAGES)], "every image once, none twice"
     not_ok = [(r.source, r.status.value, r.error) for r in collect.results if not r.ok]
-    assert not not_ok, (not_ok[:5], events)
+    # A str, not a tuple: pytest would cut the events' repr short, and they tell the story.
+    assert not not_ok, "\n".join([*(map(str, not_ok[:5])), "events:", *events])
     assert resent >= 1, "the attempts the pause left unanswered were sent again"

@@ -83,6 +83,40 @@ def test_same_detections_over_grpc_shm_and_client_batches(triton: EmbeddedServer
     assert my_regions() == [], "closing a session unregisters and unlinks its regions"
 
 
+# fixed_dfine's queries (tests/models/fixed_model.py): normalised cx, cy, w, h, class, score.
+DFINE = [
+    ((0.25, 0.30, 0.20, 0.20), 0, 1 / (1 + np.exp(-2.0))),
+    ((0.60, 0.55, 0.30, 0.50), 2, 1 / (1 + np.exp(-1.0))),
+]
+
+
+def test_an_official_rtdetr_dfine_export_gets_each_images_size_over_every_transport(
+    triton: EmbeddedServer,
+) -> None:
+    # The exporters' own pipeline: stretch to 640x640, send the image's (width, height) as
+    # orig_target_sizes, read boxes in its pixels. The app sends the model-input size and
+    # undoes its own resize: the same boxes, whichever way the image travels.
+    images = shapes()
+    for transport in (TransportKind.GRPC, TransportKind.SHM):
+        for batch in (1, 4):
+            spec = SessionSpec(
+                endpoints=parse_endpoints(triton.grpc_url),
+                model="fixed_dfine",
+                delivery=Delivery(transport=transport, client_batch=batch),
+            )
+            with TritonSession(spec) as session:
+                assert session.profile is not None and session.profile.size_input == "orig_target_sizes"
+                results = run_all(session, images)
+            for image, result in zip(images * 3, results, strict=True):
+                assert result.ok, (transport, batch, result.error)
+                h, w = image.shape[:2]
+                assert [d.class_id for d in result.detections] == [c for _, c, _ in DFINE]
+                for det, ((cx, cy, bw, bh), _, score) in zip(result.detections, DFINE, strict=True):
+                    official = [(cx - bw / 2) * w, (cy - bh / 2) * h, (cx + bw / 2) * w, (cy + bh / 2) * h]
+                    assert det.box == pytest.approx(official, abs=1.0), (transport, batch, w, h)
+                    assert det.score == pytest.approx(score, abs=1e-4)
+
+
 def test_client_batches_really_form_and_each_member_keeps_its_own_id(triton: EmbeddedServer) -> None:
     # The 12 requests all become one tensor shape: three batches fill up and go at once. The
     # delay only sends a batch that does not fill; a short one (50 ms) let a busy machine's

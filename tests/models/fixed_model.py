@@ -255,6 +255,41 @@ def misbehaving(_version):
     return outputs
 
 
+# -- the official RT-DETR / D-FINE / DEIM export (fixed_dfine): `images` + `orig_target_sizes` --------
+# The decoder's raw queries, normalised cx, cy, w, h and per-class logits (80 classes), put
+# through the exporters' own deploy post-processor (RTDETRPostProcessor / D-FINE's
+# PostProcessor with use_focal_loss): sigmoid, top 300 over queries x classes, boxes
+# cxcywh -> xyxy times each image's orig_target_sizes (width, height).
+DFINE_CLASSES, DFINE_QUERIES = 80, 300
+DFINE = [((0.25, 0.30, 0.20, 0.20), 2.0, 0), ((0.60, 0.55, 0.30, 0.50), 1.0, 2)]  # (cxcywh, logit, class)
+
+
+def dfine(_version):
+    logits = np.full((DFINE_QUERIES, DFINE_CLASSES), -6.0, np.float32)
+    boxes = np.tile(np.float32([0.5, 0.5, 0.1, 0.1]), (DFINE_QUERIES, 1))
+    for q, (box, logit, cls) in enumerate(DFINE):
+        boxes[q], logits[q, cls] = box, logit
+
+    def outputs(images, sizes):
+        batch = images.shape[0]
+        if sizes.shape != (batch, 2) or sizes.dtype != np.int64:
+            raise ValueError(
+                f"orig_target_sizes: expected INT64 [{batch}, 2], got {sizes.dtype} {list(sizes.shape)}"
+            )
+        cx, cy, w, h = boxes.T
+        xyxy = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
+        scores = 1 / (1 + np.exp(-logits.reshape(-1)))
+        top = np.argsort(-scores, kind="stable")[:DFINE_QUERIES]
+        out_boxes = np.stack([xyxy[top // DFINE_CLASSES] * np.tile(s, 2) for s in sizes.astype(np.float32)])
+        return {
+            "labels": np.tile((top % DFINE_CLASSES).astype(np.int64), (batch, 1)),
+            "boxes": out_boxes.astype(np.float32),
+            "scores": np.tile(scores[top].astype(np.float32), (batch, 1)),
+        }
+
+    return outputs
+
+
 def per_image(one, name="output0"):
     """The same output for every image of a batch (Triton batches these models)."""
     return lambda images: {name: np.repeat(one[None], images.shape[0], axis=0)}
@@ -272,6 +307,7 @@ LAYOUTS = {
     "classify": classify,
     "unknown": unknown,
     "misbehaving": misbehaving,
+    "dfine": dfine,
 }
 
 
@@ -280,14 +316,16 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         layout = config["parameters"]["fixed_outputs"]["string_value"]
         self.input_name = config["input"][0]["name"]
+        self.other_inputs = [i["name"] for i in config["input"][1:]]  # fixed_dfine's sizes
         self.outputs = LAYOUTS[layout](str(args["model_version"]))
 
     def execute(self, requests):
         responses = []
         for request in requests:
             images = pb_utils.get_input_tensor_by_name(request, self.input_name).as_numpy()
+            others = [pb_utils.get_input_tensor_by_name(request, n).as_numpy() for n in self.other_inputs]
             try:
-                outputs = self.outputs(images)
+                outputs = self.outputs(images, *others)
             except ValueError as e:
                 responses.append(
                     pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(str(e)))

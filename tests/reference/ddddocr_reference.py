@@ -8,17 +8,14 @@ a subprocess with that folder on PYTHONPATH: the test process never imports it.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.ultralytics.venv import cache_root
+from tests.reference.package_cache import installed_without_deps
 
 VERSION = "1.6.1"
 RUNNER = Path(__file__).with_name("ddddocr_runner.py")
@@ -26,24 +23,7 @@ RUNNER = Path(__file__).with_name("ddddocr_runner.py")
 
 def package_folder() -> Path:
     """The folder holding the ddddocr package, installed now unless cached."""
-    folder = cache_root() / "pkgs" / f"ddddocr-{VERSION}"
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (folder / "ddddocr" / "common_det.onnx").is_file():
-            return folder
-        staging = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
-        try:
-            subprocess.run(
-                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", f"ddddocr=={VERSION}",
-                 "--target", str(staging)],
-                check=True, capture_output=True, timeout=600,
-            )  # fmt: skip
-            shutil.rmtree(folder, ignore_errors=True)
-            staging.rename(folder)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return folder
+    return installed_without_deps(f"ddddocr=={VERSION}", "ddddocr/common_det.onnx")
 
 
 def ddddocr_boxes(images: list[Path]) -> dict[str, Any]:

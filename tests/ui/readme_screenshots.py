@@ -265,7 +265,7 @@ async def shoot_xray(out: Path, executor: ThreadPoolExecutor, work: Path) -> Non
         await until(lambda: viewer.connection.state == "connected")
         x = viewer.xray
         x.mode_actions["all"].trigger()
-        await until(lambda: x.xray.tracer is not None)
+        await until(lambda: x.xray.tracing_all)
         viewer.open_paths([str(sample_folder(work / "xray"))])
         await until(lambda: not viewer.runner.active() and len(x.xray.kept()) >= 6, timeout=60)
         viewer.router.flush_log()

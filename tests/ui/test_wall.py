@@ -15,6 +15,7 @@ from PySide6.QtTest import QTest
 from app.pipeline.live import LiveState
 from app.server.embedded import EmbeddedServer
 from app.ui.analysis.request_log import COL_SOURCE
+from app.ui.live.recording import RecordingState
 from app.ui.state.viewer_state import Mode
 from app.ui.viewer import Viewer
 from app.ui.wall.wall_stream import WallStream
@@ -259,3 +260,69 @@ def test_adding_a_camera_to_a_single_stream_makes_a_wall_and_opening_one_closes_
     harness.run(
         until(lambda: wall.closing == 0 and len(live_threads()) == 1, what="the wall's captures released")
     )
+
+
+def tile_action(viewer: Viewer, stream: WallStream, text: str) -> None:
+    """Choose `text` in the stream's tile menu (built as a right-click builds it)."""
+    menu = viewer.wall_ui.build_tile_menu(stream, QPoint(5, 5))
+    texts = [a.text() for a in menu.actions()]
+    assert text in texts, texts
+    next(a for a in menu.actions() if a.text() == text).trigger()
+    menu.deleteLater()
+
+
+def test_a_tiles_own_pause_stop_tracking_and_recording_leave_the_other_tile_playing(
+    harness: Harness, triton: EmbeddedServer, tmp_path: Path
+) -> None:
+    import cv2
+
+    viewer = wall_of(harness, triton.grpc_url, [str(v) for v in face_videos(tmp_path, 2)])
+    a, b = viewer.wall.streams
+    shown = lambda s: s.controller.meter.shown  # noqa: E731
+    harness.run(until(lambda: shown(a) >= 3 and shown(b) >= 3, what="both tiles playing"))
+
+    tile_action(viewer, a, "Pause this stream")
+    assert a.state is LiveState.PAUSED and b.state is LiveState.PLAYING
+    b_then = shown(b)
+    harness.run(until(lambda: shown(b) >= b_then + 5, what="a's last requests back meanwhile"))
+    a_paused, b_then = shown(a), shown(b)
+    harness.run(until(lambda: shown(b) >= b_then + 10, what="b playing on"))
+    assert shown(a) == a_paused, "a paused tile shows no new frame"
+    tile_action(viewer, a, "Resume this stream")
+    harness.run(until(lambda: shown(a) >= a_paused + 3, what="a resumed"))
+
+    tile_action(viewer, a, "Stop this stream")
+    harness.run(until(lambda: a.state is LiveState.STOPPED, what="a stopped"))
+    b_then = shown(b)
+    harness.run(until(lambda: shown(b) >= b_then + 10 and b.state is LiveState.PLAYING, what="b on"))
+    tile_action(viewer, a, "Play this stream again")
+    harness.run(until(lambda: a.state is LiveState.PLAYING, what="a playing again"))
+
+    # Tracking: this tile alone; Analyse > Track objects still switches them all.
+    tile_action(viewer, a, "Track this stream")
+    assert a.tracking.enabled and not b.tracking.enabled
+    harness.run(
+        until(lambda: a.tracking.tracker is not None and bool(a.tracking.tracker.book.tracks), what="a track")
+    )
+    viewer.analysis.track_action.setChecked(True)
+    assert a.tracking.enabled and b.tracking.enabled
+
+    # Recording: this tile's annotated frames to its own file; the other tile records nothing.
+    target = tmp_path / "tile-a"
+    viewer.wall_ui.ask_record_path = lambda stream, default: str(target) if stream is a else None
+    tile_action(viewer, a, "Record this stream…")
+    harness.run(until(lambda: a.controller.recorder.active, what="a recording"))
+    assert a.tile.title.text().startswith("●") and not b.tile.title.text().startswith("●")
+    from_frame = shown(a)
+    harness.run(until(lambda: shown(a) >= from_frame + 15, what="15 frames recorded"))
+    tile_action(viewer, a, "Stop recording this stream")
+    # OFF once the file is closed and its summary known (not merely the writer stopped).
+    harness.run(until(lambda: a.controller.recorder.state is RecordingState.OFF, what="written"))
+    video = target.with_suffix(".mp4")
+    capture = cv2.VideoCapture(str(video))
+    frames = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+    capture.release()
+    assert frames >= 10, (frames, a.tile.message_text())
+    assert video.name in a.tile.message.toolTip()
+    assert not a.tile.title.text().startswith("●") and b.controller.recorder.state.value == "off"
+    assert b.state is LiveState.PLAYING

@@ -37,7 +37,8 @@ def test_trace_all_then_select_a_logged_request_shows_its_x_ray(
     assert x.xray.tracer is None  # nothing asked of the server's tracing until asked
     x.mode_actions["all"].trigger()  # Analyse > Trace requests > All requests
     assert x.dock.isVisible() and x.mode_actions["all"].isChecked()
-    harness.run(until(lambda: x.xray.tracer is not None, what="the tracer attached"))
+    # Attached, then the server's tracing turned on, then every request selected: from then on.
+    harness.run(until(lambda: x.xray.tracing_all, what="tracing every request"))
     viewer.open_paths([str(folder)])
     harness.run(until(lambda: len(x.xray.kept()) == 3, what="the 3 requests' traces"))
     viewer.router.flush_log()

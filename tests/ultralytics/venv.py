@@ -25,6 +25,8 @@ REQUIREMENTS = HERE / "requirements.txt"
 EXPORT_SCRIPT = HERE / "export_model.py"
 HEADS_SCRIPT = HERE / "export_heads.py"
 PREDICT_SCRIPT = HERE / "predict.py"
+TORCHVISION_SCRIPT = HERE / "torchvision_reference.py"
+TRANSFORMERS_SCRIPT = HERE / "transformers_reference.py"
 
 
 def cache_root() -> Path:
@@ -88,22 +90,37 @@ def run_script(script: Path, args: list[str], stdin: str = "", timeout: float = 
 
 def exported_model(photos: list[Path]) -> Path:
     """The folder holding model.onnx and metadata.txt, exported now unless cached."""
-    key = _sha(REQUIREMENTS.read_bytes(), EXPORT_SCRIPT.read_bytes(), *(p.read_bytes() for p in photos))
-    folder = cache_root() / "exports" / f"yolov8n-{key}"
+    return _cached("yolov8n", EXPORT_SCRIPT, photos, "metadata.txt")
+
+
+def _cached(name: str, script: Path, photos: list[Path], done: str) -> Path:
+    """The folder `script OUT PHOTO...` fills (`done` names its last file), run unless cached
+    per machine; keyed by the requirements, the script and the photos."""
+    key = _sha(REQUIREMENTS.read_bytes(), script.read_bytes(), *(p.read_bytes() for p in photos))
+    folder = cache_root() / "exports" / f"{name}-{key}"
     folder.parent.mkdir(parents=True, exist_ok=True)
-    # A lock: two test runs on the machine (two clones) export once.
-    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:  # two clones: one run
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (folder / "model.onnx").is_file() and (folder / "metadata.txt").is_file():
+        if (folder / done).is_file():
             return folder
         staging = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
         try:
-            run_script(EXPORT_SCRIPT, [str(staging), *(str(p) for p in photos)])
+            run_script(script, [str(staging), *(str(p) for p in photos)])
             shutil.rmtree(folder, ignore_errors=True)
-            staging.rename(folder)  # whole or not at all: a killed export leaves no half folder
+            staging.rename(folder)  # whole or not at all: a killed run leaves no half folder
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def torchvision_reference(photos: list[Path]) -> Path:
+    """model.onnx (a torchvision detector) and predictions.json (torchvision's own)."""
+    return _cached("torchvision-frcnn", TORCHVISION_SCRIPT, photos, "predictions.json")
+
+
+def transformers_reference(photos: list[Path]) -> Path:
+    """detr/model.onnx, rtdetr/model.onnx and predictions.json (transformers' own)."""
+    return _cached("transformers-detr", TRANSFORMERS_SCRIPT, photos, "predictions.json")
 
 
 def exported_heads(specs: list[str], photos: list[Path]) -> dict[str, Path]:

@@ -9,9 +9,12 @@ import math
 import numpy as np
 import pytest
 
+from app.commands.models import describe_profile
+from app.inference.decoding.decode_grids import insightface_nms
 from app.inference.decoding.decode_obb import fast_nms_rotated, probiou
-from app.inference.decoding.letterbox import ResizeTransform
+from app.inference.decoding.letterbox import ResizeTransform, letterbox_insightface
 from app.inference.profiles.profile import ProfileError, decode_outputs, detect_profile, preprocess
+from app.inference.transports.constant_inputs import size_inputs
 from tests.unit.test_profile import model
 
 IMAGES = [("images", "FP32", [3, 320, 320])]
@@ -151,8 +154,9 @@ def test_scrfd_by_names_two_anchors_per_cell_and_five_keypoints() -> None:
         "scrfd",
         "pose",
         (5, 2),
-        "letterbox_top_left",
+        "letterbox_insightface",
     )
+    assert p.labels == ("face",)
     tensors = {name: np.zeros(shape, np.float32) for name, _d, shape in outs}
     anchor = 2 * (3 * 10 + 4) + 1  # stride 32, cell x 4, y 3, second anchor: centre (128, 96)
     tensors["score_32"][anchor] = 0.9
@@ -161,6 +165,26 @@ def test_scrfd_by_names_two_anchors_per_cell_and_five_keypoints() -> None:
     (det,) = decode_outputs(tensors, p, _identity()).detections
     assert det.box == pytest.approx((96, 64, 160, 160)) and det.score == pytest.approx(0.9)
     assert det.keypoints is not None and det.keypoints[0][:2] == pytest.approx((144, 104))
+
+
+def test_scrfd_sizes_and_scales_the_picture_as_insightface_does() -> None:
+    # A 600x400 photo into 320x320: insightface's detect gives 320x213 (int of 320 * 2/3) and
+    # one scale, 213 / 400, for both axes (not 320 / 600 for x): 0.9 px at the right edge.
+    picture = np.full((400, 600, 3), 200, np.uint8)
+    sent, transform = letterbox_insightface(picture, (320, 320))
+    assert sent.shape == (320, 320, 3) and sent[212, 319, 0] == 200 and sent[213, 0, 0] == 0
+    assert transform.affine() == (213 / 400, 213 / 400, 0.0, 0.0)
+    assert transform.to_original(np.array([[0, 0, 320, 213]]))[0] == pytest.approx((0, 0, 600, 400))
+    _tall, tall_transform = letterbox_insightface(np.zeros((500, 100, 3), np.uint8), (320, 320))
+    assert tall_transform.affine()[0] == 320 / 500  # height-bound: the height to the input's
+
+
+def test_insightface_nms_counts_pixels_inclusively() -> None:
+    # Two 10x10 boxes shifted by 4: IoU 60/140 = 0.43 as areas go, (7*11)/(2*121-77) = 0.47
+    # pixel-inclusive as insightface counts: at 0.45 only its way drops the second.
+    dets = np.array([[0, 0, 10, 10, 0.9], [4, 0, 14, 10, 0.8]], np.float32)
+    assert insightface_nms(dets, 0.45) == [0]
+    assert insightface_nms(dets, 0.5) == [0, 1]
 
 
 def test_an_unknown_layout_names_what_it_saw_and_the_profile_file() -> None:
@@ -187,3 +211,30 @@ def test_an_oriented_box_is_drawn_rotated_and_exported_as_yolo_obb_and_dota() ->
     image = ExportImage("cars.png", "cars.png", 320, 320, [det])
     assert dota_text(image) == "150.0 210.0 170.0 210.0 170.0 110.0 150.0 110.0 small_vehicle 0\n"
     assert yolo_text(image) == "1 0.468750 0.656250 0.531250 0.656250 0.531250 0.343750 0.468750 0.343750\n"
+
+
+DFINE_OUT = [("labels", "INT64", [300]), ("boxes", "FP32", [300, 4]), ("scores", "FP32", [300])]
+
+
+def test_an_official_rtdetr_dfine_export_gets_its_size_input_and_a_plain_resize() -> None:
+    inputs = [("images", "FP32", [3, 640, 640]), ("orig_target_sizes", "INT64", [2])]
+    p = detect_profile(*model(inputs, DFINE_OUT, 4))
+    assert (p.input_name, p.size_input, p.size_input_dtype) == ("images", "orig_target_sizes", "INT64")
+    assert (p.output_format, p.preprocess, p.boxes_in) == ("torchvision", "resize", "input")
+    # The transports send it as [batch, 2] (width, height) of the model input.
+    (size,) = size_inputs(p.size_input, p.size_input_dtype, (480, 640), True)
+    assert size.tensor(3).tolist() == [[640, 480]] * 3 and size.tensor(3).dtype == np.int64
+    (unbatched,) = size_inputs("s", "FP32", (480, 640), False)
+    assert unbatched.tensor(1).tolist() == [640.0, 480.0]
+    assert size_inputs(None, "INT64", (640, 640), True) == ()
+    assert "size input: orig_target_sizes INT64, sent the model-input width, height" in describe_profile(p)
+
+
+def test_an_input_the_app_cannot_fill_is_named_and_an_optional_one_is_left_out() -> None:
+    inputs = [("images", "FP32", [3, 640, 640]), ("scale_factor", "FP32", [2])]
+    with pytest.raises(ProfileError, match=r"input scale_factor FP32 \[-1, 2\] is not the image") as e:
+        detect_profile(*model(inputs, DFINE_OUT, 4))
+    assert "orig_target_sizes" in str(e.value) and "--profile" in str(e.value)
+    meta, config = model(inputs, DFINE_OUT, 4)
+    config["config"]["input"][1]["optional"] = True
+    assert detect_profile(meta, config).size_input is None

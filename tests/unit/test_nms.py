@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from app.inference.decoding.nms import batched_nms, box_iou, nms
+from app.inference.decoding.nms import batched_nms, box_iou, nms, ultralytics_nms
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> float:
@@ -71,3 +71,18 @@ def test_empty_and_mismatched() -> None:
     assert batched_nms(np.zeros((0, 4)), np.zeros(0), np.zeros(0), 0.5).tolist() == []
     with pytest.raises(ValueError, match="2 boxes but 1 scores"):
         nms(np.zeros((2, 4)), np.zeros(1), 0.5)
+
+
+def test_ultralytics_nms_decides_in_float32_as_ultralytics_does() -> None:
+    # Two boxes whose IoU is 0.9 to within float32's rounding: torchvision 0.29's nms (the
+    # Ultralytics reference venv, with and without the class offset of 70 x 7680) drops the
+    # second; exact float64 arithmetic keeps both.
+    boxes = np.array([[10, 10, 60, 60], [12.631578, 10, 62.63158, 60]], np.float32)
+    scores = np.array([0.9, 0.8], np.float32)
+    for cls in (0, 70):
+        classes = np.array([cls, cls])
+        assert ultralytics_nms(boxes, scores, classes, 0.9).tolist() == [0]
+        assert batched_nms(boxes, scores, classes, 0.9).tolist() == [0, 1]
+    # Other classes never suppress each other; the cap holds.
+    assert ultralytics_nms(boxes, scores, np.array([1, 2]), 0.9).tolist() == [0, 1]
+    assert ultralytics_nms(boxes, scores, np.array([1, 2]), 0.9, max_detections=1).tolist() == [0]

@@ -327,3 +327,13 @@ def test_postprocess_boxes_in_original_and_missing_output() -> None:
     assert [(d.box, d.label) for d in dets] == [((10, 20, 200, 90), "face")]
     with pytest.raises(ProfileError, match=r"\['c'\] missing"):
         postprocess({k: v for k, v in outs.items() if k != "c"}, p, t)
+
+
+def test_a_1_255_scale_divides_as_the_exporters_do() -> None:
+    # Ultralytics' `im /= 255` (and torchvision's div(255)): x * float32(1/255) would be an ulp
+    # off for half the grey levels.
+    grey = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=2)
+    profile = _profile(input_size=(16, 16), preprocess=Preprocess.RESIZE, scale=1 / 255)
+    tensor, _ = preprocess(grey, profile)
+    expected = grey.transpose(2, 0, 1).astype(np.float32) / np.float32(255)
+    assert np.array_equal(tensor[0], expected)

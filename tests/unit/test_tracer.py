@@ -134,3 +134,36 @@ def test_the_servers_tracing_stays_on_until_the_last_traced_request_has_ended() 
     (b,) = tracer.poll()
     assert b.request_id == "b" and b.has_server()
     assert control.restored == 1, "off once the last traced request's trace is in"
+
+
+class RacingControl(Control):
+    """Turning the server's tracing on takes a round trip, during which a live stream goes on
+    sending: `enable` begins a request meanwhile, as a live frame would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tracer: Tracer | None = None
+        self.begun_while_enabling: list[object] = []
+
+    def enable(self, model: str) -> object:
+        assert self.tracer is not None
+        self.begun_while_enabling.append(self.tracer.begin("sent-while-enabling"))
+        return object()
+
+
+def test_a_request_sent_while_the_servers_tracing_is_turned_on_is_not_one_of_the_next_n() -> None:
+    # The viewer's "Trace the next 5" on a live video: a frame sent before the server traces
+    # would be one of the 5 with no server trace, and the 5th trace would never come.
+    control = RacingControl()
+    tracer = Tracer(TraceSelection(SelectionKind.NEXT, 0), "m", control=control, source=Source())  # type: ignore[arg-type]
+    tracer._server_on = False  # as the viewer's tracer is before it is asked
+    control.tracer = tracer
+    tracer.arm(2)
+    assert control.begun_while_enabling == [None], "not taken before the server traces"
+    assert tracer.begin("a") is not None and tracer.begin("b") is not None
+    assert tracer.begin("c") is None
+    tracer.trace_every(False)
+    tracer._server_on = False  # turned off since (the last traced request's trace came)
+    tracer.trace_every(True)
+    assert control.begun_while_enabling == [None, None]
+    assert tracer.begin("d") is not None

@@ -21,6 +21,7 @@ from app.inference.introspection.discovery import ModelInfo
 from app.inference.introspection.extensions import MISSING, Extension, ServerFeatures
 from app.inference.protocol import Endpoint
 from app.inference.transports.channel import MAX_OUTPUT_BYTES, Channel, Headers
+from app.inference.transports.constant_inputs import size_inputs
 from app.inference.transports.shm import (
     ShmRegion,
     remove_dead_owners_regions,
@@ -47,14 +48,22 @@ def is_loopback(endpoint: Endpoint) -> bool:
 
 
 def output_specs(info: ModelInfo) -> list[OutputSpec]:
-    """The profile's outputs as sized specs (item shape without the batch axis)."""
+    """The profile's outputs as sized specs (item shape without the batch axis). A model
+    that batches has the axis on every output; one that does not (max_batch_size 0) only
+    where the output leads with the input's 1 (or -1): insightface's SCRFD files take
+    [1, 3, H, W] and give [cells, 1], [cells, 4]... with no batch axis."""
     by_name = {o.get("name"): o for o in info.outputs}
     specs = []
     for name in info.profile.output_names:
         meta = by_name.get(name) or {}
         shape = tuple(int(d) for d in meta.get("shape", []) or [])
-        item = shape[1:] if info.profile.has_batch_dim and shape else (-1,)
-        specs.append(OutputSpec(name, str(meta.get("datatype", "FP32")), item))
+        datatype = str(meta.get("datatype", "FP32"))
+        if not (info.profile.has_batch_dim and shape):
+            specs.append(OutputSpec(name, datatype, (-1,)))  # unknown: not in shared memory
+        elif info.max_batch_size > 0 or shape[0] in (1, -1):
+            specs.append(OutputSpec(name, datatype, shape[1:]))
+        else:
+            specs.append(OutputSpec(name, datatype, shape, batched=False))
     return specs
 
 
@@ -73,7 +82,10 @@ def choose_transport(
     what the server has of Triton's extensions (shared memory is one of them)."""
     profile = info.profile
     wire = wire or Wire()
-    grpc = GrpcTransport(profile.input_name, profile.input_dtype, profile.output_names, wire)
+    constants = size_inputs(
+        profile.size_input, profile.size_input_dtype, profile.input_size, profile.has_batch_dim
+    )
+    grpc = GrpcTransport(profile.input_name, profile.input_dtype, profile.output_names, wire, constants)
     remote = [endpoint for endpoint in channels if not is_loopback(endpoint)]
     if not remote and (features is None or not features.lacks(Extension.SHARED_MEMORY)):
         # Regions left by a client that was killed: its files here, its registrations there
@@ -114,6 +126,7 @@ def choose_transport(
         unregister,
         wire,
         max_output_bytes,
+        constants,
     )
     try:
         shm.warm()  # a probe: the server must map a region of ours

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.inference.decoding.decoders import Decoded, drop_batch, empty
-from app.inference.decoding.nms import batched_nms, nms
+from app.inference.decoding.nms import batched_nms
 
 STRIDES = (8, 16, 32)
 
@@ -63,6 +63,24 @@ def decode_yolox(
     return boxes[kept].astype(np.float32), scores[kept].astype(np.float32), classes[kept].astype(np.int64)
 
 
+def insightface_nms(dets: np.ndarray, threshold: float) -> list[int]:
+    """insightface's SCRFD.nms as it is: (n, 5) x1, y1, x2, y2, score rows, areas counted
+    pixel-inclusive (+1), ties ordered as its argsort()[::-1] orders them."""
+    x1, y1, x2, y2, scores = (dets[:, i] for i in range(5))
+    areas = (x2 - x1 + 1) * (y2 - y1 + 1)
+    order = scores.argsort()[::-1]
+    keep = []
+    while order.size > 0:
+        i = order[0]
+        keep.append(int(i))
+        w = np.maximum(0.0, np.minimum(x2[i], x2[order[1:]]) - np.maximum(x1[i], x1[order[1:]]) + 1)
+        h = np.maximum(0.0, np.minimum(y2[i], y2[order[1:]]) - np.maximum(y1[i], y1[order[1:]]) + 1)
+        inter = w * h
+        overlap = inter / (areas[i] + areas[order[1:]] - inter)
+        order = order[np.where(overlap <= threshold)[0] + 1]
+    return keep
+
+
 def decode_scrfd(
     scores: list[np.ndarray],
     distances: list[np.ndarray],
@@ -71,9 +89,12 @@ def decode_scrfd(
     score_threshold: float,
     iou_threshold: float,
     max_detections: int = 300,
+    det_scale: float = 1.0,
 ) -> tuple[Decoded, np.ndarray | None]:
     """SCRFD outputs stride by stride (8, 16, 32) -> boxes in model-input pixels (class 0)
-    and (n, 5, 2) keypoints (None without kps outputs)."""
+    and (n, 5, 2) keypoints (None without kps outputs). As insightface's SCRFD.detect: the
+    candidates sorted by score, then its NMS over them in the image's pixels (the input's
+    divided by `det_scale`, the letterbox's scale): its +1 areas are not scale-free."""
     all_boxes, all_scores, all_kps = [], [], []
     h, w = size
     for i, s in enumerate(STRIDES):
@@ -98,6 +119,8 @@ def decode_scrfd(
             k = np.asarray(keypoints[i], np.float32).reshape(len(score), -1, 2)[keep] * s
             all_kps.append(k + c[:, None, :])
     boxes, found = np.concatenate(all_boxes), np.concatenate(all_scores)
-    kept = nms(boxes, found, iou_threshold, max_detections)
+    order = found.argsort()[::-1]
+    candidates = np.hstack((boxes / det_scale, found[:, None])).astype(np.float32, copy=False)[order]
+    kept = order[insightface_nms(candidates, iou_threshold)][:max_detections]
     decoded = (boxes[kept].astype(np.float32), found[kept].astype(np.float32), np.zeros(len(kept), np.int64))
     return decoded, (np.concatenate(all_kps)[kept] if keypoints is not None else None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.inference.decoding.nms import batched_nms
+from app.inference.decoding.nms import ultralytics_nms
 
 Decoded = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -137,7 +137,7 @@ def _nms_candidates(
     max_detections: int,
 ) -> Decoded:
     boxes = _xywh_to_xyxy(xywh.astype(np.float32))
-    keep = batched_nms(boxes, scores, classes, iou_threshold, max_detections)
+    keep = ultralytics_nms(boxes, scores, classes, iou_threshold, max_detections)
     return (
         np.ascontiguousarray(boxes[keep], dtype=np.float32),
         scores[keep].astype(np.float32),
@@ -222,7 +222,7 @@ def select_yolov8(
     classes = cls[:, idx].argmax(axis=0)
     scores = best[idx].astype(np.float32)
     boxes = _xywh_to_xyxy(rows[:4, idx].T.astype(np.float32))
-    keep = batched_nms(boxes, scores, classes, iou_threshold, max_detections)
+    keep = ultralytics_nms(boxes, scores, classes, iou_threshold, max_detections)
     decoded = (
         np.ascontiguousarray(boxes[keep], dtype=np.float32),
         scores[keep].astype(np.float32),

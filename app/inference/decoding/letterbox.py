@@ -215,6 +215,29 @@ def letterbox_top_left(
     return out, ResizeTransform(r, r, w, h, w_in, h_in)
 
 
+def letterbox_insightface(
+    image: np.ndarray, size: tuple[int, int], pad_value: float = 0
+) -> tuple[np.ndarray, ResizeTransform]:
+    """insightface's SCRFD.detect: the longer side (against the input's aspect ratio) to the
+    input's, the other to int(...) of it, the image top-left on `pad_value` (0); boxes go
+    back divided by one scale, the new height over the height, on both axes."""
+    h, w = _check_image(image, size)
+    h_in, w_in = size
+    im_ratio, model_ratio = h / w, h_in / w_in
+    if im_ratio > model_ratio:
+        new_h, new_w = h_in, max(1, int(h_in / im_ratio))
+    else:
+        new_w, new_h = w_in, max(1, int(w_in * im_ratio))
+    scale = new_h / h
+    if (new_w, new_h) != (w, h):
+        image = cv2.resize(image, (new_w, new_h))  # INTER_LINEAR, OpenCV's default, as theirs
+    if image.ndim == 2:
+        image = image[:, :, None]
+    out = np.full((h_in, w_in, image.shape[2]), pad_value, dtype=image.dtype)
+    out[:new_h, :new_w] = image
+    return out, ResizeTransform(scale, scale, w, h, w_in, h_in)
+
+
 def stretch_resize(image: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, ResizeTransform]:
     """Resize to `size` (H_in, W_in) without keeping the aspect ratio."""
     h, w = _check_image(image, size)

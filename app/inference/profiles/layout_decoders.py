@@ -91,11 +91,14 @@ def torchvision(
 
 
 def scrfd(
-    tensors: list[np.ndarray], profile: ModelProfile, _transform: BoxTransform, score: float, iou: float
+    tensors: list[np.ndarray], profile: ModelProfile, transform: BoxTransform, score: float, iou: float
 ) -> RawDetections:
     size = profile.input_size or DEFAULT_SIZE
     kps = tensors[6:9] if profile.task is Task.POSE else None
-    decoded, points = decode_scrfd(tensors[0:3], tensors[3:6], kps, size, score, iou, profile.max_detections)
+    det_scale = transform.affine()[1]  # insightface's: the letterbox's, the same on both axes
+    decoded, points = decode_scrfd(
+        tensors[0:3], tensors[3:6], kps, size, score, iou, profile.max_detections, det_scale
+    )
     return RawDetections(decoded, keypoints=None if points is None else with_scores(points))
 
 

@@ -19,6 +19,7 @@ from app.inference.decoding.letterbox import (
     fit_within,
     identity,
     letterbox,
+    letterbox_insightface,
     letterbox_top_left,
     stretch_resize,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "preprocess",
 ]
 
+LETTERBOXES = (Preprocess.LETTERBOX, Preprocess.LETTERBOX_TOP_LEFT, Preprocess.LETTERBOX_INSIGHTFACE)
 _NUMPY_DTYPES = {"FP32": np.float32, "FP16": np.float16, "UINT8": np.uint8}
 
 
@@ -53,7 +55,7 @@ def input_side_needed(profile: ModelProfile) -> int | None:
         return None
     if profile.preprocess is Preprocess.RAW:
         return profile.max_input_side or None
-    if profile.preprocess in (Preprocess.LETTERBOX, Preprocess.LETTERBOX_TOP_LEFT):
+    if profile.preprocess in LETTERBOXES:
         return max(profile.input_size or DEFAULT_SIZE)
     return None
 
@@ -72,6 +74,8 @@ def preprocess(image: np.ndarray, profile: ModelProfile) -> tuple[np.ndarray, Bo
         img, transform = letterbox(image, size, profile.pad_value)
     elif profile.preprocess is Preprocess.LETTERBOX_TOP_LEFT:
         img, transform = letterbox_top_left(image, size, profile.pad_value)
+    elif profile.preprocess is Preprocess.LETTERBOX_INSIGHTFACE:
+        img, transform = letterbox_insightface(image, size, profile.pad_value)
     elif profile.preprocess is Preprocess.RESIZE:
         img, transform = stretch_resize(image, size)
     elif profile.preprocess is Preprocess.CENTER_CROP:
@@ -90,7 +94,14 @@ def preprocess(image: np.ndarray, profile: ModelProfile) -> tuple[np.ndarray, Bo
     else:
         x = img.astype(np.float32)
         if profile.scale != 1.0:
-            x *= np.float32(profile.scale)
+            # 1/255 and its kin as the exporters apply them: Ultralytics' `im /= 255`,
+            # torchvision's div(255). In float32, x * (1/255) is an ulp off x / 255 for half the
+            # grey levels, which on saturated scores can tip a tie of two classes.
+            divisor = 1.0 / profile.scale
+            if abs(divisor - round(divisor)) < 1e-9:
+                x /= np.float32(round(divisor))
+            else:
+                x *= np.float32(profile.scale)
         if profile.mean is not None or profile.std is not None:
             shape = (3, 1, 1) if profile.input_layout == "NCHW" else (1, 1, 3)
             x -= np.asarray(profile.mean or (0.0, 0.0, 0.0), np.float32).reshape(shape)

@@ -39,6 +39,7 @@ from app.inference.profiles.profile_types import (
     SIZE_FROM_METADATA,
     SIZE_FROM_PROFILE,
     SIZE_FROM_SHAPE,
+    SIZE_INPUT_DTYPES,
     ModelProfile,
     ProfileError,
 )
@@ -119,7 +120,32 @@ def _detect_input(inputs: list[_Tensor], cfg: Mapping[str, Any]) -> dict[str, An
         "input_dtype": _DTYPES[t.dtype],
         "input_size": (h, w) if h > 0 and w > 0 else None,
         "has_batch_dim": has_batch,
+        **_size_input([i for i in inputs if i is not t], cfg),
     }
+
+
+# The official RT-DETR / D-FINE / DEIM exports' second input: each image's (width, height).
+SIZE_INPUT_NAMES = ("orig_target_sizes", "orig_target_size", "orig_sizes", "orig_size", "target_sizes")
+
+
+def _size_input(others: list[_Tensor], cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The input beside the image that takes its size, if any; ProfileError for any other
+    input the model needs (the server would refuse every request without it)."""
+    optional = {i.get("name") for i in cfg.get("input", ()) or () if i.get("optional")}
+    found: dict[str, Any] = {}
+    for t in others:
+        if t.name in optional:
+            continue
+        if t.name.lower() in SIZE_INPUT_NAMES and t.shape[-1:] == (2,) and t.dtype in SIZE_INPUT_DTYPES:
+            found = {"size_input": t.name, "size_input_dtype": t.dtype}
+            continue
+        raise ProfileError(
+            f"input {t.describe()} is not the image and not a size input the app fills "
+            f"({' / '.join(SIZE_INPUT_NAMES)}, [N, 2] of INT64, INT32 or FP32): "
+            "the server needs it in every request; pass --profile FILE, or serve the model "
+            "without it"
+        )
+    return found
 
 
 def _anchor_count(size: tuple[int, int]) -> int:
@@ -240,6 +266,16 @@ def _defaults(dtype: str, size: tuple[int, int] | None, fmt: OutputFormat) -> di
         # A raw image of any size: the model resizes itself and answers in its own terms.
         return {"preprocess": Preprocess.RAW, "pad_value": 0.0, "scale": 1.0,
                 "boxes_in": BoxesIn.NORMALIZED if tfod else BoxesIn.ORIGINAL}  # fmt: skip
+    if fmt is OutputFormat.TORCHVISION and size is None:
+        # A torchvision detector with dynamic height and width resizes and normalises by itself
+        # (its GeneralizedRCNNTransform): the image as it is, 0..1, as torchvision's own
+        # prediction feeds it; the boxes come back in its pixels.
+        return {
+            "preprocess": Preprocess.RAW,
+            "pad_value": 0.0,
+            "scale": 1 / 255,
+            "boxes_in": BoxesIn.ORIGINAL,
+        }
     if fmt is OutputFormat.YOLOX:  # YOLOX's own preproc: top-left, BGR, 0..255
         return {
             "preprocess": Preprocess.LETTERBOX_TOP_LEFT,
@@ -341,6 +377,8 @@ def detect_profile(
     fields.update(keypoint_defaults({**fields, **overrides}))
     if fields.get("kpt_shape") == (17, 3) and found.num_classes == 1 and not fields["labels"]:
         fields["labels"] = ("person",)  # Ultralytics' pose models: one class, COCO's person
+    if fmt is OutputFormat.SCRFD and not fields["labels"]:
+        fields["labels"] = ("face",)  # a face detector's one class
     if "input_size" in overrides:
         overrides = {"input_size_source": SIZE_FROM_PROFILE, **overrides}
     # Overrides applied in one go: a detected value may only be valid alongside an override.

@@ -19,12 +19,15 @@ it detected. Every key is optional; keys given win over the detected values::
     dtype = "FP32"                   # FP32 | FP16 | UINT8
     size = [640, 640]                # [H, W] the image is resized/letterboxed to
     batch = true                     # send a leading batch dim of 1
-    preprocess = "letterbox"         # letterbox | letterbox_top_left | resize | center_crop | raw
+    preprocess = "letterbox"         # letterbox | letterbox_top_left | letterbox_insightface |
+                                     # resize | center_crop | raw
     pad_value = 114                  # letterbox padding (114 for YOLO)
     scale = 0.00392156862745098      # float inputs: x = (pixel * scale - mean) / std
     mean = [0.0, 0.0, 0.0]           # optional, per channel, after scale
     std = [1.0, 1.0, 1.0]            # optional
     channel_order = "RGB"            # RGB | BGR
+    size_input = "orig_target_sizes" # an input taking each image's (width, height) (RT-DETR,
+    size_input_dtype = "INT64"       # D-FINE exports): sent the model-input size; INT64 | INT32 | FP32
 
     [output]
     format = "yolov8"                # efficientnms | tfod | yolov5 | yolov8 | end2end | yolox
@@ -182,6 +185,8 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "full_decode": _bool,
     "score_activation": _lower,
     "layout_reason": _str,
+    "size_input": _str,
+    "size_input_dtype": _upper,
 }
 assert set(_CONVERT) == {f.name for f in dataclasses.fields(ModelProfile)}
 
@@ -225,7 +230,8 @@ _TOML_KEYS: dict[str, dict[str, str]] = {
         "name": "input_name", "layout": "input_layout", "dtype": "input_dtype", "size": "input_size",
         "batch": "has_batch_dim", "preprocess": "preprocess", "pad_value": "pad_value",
         "scale": "scale", "mean": "mean", "std": "std", "channel_order": "channel_order",
-        "max_input_side": "max_input_side",
+        "max_input_side": "max_input_side", "size_input": "size_input",
+        "size_input_dtype": "size_input_dtype",
     },
     "output": {
         "format": "output_format", "names": "output_names", "boxes_in": "boxes_in",

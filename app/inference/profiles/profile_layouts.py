@@ -137,7 +137,7 @@ def scrfd_outputs(outputs: Sequence[Tensor], size: tuple[int, int] | None) -> Fo
         why = "row counts of 2 anchors per cell at strides 8, 16, 32"
     pose = len(chosen) == 9
     reason = f"SCRFD / RetinaFace face detector ({why})" + ("; 5 keypoints per face" if pose else "")
-    fields: dict[str, Any] = {"preprocess": Preprocess.LETTERBOX_TOP_LEFT, "pad_value": 0.0, "scale": 1.0,
+    fields: dict[str, Any] = {"preprocess": Preprocess.LETTERBOX_INSIGHTFACE, "pad_value": 0.0, "scale": 1.0,
                               "mean": (127.5,) * 3, "std": (128.0,) * 3, "score_threshold": 0.5,
                               "iou_threshold": 0.4}  # fmt: skip
     if pose:

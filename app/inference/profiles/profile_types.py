@@ -12,6 +12,7 @@ LAYOUTS = ("NCHW", "NHWC")
 DTYPES = ("FP32", "FP16", "UINT8")
 SCORE_ACTIVATIONS = ("sigmoid", "softmax")  # DETR family: RT-DETR / D-FINE, DETR
 CHANNEL_ORDERS = ("RGB", "BGR")
+SIZE_INPUT_DTYPES = ("INT64", "INT32", "FP32")
 MAP_LAYOUTS = ("CHW", "HWC", "HW")
 F = OutputFormat
 # The output tensors each format reads, in this order (for the detection task).
@@ -157,6 +158,11 @@ class ModelProfile:
     score_activation: str = "sigmoid"
     # How the output layout was recognised (for `models`), e.g. "metadata end2end".
     layout_reason: str = ""
+    # A second input that takes each image's size, (width, height) per image, as the official
+    # RT-DETR / D-FINE / DEIM exports have (`orig_target_sizes`, INT64 [N, 2]): the app sends
+    # the model-input size, so the boxes come back in model-input pixels. None: no such input.
+    size_input: str | None = None
+    size_input_dtype: str = "INT64"
 
     def __post_init__(self) -> None:
         # A profile built from strings (a dict, a test) gets its kinds parsed here, with the
@@ -193,6 +199,13 @@ class ModelProfile:
         if self.map_layout is not None and self.map_layout not in MAP_LAYOUTS:
             raise ProfileError(f"map_layout must be one of {', '.join(MAP_LAYOUTS)}; got {self.map_layout!r}")
         self._check_keypoints()
+        if self.size_input is not None and self.input_size is None:
+            raise ProfileError(f"size input {self.size_input} needs a fixed input size [H, W]")
+        if self.size_input is not None and self.size_input_dtype not in SIZE_INPUT_DTYPES:
+            raise ProfileError(
+                f"size input {self.size_input}: data type must be one of {', '.join(SIZE_INPUT_DTYPES)}; "
+                f"got {self.size_input_dtype!r}"
+            )
         if self.top_k < 1:
             raise ProfileError(f"top_k must be >= 1; got {self.top_k}")
         if not 0 < self.mask_threshold < 1:

@@ -340,16 +340,18 @@ class Tracer:
         return request_id in self._open_ids
 
     def arm(self, n: int) -> None:
-        """Trace the next `n` requests (turning the server's tracing on again if needed)."""
-        self.selection.arm(n)
+        """Trace the next `n` requests (turning the server's tracing on again if needed).
+        The server's tracing first: a live frame sent while it was being turned on would
+        otherwise count as one of the n with no server side (its trace never comes)."""
         self._server_needed()
+        self.selection.arm(n)
 
     def trace_every(self, on: bool) -> None:
         """Trace every request from now on (a batch in the viewer), or none more; the
         server's tracing goes off once the last traced request's trace is in."""
-        self.selection.every(on)
         if on:
-            self._server_needed()
+            self._server_needed()  # before the selection, as in `arm`
+        self.selection.every(on)
 
     def _server_needed(self) -> None:
         if self.control is not None and self.source is not None and not self._server_on:

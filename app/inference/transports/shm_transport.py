@@ -26,6 +26,7 @@ from tritonclient.utils import triton_to_np_dtype
 
 from app.inference.protocol import ServerProtocol
 from app.inference.transports.channel import MAX_OUTPUT_BYTES, Reply
+from app.inference.transports.constant_inputs import ConstantInput
 from app.inference.transports.shm import ShmRegion
 from app.inference.transports.transport import GrpcTransport, Lease, TransportKind, declared_outputs
 from app.inference.transports.wire import Wire
@@ -43,6 +44,9 @@ class OutputSpec:
     name: str
     datatype: str  # Triton's, e.g. "FP32"
     item_shape: tuple[int, ...]  # without the batch axis; -1 where dynamic
+    # False: the output has no batch axis (a model without batching whose output is, e.g.,
+    # [3200, 1] for an input [1, 3, 320, 320]): `item_shape` is its whole shape, one per send.
+    batched: bool = True
 
     @property
     def fixed(self) -> bool:
@@ -50,6 +54,13 @@ class OutputSpec:
 
     def item_bytes(self) -> int:
         return int(np.dtype(triton_to_np_dtype(self.datatype)).itemsize * math.prod(self.item_shape))
+
+    def shape(self, batch: int) -> tuple[int, ...]:
+        """The shape the server writes for a send of `batch` images."""
+        return (batch, *self.item_shape) if self.batched else self.item_shape
+
+    def byte_size(self, batch: int) -> int:
+        return self.item_bytes() * (batch if self.batched else 1)
 
 
 def _input_size(nbytes: int) -> int:
@@ -81,6 +92,7 @@ class ShmTransport:
         unregister: Unregister,
         wire: Wire | None = None,
         max_output_bytes: int = MAX_OUTPUT_BYTES,
+        constants: Sequence[ConstantInput] = (),
     ) -> None:
         self.input_name = input_name
         self.input_dtype = input_dtype
@@ -97,7 +109,10 @@ class ShmTransport:
         )
         self.wire = wire or Wire()
         # In the message (of the same protocol): outputs of unknown size, a region that cannot be had.
-        self._grpc_outputs = GrpcTransport(input_name, input_dtype, [o.name for o in self.outputs], self.wire)
+        # The inputs beside the image (a size input) go there too: a few bytes each.
+        self._grpc_outputs = GrpcTransport(
+            input_name, input_dtype, [o.name for o in self.outputs], self.wire, constants
+        )
         self._lock = threading.Lock()
         self._free: list[_Slot] = []
         self._retired: list[_Slot] = []
@@ -109,7 +124,7 @@ class ShmTransport:
 
     # -- the pool ---------------------------------------------------------------------------
     def _output_bytes(self, batch: int) -> int:
-        return sum(o.item_bytes() for o in self.outputs) * batch
+        return sum(o.byte_size(batch) for o in self.outputs)
 
     def _new_region(self, byte_size: int) -> ShmRegion:
         region = ShmRegion(byte_size)
@@ -193,12 +208,12 @@ class ShmTransport:
             assert slot.output is not None
             outputs, offset = [], 0
             for spec in self.outputs:
-                size = spec.item_bytes() * batch
+                size = spec.byte_size(batch)
                 outputs.append(self.wire.shm_output(spec.name, slot.output.name, size, offset))
                 offset += size
         else:
             outputs = self._grpc_outputs.prepare(tensor[:0], batch).outputs
-        return Lease([inp], outputs, batch, slot)
+        return Lease([inp, *self._grpc_outputs.constant_inputs(batch)], outputs, batch, slot)
 
     def outputs_of(self, lease: Lease, reply: Reply) -> dict[str, np.ndarray]:
         if not self.outputs_in_shm or lease.slot is None:
@@ -210,8 +225,8 @@ class ShmTransport:
         out, offset = {}, 0
         for spec in self.outputs:
             dtype = np.dtype(triton_to_np_dtype(spec.datatype))
-            shape = (lease.batch, *spec.item_shape)
-            size = spec.item_bytes() * lease.batch
+            shape = spec.shape(lease.batch)
+            size = spec.byte_size(lease.batch)
             written = None if declared is None else declared.get(spec.name)
             if declared is None or written == (spec.datatype, shape):
                 out[spec.name] = slot.output.read(dtype, shape, offset)

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from app.inference.transports.channel import Reply
+from app.inference.transports.constant_inputs import ConstantInput
 from app.inference.transports.wire import Wire
 
 
@@ -86,18 +87,29 @@ class GrpcTransport:
     kind = TransportKind.GRPC
 
     def __init__(
-        self, input_name: str, input_dtype: str, output_names: Sequence[str], wire: Wire | None = None
+        self,
+        input_name: str,
+        input_dtype: str,
+        output_names: Sequence[str],
+        wire: Wire | None = None,
+        constants: Sequence[ConstantInput] = (),
     ) -> None:
         self.input_name = input_name
         self.input_dtype = input_dtype
         self.output_names = list(output_names)
         self.wire = wire or Wire()
+        self.constants = tuple(constants)
         self.description = self.wire.description
         # Built once: the same requested outputs serve every request.
         self._outputs = [self.wire.output(n) for n in self.output_names]
 
     def prepare(self, tensor: np.ndarray, batch: int) -> Lease:
-        return Lease([self.wire.input(self.input_name, tensor, self.input_dtype)], self._outputs, batch)
+        image = self.wire.input(self.input_name, tensor, self.input_dtype)
+        return Lease([image, *self.constant_inputs(batch)], self._outputs, batch)
+
+    def constant_inputs(self, batch: int) -> list[Any]:
+        """The inputs beside the image (a size input), inside the message."""
+        return [self.wire.input(c.name, c.tensor(batch), c.datatype) for c in self.constants]
 
     def outputs_of(self, lease: Lease, reply: Reply) -> dict[str, np.ndarray]:
         arrays = {name: reply.as_numpy(name) for name in self.output_names}

@@ -311,6 +311,11 @@ class LiveUi:
         folder = self.record_dir or video_dir or self.opened_dir() or str(Path.home())
         return str(Path(folder) / time.strftime("live-%Y%m%d-%H%M%S.mp4"))
 
+    def record_default_folder(self) -> str:
+        """Where a wall tile's Record dialog starts: the folder last recorded to, else the
+        folder last opened from, else the home folder."""
+        return self.record_dir or self.opened_dir() or str(Path.home())
+
     def record_to(self, path: str) -> None:
         if Path(path).suffix.lower() not in VIDEO_SUFFIXES:
             path += ".mp4"

@@ -56,14 +56,20 @@ class LiveTracking(QObject):
         self.trails.set_tracks([])
         self.trails.setVisible(on)
         if on:
-            if self.library is None:
-                self.library = self._executor.submit(load_tracker_library)
-                self.library.add_done_callback(self._library_loaded)
+            self.load_library()
             self.panel.clear("Tracking: waiting for the live stream's frames")
             self._panel_timer.start()
         else:
             self._panel_timer.stop()
             self.panel.clear()
+
+    def load_library(self) -> Future[None]:
+        """The tracking library's import on the executor, started once (a wall tile tracked
+        alone asks for it too)."""
+        if self.library is None:
+            self.library = self._executor.submit(load_tracker_library)
+            self.library.add_done_callback(self._library_loaded)
+        return self.library
 
     def reset(self) -> None:
         """The stream the tracks belong to is no longer shown (the batch took the view, the list

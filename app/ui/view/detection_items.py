@@ -30,6 +30,7 @@ class LabelItem(QGraphicsItem):
         self._picture = picture
         self._layout = text_layout(text)
         self._scale = 1.0
+        self._bounds_rect: QRectF | None = None  # as for the box: kept until the zoom changes
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations, True)
 
     def text(self) -> str:
@@ -40,6 +41,7 @@ class LabelItem(QGraphicsItem):
         if scale > 0 and scale != self._scale:
             self.prepareGeometryChange()
             self._scale = scale
+            self._bounds_rect = None
 
     def _to_device(self, anchor: QPointF) -> QTransform:
         """Image pixels -> device pixels, from where the anchor (the box's corner) lands."""
@@ -54,10 +56,14 @@ class LabelItem(QGraphicsItem):
         return device_box(to_device, (0.0, 0.0, float(w), float(h)))
 
     def boundingRect(self) -> QRectF:
-        bounds = self._bounds(self._to_device(QPointF(0, 0)))
-        origin = text_origin(self._text, self._layout, QPointF(0, 0), bounds, 1.0)
-        # One pixel more each side: the anchor is rounded to a whole device pixel when painted.
-        return QRectF(origin.x() - 1, origin.y() - 1, self._layout.width + 2, self._layout.height + 2)
+        if self._bounds_rect is None:
+            bounds = self._bounds(self._to_device(QPointF(0, 0)))
+            origin = text_origin(self._text, self._layout, QPointF(0, 0), bounds, 1.0)
+            # One pixel more each side: the anchor is rounded to a whole device pixel when painted.
+            self._bounds_rect = QRectF(
+                origin.x() - 1, origin.y() - 1, self._layout.width + 2, self._layout.height + 2
+            )
+        return self._bounds_rect
 
     def paint(
         self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
@@ -87,6 +93,8 @@ class DetectionItem(QGraphicsRectItem):
         self.shape_: DetectionShape = detection_shape(detection, style, rgb)  # default: the class's colour
         self.detection = detection
         self._scale = 1.0
+        # boundingRect() is asked several times per paint: kept, renewed when the zoom changes.
+        self._bounds_rect = self._outline_bounds()
         pen = QPen(qcolor(self.shape_.outline.color), self.shape_.outline.width)
         pen.setCosmetic(True)  # constant on-screen width at any zoom
         pen.setJoinStyle(Qt.PenJoinStyle.MiterJoin)
@@ -109,14 +117,18 @@ class DetectionItem(QGraphicsRectItem):
         if scale > 0 and scale != self._scale:
             self.prepareGeometryChange()
             self._scale = scale
+            self._bounds_rect = self._outline_bounds()
         self.label_item.set_view_scale(scale)
         if self.keypoints_item is not None:
             self.keypoints_item.set_view_scale(scale)
 
-    def boundingRect(self) -> QRectF:
+    def _outline_bounds(self) -> QRectF:
         # The outline lies inside the box; one device pixel more for its rounding to whole pixels.
         margin = 1.0 / self._scale
         return self.rect().adjusted(-margin, -margin, margin, margin)
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds_rect
 
     def paint(
         self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None

@@ -98,6 +98,12 @@ class StreamTile(QFrame):
         data = self.model.currentData()
         return str(data) if data is not None else None
 
+    def set_recording(self, on: bool, *, armed: bool = False) -> None:
+        """A red dot before the name while this stream records (a hollow one while armed)."""
+        name = self.title.toolTip()
+        self.title.setText(f"● {name}" if on else f"○ {name}" if armed else name)
+        self.title.setStyleSheet(ERROR_STYLE if on or armed else "")
+
     def set_figures(self, text: str) -> None:
         self.figures.setText(text)
 

@@ -53,6 +53,8 @@ class StreamTracking:
         self.live.trails_hook = self._live_tracks if on else None
         self.trails.set_tracks([])
         self.trails.setVisible(on)
+        if on:
+            self._library()  # its import starts now, on the executor (once for every view)
 
     def _track(self, result: InferenceResult) -> InferenceResult:
         library = self._library()

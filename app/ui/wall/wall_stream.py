@@ -34,6 +34,7 @@ from app.ui.analysis.stats_panel import StatsPanel
 from app.ui.base.bridge import GuiBridge
 from app.ui.base.tasks import TaskSet
 from app.ui.live.live_controller import LiveController, source_label
+from app.ui.live.recording import RecordingState
 from app.ui.view.image_view import ImageView
 from app.ui.wall.stream_tile import StreamTile
 from app.ui.wall.stream_tracking import StreamTracking
@@ -55,7 +56,7 @@ class WallParts:
     tasks: TaskSet
     bridge: GuiBridge
     profile_for: Callable[[str | None], ProfileSource]
-    tracking_library: Callable[[], Future[None] | None]
+    tracking_library: Callable[[], Future[None] | None]  # its import, started on the first call
     zones: ZonesContext | None = None  # its lines, zones and heat map (None: none)
 
 
@@ -95,6 +96,7 @@ class WallStream(QObject):
         self.tile.model_chosen.connect(self.choose_model)
         self.tile.in_flight_changed.connect(self.controller.set_max_in_flight)
         self.controller.state_changed.connect(self._state_changed)
+        self.controller.recorder.state_changed.connect(self._recording_changed)
 
     # -- what it shows ------------------------------------------------------------------------------
     @property
@@ -120,8 +122,13 @@ class WallStream(QObject):
         return self.controller.display_stats()
 
     def _report(self, message: str, error: bool) -> None:
-        if error and not self.closed:
-            self.tile.show_message(message.splitlines()[0], error=True, tooltip=message)
+        """Errors and the recording's notes (armed, where it went, what was written) go to
+        the tile: never to the banner, which is the single view's."""
+        if not self.closed:
+            self.tile.show_message(message.splitlines()[0], error=error, tooltip=message)
+
+    def _recording_changed(self, state: RecordingState) -> None:
+        self.tile.set_recording(state is RecordingState.RECORDING, armed=state is RecordingState.ARMED)
 
     def _state_changed(self, state: LiveState, detail: str) -> None:
         self.tile.set_state(state, detail)

@@ -1,6 +1,7 @@
 """The wall's controls: File > Add camera… (and in the Live menu), Live > Back to the wall
 (Esc, while a stream has the focus) and Close the wall, and each tile's context menu (focus,
-loop, remove). A single stream playing when a camera is added becomes the wall's first tile."""
+pause / stop, track, record, loop, remove). A single stream playing when a camera is added
+becomes the wall's first tile."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from PySide6.QtWidgets import QMainWindow, QMenu
 from app.ui.base.tasks import TaskSet
 from app.ui.live.live_controller import LiveController
 from app.ui.live.live_panel import LiveUi
+from app.ui.wall.tile_actions import AskPath, add_stream_controls, ask_record_path
 from app.ui.wall.wall_controller import WallController
 from app.ui.wall.wall_stream import WallStream
 from app.ui.widgets.camera_picker import CameraPicker
@@ -32,6 +34,7 @@ class WallUi:
         self.window, self.wall, self.live, self.live_ui = window, wall, live, live_ui
         self._executor, self._tasks = executor, tasks
         self.picker: CameraPicker | None = None
+        self.ask_record_path: AskPath = ask_record_path  # where a tile's recording goes
         self.add_action = QAction("&Add camera…", window)
         self.add_action.setShortcut(QKeySequence("Ctrl+Shift+K"))
         self.add_action.setToolTip(
@@ -140,11 +143,13 @@ class WallUi:
         return menu
 
     def tile_entries(self, stream: WallStream, menu: QMenu) -> None:
-        """The stream's entries of its tile's menus: focus (or back), loop, remove."""
+        """The stream's entries of its tile's menus: focus (or back), pause / stop, track,
+        record (tile_actions.py), loop, remove."""
         if self.wall.focused is stream:
             menu.addAction("Back to the wall (Esc)", self.wall.unfocus)
         else:
             menu.addAction("Show in the single view (double-click)", lambda: self.wall.focus(stream))
+        add_stream_controls(stream, menu, self.live_ui.record_default_folder(), self.ask_record_path)
         loop = menu.addAction("Loop (video files)")
         loop.setCheckable(True)
         loop.setChecked(stream.controller.options.loop)
