@@ -14,6 +14,7 @@ from app.commands.common import (
     path_argument,
     profile_overrides,
 )
+from app.inference.transports.transport import TransportKind
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         screenshot=args.screenshot,
         tritonserver=args.tritonserver,
         connection=connection,
-        transport=args.transport,
+        transport=TransportKind(args.transport) if args.transport else None,
         client_batch=args.client_batch,
         batch_delay_ms=args.batch_delay_ms,
         profile_overrides=overrides,

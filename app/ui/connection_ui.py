@@ -115,7 +115,7 @@ class ConnectionUi(QObject):
         url_text = ", ".join(self.options.urls) if self.options.urls else LOCAL_SERVER
         self.window.server_panel.set_recent(self.settings.recent_servers(), url_text)
         kind, batch = self.settings.transport()
-        kind = TransportKind(self.options.transport) if self.options.transport else kind
+        kind = self.options.transport or kind
         batch = self.options.client_batch or batch
         self.window.server_panel.set_transport(kind, batch)
         self._apply_transport(kind, batch)

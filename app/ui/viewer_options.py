@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.inference.transports.channel import ConnectionOptions
+from app.inference.transports.transport import TransportKind
 
 
 @dataclass
@@ -20,7 +21,7 @@ class ViewerOptions:
     # TLS and headers for the servers given by URL (the local server is plain gRPC).
     connection: ConnectionOptions | None = None
     # How requests travel; None: as remembered in the settings (the server panel's choice).
-    transport: str | None = None
+    transport: TransportKind | None = None
     client_batch: int | None = None
     batch_delay_ms: float = 2.0
     # --profile / --labels, already read: for the model opened first (or --model).

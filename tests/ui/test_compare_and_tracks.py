@@ -146,7 +146,7 @@ def test_both_sides_are_opened_with_the_transport_client_batching_and_profile_in
     folder = tmp_path / "faces"
     folder.mkdir()
     write_png(folder / "astronaut.png", skimage.data.astronaut())
-    viewer = harness.viewer(triton.grpc_url, "face_detector", transport="grpc", client_batch=4)
+    viewer = harness.viewer(triton.grpc_url, "face_detector", transport=TransportKind.GRPC, client_batch=4)
     harness.connected(viewer)
     main = viewer.connection.session
     assert main is not None and main.transport is not None and main.transport.kind is TransportKind.GRPC

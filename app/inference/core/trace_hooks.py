@@ -20,9 +20,10 @@ import numpy as np
 
 from app.inference.tracing import spans as stage
 from app.inference.tracing.tracer import RequestRecorder, Tracer
+from app.inference.transports.transport import TransportKind
 
 # How a transport's writing of the tensors is named (its `kind`).
-WRITE_STAGE = {"shm": stage.SHM_WRITE}
+WRITE_STAGE = {TransportKind.SHM.value: stage.SHM_WRITE}
 
 
 class Traced(Protocol):
