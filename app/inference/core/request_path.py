@@ -48,7 +48,7 @@ from app.inference.profiles.profile import DecodedOutputs, decode_outputs, prepr
 from app.inference.result import ErrorKind, InferenceResult, RequestTiming, Status
 from app.inference.tracing.spans import DECODE, READ_OUTPUTS, RETRY_WAIT, SEND
 from app.inference.transports.channel import Channel, Reply
-from app.inference.transports.transport import Transport, declared_outputs
+from app.inference.transports.transport import Lease, Transport, declared_outputs
 
 log = logging.getLogger(__name__)
 
@@ -342,16 +342,15 @@ class RequestPath:
         batch = len(send.members)
         reading = self._tracing.answered(send.members, send.sent_at, answered)
         try:
-            # One check whatever the transport: first on what the reply says it carries
-            # (before anything is copied), then on what was read, before decoding.
             assert send.lease is not None and self._output_check is not None
-            declared = declared_outputs(result)
-            if declared is not None:
-                self._output_check.check(declared, batch)
-            outputs = self._transport.outputs_of(send.lease, result)
-            self._output_check.check(describe_arrays(outputs), batch)
+            outputs = checked_outputs(self._transport, self._output_check, send.lease, result, batch)
             self._tracing.stage(send.members, READ_OUTPUTS, reading, time.monotonic())
         except OutputError as e:
+            # Outputs left out are what a server crashing mid-answer sends (a Python backend's
+            # stub dying, then SIGABRT): asked once more, then failed naming them.
+            if e.incomplete and send.attempts == 1 and send.live_members() and self._retry(send):
+                self._tracing.retried(send.members, send.sent_at, answered, "incomplete reply")
+                return
             self._end_send(send, reusable=True)
             self._fail_send(send, Status.FAILED, str(e), e.kind)
             return
@@ -459,6 +458,19 @@ class RequestPath:
         finally:
             if req.trace is not None:
                 self._tracing.called_back(req, send, handing, time.monotonic())
+
+
+def checked_outputs(
+    transport: Transport, check: OutputCheck, lease: Lease, reply: Reply, batch: int
+) -> dict[str, np.ndarray]:
+    """The reply's outputs, checked whatever the transport: first on what the reply says it
+    carries (before anything is copied), then on what was read, before decoding."""
+    declared = declared_outputs(reply)
+    if declared is not None:
+        check.check(declared, batch)
+    outputs = transport.outputs_of(lease, reply)
+    check.check(describe_arrays(outputs), batch)
+    return outputs
 
 
 def result_of(

@@ -25,11 +25,13 @@ TensorDescs = Mapping[str, tuple[str, tuple[int, ...]]]
 
 
 class OutputError(ValueError):
-    """A reply the profile cannot be decoded from; `kind` is TOO_LARGE or SERVER."""
+    """A reply the profile cannot be decoded from; `kind` is TOO_LARGE or SERVER;
+    `incomplete`: outputs the profile needs are not in it at all."""
 
-    def __init__(self, message: str, kind: ErrorKind = ErrorKind.SERVER) -> None:
+    def __init__(self, message: str, kind: ErrorKind = ErrorKind.SERVER, *, incomplete: bool = False) -> None:
         super().__init__(message)
         self.kind = kind
+        self.incomplete = incomplete
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,8 @@ class OutputCheck:
             there = ", ".join(sorted(found)) or "none"
             raise OutputError(
                 f"the model's reply has no output {', '.join(repr(m) for m in missing)} "
-                f"(outputs in the reply: {there})"
+                f"(outputs in the reply: {there})",
+                incomplete=True,
             )
         for e in self.expected:
             datatype, shape = found[e.name]
