@@ -87,7 +87,9 @@ class Recorder:
 def test_a_shared_channel_sends_through_the_owners_and_never_closes_it() -> None:
     a, b = parse_endpoints(["127.0.0.1:9001", "127.0.0.2:9001"])
     owned = [Recorder(a), Recorder(a), Recorder(b)]
-    owner = cast(TritonSession, SimpleNamespace(pool=SimpleNamespace(channels=owned)))
+    loans: list[int] = []
+    pool = SimpleNamespace(channels=owned, lend=lambda: loans.append(1), give_back=lambda: loans.append(-1))
+    owner = cast(TritonSession, SimpleNamespace(pool=pool))
     factory = sharing_factory(owner)
     options = ConnectionOptions()
     first, second, third = factory(a, options), factory(a, options), factory(a, options)
@@ -96,5 +98,8 @@ def test_a_shared_channel_sends_through_the_owners_and_never_closes_it() -> None
     assert inners == [owned[0], owned[1], owned[0], owned[2]], "the owner's channels, in turn"
     assert first.in_flight == 0, "its own count: the sharing session's pool balances on it"
     assert first.is_live(headers={}, timeout_s=1.0) and owned[0].calls == ["is_live"]
+    assert sum(loans) == 4, "each channel handed out is on loan"
+    first.close()
     first.close()
     assert not owned[0].closed, "the owner closes its channels"
+    assert sum(loans) == 3, "closing gives it back, once"

@@ -34,6 +34,10 @@ class ServerHealth:
         return 0.0 if self.unreachable_since is None else time.monotonic() - self.unreachable_since
 
 
+# How long close() waits for the sessions borrowing this pool's channels to give them back.
+LENT_WAIT_S = 3.0
+
+
 class ConnectionPool:
     """`channels_per_server` channels to each server; `acquire` picks the least-loaded usable one."""
 
@@ -54,6 +58,8 @@ class ConnectionPool:
             for _ in range(max(1, options.channels_per_server))
         ]
         self._lock = threading.Lock()
+        self._lent = 0  # channels lent to sessions of other models (shared_channels.py)
+        self._given_back = threading.Condition(self._lock)
         self._factory = factory
         # A balanced target's servers, each with a channel of its own (server_channels).
         self._members: dict[Endpoint, list[Channel]] = {}
@@ -131,8 +137,23 @@ class ConnectionPool:
         with self._lock:
             channel.in_flight -= 1
 
-    def close(self) -> None:
+    def lend(self) -> None:
+        """A channel of this pool is used by another session from now on."""
         with self._lock:
+            self._lent += 1
+
+    def give_back(self) -> None:
+        """A lent channel is no longer used."""
+        with self._given_back:
+            self._lent -= 1
+            self._given_back.notify_all()
+
+    def close(self, lent_wait_s: float = LENT_WAIT_S) -> None:
+        # Why wait: a session borrowing our channels unregisters its shared-memory regions
+        # through them when it closes; closed first, they would stay registered on the server.
+        # Bounded, as a borrower that never closes must not hold this close up.
+        with self._given_back:
+            self._given_back.wait_for(lambda: self._lent <= 0, lent_wait_s)
             members = [ch for chs in self._members.values() for ch in chs]
             self._members.clear()
         for ch in [*self.channels, *members]:

@@ -4,16 +4,17 @@ The viewer's wall gives each tile its own model choice; a tile whose model is no
 session's gets a session of its own (its own model, profile, request path and in-flight
 window) whose channels are the viewer's session's: no new connection to the servers, and
 the same TLS, headers and transport settings. The owner's channels stay the owner's: the
-sharing session's close() leaves them open, so the sharing session must be closed before
-(or when) its owner closes (the wall closes its tiles' sessions on the viewer's
-`session_closing`).
+sharing session's close() leaves them open and gives them back; the owner's close() waits
+(boundedly) for every lent channel to come back, so the sharer's shared-memory regions are
+unregistered through them before they close, whichever close starts first (the wall closes
+its tiles' sessions on the viewer's `session_closing`, on the executor, as the owner's).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 from app.inference.core.session import TritonSession
@@ -27,8 +28,9 @@ class SharedChannel:
     """Another session's channel used as this one's: every call goes to it; `in_flight` is
     this session's own count (its pool balances on it); close() leaves the channel open."""
 
-    def __init__(self, inner: Channel) -> None:
+    def __init__(self, inner: Channel, on_close: Callable[[], None] = lambda: None) -> None:
         self._inner = inner
+        self._on_close: Callable[[], None] | None = on_close
         self.endpoint = inner.endpoint
         self.protocol = inner.protocol
         self.in_flight = 0
@@ -37,7 +39,11 @@ class SharedChannel:
         return getattr(self._inner, name)
 
     def close(self) -> None:
-        """The owner closes its channels; this session only stops using them."""
+        """The owner closes its channels; this session only stops using them (and says so:
+        the owner's close waits for it, see ConnectionPool.close)."""
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 def sharing_factory(owner: TritonSession) -> ChannelFactory:
@@ -53,7 +59,8 @@ def sharing_factory(owner: TritonSession) -> ChannelFactory:
         if not owned:
             return open_channel(endpoint, options)
         turn = next(turns.setdefault(endpoint, itertools.count()))
-        return cast(Channel, SharedChannel(owned[turn % len(owned)]))
+        pool.lend()
+        return cast(Channel, SharedChannel(owned[turn % len(owned)], pool.give_back))
 
     return factory
 
