@@ -10,13 +10,10 @@ JSON into the same kind of clear error.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import os
 import stat
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 PathLike = str | os.PathLike[str]
@@ -97,34 +94,17 @@ def read_text(path: PathLike, limit: int, name: str | None = None, encoding: str
 def parse_json(text: str | bytes, name: str) -> Any:
     """json.loads; JSONDecodeError as json raises it (callers name the line), and nesting too
     deep for the parser as a BoundedReadError naming `name` instead of a RecursionError."""
+    # Why the collector is off for the parse: a collection that starts deep inside the
+    # parser's recursion runs other objects' finalizers there, at the recursion limit, where
+    # they fail as "Exception ignored" noise (seen in the suite). No lock and no count, so an
+    # interrupt (SIGTERM made one) can never leave one held: two parses at once may turn it
+    # on early for the other, which is only that noise again, never a wrong result.
+    collector_was_on = gc.isenabled()
     try:
-        with _collector_paused():
-            return json.loads(text)
+        gc.disable()
+        return json.loads(text)
     except RecursionError:
         raise BoundedReadError(f"{name}: {JSON_DEPTH_NOTE}") from None
-
-
-_pause_lock = threading.Lock()
-_pauses = 0
-_collector_was_on = False
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while a parse runs (counted: parses on several
-    threads at once). Why: a collection that starts deep inside the parser's recursion runs
-    other objects' finalizers there, at the recursion limit, where they fail as "Exception
-    ignored" noise (seen once in the suite); a big file also parses faster without it."""
-    global _pauses, _collector_was_on
-    with _pause_lock:
-        if _pauses == 0:
-            _collector_was_on = gc.isenabled()
-            gc.disable()
-        _pauses += 1
-    try:
-        yield
     finally:
-        with _pause_lock:
-            _pauses -= 1
-            if _pauses == 0 and _collector_was_on:
-                gc.enable()
+        if collector_was_on:
+            gc.enable()

@@ -40,6 +40,15 @@ def parse(stdout: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return lines[:-1], lines[-1]["summary"]
 
 
+def in_input_order(records: list[dict[str, Any]], paths: list[Path]) -> list[dict[str, Any]]:
+    """`infer` writes a record as its request ends (with requests in flight, not always in
+    the inputs' order): the records in the order of `paths`, one each."""
+    where = {str(p): i for i, p in enumerate(paths)}
+    ordered = sorted(records, key=lambda r: where[r["source"]])
+    assert [r["source"] for r in ordered] == [str(p) for p in paths]
+    return ordered
+
+
 def bgr(rgb: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
 

@@ -34,7 +34,7 @@ import skimage.data
 
 from app.resources import model_files_dir
 from app.server.embedded import EmbeddedServer
-from tests.integration.test_cli_infer import bgr, parse, run_cli
+from tests.integration.test_cli_infer import bgr, in_input_order, parse, run_cli
 from tests.ultralytics import venv as reference
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -162,6 +162,7 @@ def test_the_records_equal_ultralytics_predictions(
     done = run_cli("infer", "--url", server.grpc_url, "--model", name, "--score", score, *map(str, photos))
     assert done.returncode == 0, done.stderr[-3000:]
     records, summary = parse(done.stdout)
+    records = in_input_order(records, photos)
     assert summary["ok"] == len(photos)
     names = {int(k): v for k, v in theirs_all["names"].items()}
     key = "obb" if task == "obb" else "box"

@@ -25,7 +25,7 @@ import pytest
 import skimage.data
 
 from app.server.embedded import EmbeddedServer
-from tests.integration.test_cli_infer import bgr, parse, run_cli
+from tests.integration.test_cli_infer import bgr, in_input_order, parse, run_cli
 from tests.integration.test_ultralytics_heads import deploy, heads_photos, is_visible, model_name, paired
 from tests.ultralytics import venv as reference
 
@@ -66,7 +66,7 @@ def _infer(server: EmbeddedServer, spec: str, photos: list[Path], *extra: str) -
     assert done.returncode == 0, done.stderr[-3000:]
     records, summary = parse(done.stdout)
     assert summary["ok"] == len(photos)
-    return records
+    return in_input_order(records, photos)
 
 
 def _from_run_lengths(counts: list[int], height: int, width: int) -> np.ndarray:

@@ -19,7 +19,7 @@ import skimage.data
 
 from app.resources import model_files_dir
 from app.server.embedded import EmbeddedServer
-from tests.integration.test_cli_infer import bgr, parse, run_cli
+from tests.integration.test_cli_infer import bgr, in_input_order, parse, run_cli
 from tests.reference.ddddocr_reference import ddddocr_boxes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -91,6 +91,7 @@ def test_the_records_equal_ddddocr(
     )
     assert done.returncode == 0, done.stderr[-3000:]
     records, _summary = parse(done.stdout)
+    records = in_input_order(records, photos)
     total, worst = 0, 0.0
     for record, theirs in zip(records, reference["boxes"], strict=True):
         # ddddocr truncates its boxes to integers (and clips the top-left at 0)
