@@ -10,7 +10,6 @@ JSON into the same kind of clear error.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import stat
@@ -94,17 +93,7 @@ def read_text(path: PathLike, limit: int, name: str | None = None, encoding: str
 def parse_json(text: str | bytes, name: str) -> Any:
     """json.loads; JSONDecodeError as json raises it (callers name the line), and nesting too
     deep for the parser as a BoundedReadError naming `name` instead of a RecursionError."""
-    # Why the collector is off for the parse: a collection that starts deep inside the
-    # parser's recursion runs other objects' finalizers there, at the recursion limit, where
-    # they fail as "Exception ignored" noise (seen in the suite). No lock and no count, so an
-    # interrupt (SIGTERM made one) can never leave one held: two parses at once may turn it
-    # on early for the other, which is only that noise again, never a wrong result.
-    collector_was_on = gc.isenabled()
     try:
-        gc.disable()
         return json.loads(text)
     except RecursionError:
         raise BoundedReadError(f"{name}: {JSON_DEPTH_NOTE}") from None
-    finally:
-        if collector_was_on:
-            gc.enable()

@@ -208,20 +208,22 @@ def test_a_restarted_embedded_server_gets_the_file_again(tmp_path: Path) -> None
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    with ended_at_exit(proc) as groups:
-        assert first_records.wait(300), "infer wrote no record"
-        (server,) = owned_by(proc.pid).groups
-        groups.append(server)
-        killed_at = len(lines)
-        os.kill(server, signal.SIGKILL)
-        assert eventually(
-            lambda: len(owned_by(proc.pid).groups) == 1 and owned_by(proc.pid).groups != (server,)
-        )
-        groups.extend(owned_by(proc.pid).groups)
-        proc.wait(timeout=600)
-        reader.join(timeout=10)
-    assert proc.stdout is not None
-    proc.stdout.close()
+    try:
+        with ended_at_exit(proc) as groups:
+            assert first_records.wait(300), f"infer wrote no record: {stderr_file.read_text()[-3000:]}"
+            (server,) = owned_by(proc.pid).groups
+            groups.append(server)
+            killed_at = len(lines)
+            os.kill(server, signal.SIGKILL)
+            assert eventually(
+                lambda: len(owned_by(proc.pid).groups) == 1 and owned_by(proc.pid).groups != (server,)
+            )
+            groups.extend(owned_by(proc.pid).groups)
+            proc.wait(timeout=600)
+            reader.join(timeout=10)
+    finally:  # also when it failed: no pipe left to a later test's garbage collection
+        assert proc.stdout is not None
+        proc.stdout.close()
     stderr = stderr_file.read_text()
     records, summary = parse("".join(lines))
     assert killed_at < images, "the kill came after the run"

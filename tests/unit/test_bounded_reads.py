@@ -5,9 +5,7 @@ deep for the parser a clear error, and a YOLO label of 1e308s refused on its own
 from __future__ import annotations
 
 import gc
-import json
 import os
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -28,8 +26,6 @@ from app.system.bounded_read import (
     MAX_DATASET_FILE_BYTES,
     MAX_LABEL_FILE_BYTES,
     MAX_SMALL_FILE_BYTES,
-    BoundedReadError,
-    parse_json,
 )
 from tests.evaluation_data import Img, Obj, write_dataset
 
@@ -96,42 +92,12 @@ def test_json_nested_100k_deep_is_a_clear_error(tmp_path: Path, kind: str) -> No
     deep.write_text(
         '{"a": ' + DEEP + "}" if kind != "coco" else '{"images": [], "annotations": ' + DEEP + "}"
     )
+    # The garbage of the tests before collected first: a collection that starts deep in the
+    # parser's recursion runs their finalizers at the recursion limit, where they fail as
+    # "Exception ignored" (pytest fails the test for them; seen once in CI).
+    gc.collect()
     with pytest.raises(error, match=r"deep\.json: nested deeper than the JSON parser allows"):
         reader(deep)
-
-
-def test_no_garbage_collection_starts_inside_a_parse_and_the_collector_is_back_after() -> None:
-    # A collection deep in the parser's recursion would run other objects' finalizers at the
-    # recursion limit: the collector is paused for the parse (and only for it).
-    inside: list[str] = []
-
-    def on_collection(phase: str, _info: dict) -> None:
-        frame = sys._getframe(1)
-        while frame is not None:
-            if frame.f_code.co_name == "loads" and frame.f_globals.get("__name__") == "json":
-                inside.append(phase)
-                return
-            frame = frame.f_back
-
-    text = json.dumps([{"a": [i, str(i)]} for i in range(20_000)])
-    thresholds = gc.get_threshold()
-    gc.callbacks.append(on_collection)
-    gc.set_threshold(1)  # a collection every allocation: many would start inside json.loads
-    try:
-        assert len(parse_json(text, "big.json")) == 20_000
-        with pytest.raises(BoundedReadError):
-            parse_json(DEEP, "deep.json")
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.callbacks.remove(on_collection)
-    assert inside == [], f"{len(inside)} collections started inside json.loads"
-    assert gc.isenabled(), "the collector is on again after the parse"
-    gc.disable()
-    try:
-        parse_json("[1]", "x.json")
-        assert not gc.isenabled(), "a collector off before stays off"
-    finally:
-        gc.enable()
 
 
 def test_deep_labelme_and_fifo_label_files_cost_only_their_image(tmp_path: Path) -> None:
