@@ -441,6 +441,10 @@ def _analytics_summary(analytics: InferAnalytics, summary: dict[str, Any], write
         writer.broken = writer.broken or "; ".join(errors)
 
 
+STATS_SETTLE_TRIES = 5
+STATS_SETTLE_WAIT_S = 0.05
+
+
 def _server_counters(session: TritonSession) -> ServerCounters | None:
     """Triton's cumulative statistics now (None when the server does not give them)."""
     try:
@@ -464,6 +468,13 @@ def _timing(
     if client is not None:
         timing.update(client.to_record())
     after = _server_counters(session) if before is not None else None
+    # Triton counts a request in its statistics just after its reply is sent: read right
+    # after the last reply, they may not have it yet. A few short waits, if none is there.
+    for _ in range(STATS_SETTLE_TRIES):
+        if after is None or before is None or client is None or after.requests > before.requests:
+            break
+        time.sleep(STATS_SETTLE_WAIT_S)
+        after = _server_counters(session)
     seconds = time.monotonic() - since
     server = split(before, after, seconds) if before is not None and after is not None else None
     if server is not None:
