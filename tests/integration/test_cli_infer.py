@@ -53,6 +53,19 @@ def bgr(rgb: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
 
 
+def astronaut_coffee_and_crop(folder: Path, columns: slice) -> list[Path]:
+    """skimage's astronaut and coffee, and a crop of the astronaut of odd sizes (rows 37:450,
+    `columns`): the letterbox's odd pixel."""
+    out = []
+    for name in ("astronaut", "coffee"):
+        path = folder / f"{name}.png"
+        cv2.imwrite(str(path), bgr(getattr(skimage.data, name)()))
+        out.append(path)
+    crop = folder / "astronaut-crop.png"
+    cv2.imwrite(str(crop), bgr(skimage.data.astronaut())[37:450, columns])
+    return [*out, crop]
+
+
 @pytest.fixture(scope="module")
 def mixed_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Images of several kinds (the astronaut each time), one without faces, one corrupt."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -31,7 +32,11 @@ def images(folder: Path, count: int, value: int) -> Path:
 def interrupted_run(argv: list[str], sig: signal.Signals) -> tuple[int, str, str, OwnedByProcess]:
     """Runs `argv` until it starts sending, sends `sig`; its status, stdout, stderr and the
     embedded server it had started (if any)."""
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # faulthandler: a run that hangs is sent SIGABRT, and its threads' stacks say where it hung.
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
@@ -40,7 +45,12 @@ def interrupted_run(argv: list[str], sig: signal.Signals) -> tuple[int, str, str
         assert "input(s)" in line, line
         owned = owned_by(proc.pid)
         proc.send_signal(sig)
-        stdout, stderr = proc.communicate(timeout=60)
+        try:
+            stdout, stderr = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            stdout, stderr = proc.communicate(timeout=30)
+            pytest.fail(f"still running 60 s after {sig.name}; its stacks:\n{stderr[-12000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()

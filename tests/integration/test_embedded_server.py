@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -15,10 +18,11 @@ import pytest
 import skimage.data
 
 from app.resources import model_repository
-from app.server.embedded import SHM_DIR, EmbeddedServer
+from app.server.embedded import SHM_DIR, WORKDIR_PREFIX, CrashedWhileStarting, EmbeddedServer
 from app.server.errors import ModelLoadError, TritonNotFoundError
 from app.server.health import repository_index
 from app.server.install import find_tritonserver
+from app.system.leftovers import owner_tag
 from tests.conftest import TEST_MODELS
 from tests.integration.face_check import detect_faces
 from tests.integration.procs import eventually, group_members, listening_addresses, owned_by
@@ -81,6 +85,40 @@ def test_a_broken_model_gives_an_error_naming_it(tmp_path: Path) -> None:
     assert "broken_at_load" in message
     assert "refuses to load (weights file missing)" in message  # the server's own words
     assert caught.value.failed.keys() == {"broken_at_load"}
+
+
+def crashing_repository(root: Path, marker: str) -> Path:
+    """A repository whose one model aborts the server while it starts (see its model.py)."""
+    model = root / "crashes_server"
+    shutil.copytree(TEST_MODELS.parent / "models_crashing" / "crashes_server", model)
+    (model / marker).touch()
+    return root
+
+
+@pytest.mark.slow
+def test_a_server_that_crashes_while_starting_is_started_once_more(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = crashing_repository(tmp_path / "repo", "crash_once")
+    with caplog.at_level(logging.WARNING), EmbeddedServer(repo) as server:
+        assert server.running
+        assert [m.name for m in server.models if m.ready] == ["crashes_server"]
+    assert not (repo / "crashes_server" / "crash_once").exists(), "the first start ran the model"
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "tritonserver crashed (SIGABRT) while starting" in warning and "starting it again" in warning
+
+
+@pytest.mark.slow
+def test_a_server_that_crashes_at_each_start_says_so_with_its_log(tmp_path: Path) -> None:
+    repo = crashing_repository(tmp_path / "repo", "crash_always")
+    mine = f"{WORKDIR_PREFIX}{owner_tag()}-*"  # this process's work folders
+    leftovers = set(Path(tempfile.gettempdir()).glob(mine))
+    with pytest.raises(CrashedWhileStarting) as caught:
+        EmbeddedServer(repo).start()
+    message = str(caught.value)
+    assert message.startswith("tritonserver crashed (SIGABRT) while starting; its log ends:")
+    assert "crashes_server" in message  # the server's own lines about the model it was loading
+    assert set(Path(tempfile.gettempdir()).glob(mine)) <= leftovers, "both attempts cleaned up"
 
 
 @pytest.mark.slow

@@ -17,12 +17,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pytest
-import skimage.data
 
-from tests.integration.test_cli_infer import bgr, parse, run_cli
+from tests.integration.test_cli_infer import astronaut_coffee_and_crop, parse, run_cli
 from tests.ultralytics import venv as reference
 
 pytestmark = [pytest.mark.slow]
@@ -30,15 +28,7 @@ BOX_PX, SCORE = 0.01, 1e-4  # against the file's own run
 
 
 def photos(folder: Path) -> list[Path]:
-    out = []
-    for name in ("astronaut", "coffee"):
-        path = folder / f"{name}.png"
-        cv2.imwrite(str(path), bgr(getattr(skimage.data, name)()))
-        out.append(path)
-    crop = folder / "astronaut-crop.png"  # odd sizes, portrait
-    cv2.imwrite(str(crop), bgr(skimage.data.astronaut())[37:450, 121:388])
-    out.append(crop)
-    return out
+    return astronaut_coffee_and_crop(folder, slice(121, 388))  # the crop a portrait
 
 
 def iou(a: list[float], b: list[float]) -> float:

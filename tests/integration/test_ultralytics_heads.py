@@ -27,14 +27,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 import pytest
-import skimage.data
 
 from app.resources import model_files_dir
 from app.server.embedded import EmbeddedServer
-from tests.integration.test_cli_infer import bgr, in_input_order, parse, run_cli
+from tests.integration.test_cli_infer import astronaut_coffee_and_crop, in_input_order, parse, run_cli
 from tests.ultralytics import venv as reference
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -71,14 +69,7 @@ def model_name(spec: str) -> str:
 
 def heads_photos(folder: Path) -> list[Path]:
     """astronaut and coffee (the exports are initialised on these two) and an odd-sized crop."""
-    out = []
-    for name in ("astronaut", "coffee"):
-        path = folder / f"{name}.png"
-        cv2.imwrite(str(path), bgr(getattr(skimage.data, name)()))
-        out.append(path)
-    crop = folder / "astronaut-crop.png"  # odd sizes: the letterbox's odd pixel
-    cv2.imwrite(str(crop), bgr(skimage.data.astronaut())[37:450, 21:388])
-    return [*out, crop]
+    return astronaut_coffee_and_crop(folder, slice(21, 388))
 
 
 def deploy(exports: dict[str, Path], repo: Path) -> None:
