@@ -51,7 +51,7 @@ from app.inference.core.session import TritonSession
 from app.inference.core.stats import TimingTotals
 from app.inference.core.tally import StatusCounts
 from app.inference.errors import ExtensionMissingError, SessionError
-from app.inference.introspection.server_stats import ServerCounters, ServerSplit, split, stages_note
+from app.inference.introspection.server_stats import ServerCounters, read_settled, split, stages_note
 from app.inference.profiles.profile import ProfileError
 from app.inference.result import InferenceResult, Status, naming_input, record_line
 from app.pipeline.batch import BatchCounts, BatchJob, VideoPolicy
@@ -441,17 +441,6 @@ def _analytics_summary(analytics: InferAnalytics, summary: dict[str, Any], write
         writer.broken = writer.broken or "; ".join(errors)
 
 
-STATS_SETTLE_TRIES = 5
-STATS_SETTLE_WAIT_S = 0.05
-
-
-def _settled(server: ServerSplit | None, calls: int) -> bool:
-    """The statistics count every call answered, and each stage as many as its pipeline."""
-    if server is None:
-        return calls == 0
-    return server.requests >= calls and all(stage.count >= server.requests for stage in server.stages)
-
-
 def _server_counters(session: TritonSession) -> ServerCounters | None:
     """Triton's cumulative statistics now (None when the server does not give them)."""
     try:
@@ -474,16 +463,8 @@ def _timing(
     client = totals.means()
     if client is not None:
         timing.update(client.to_record())
-    after = _server_counters(session) if before is not None else None
-    # Triton counts a request in its statistics (and a pipeline's stages) just after its reply
-    # is sent: read right after the last reply, they may not have it yet. A few short waits
-    # while fewer calls than were answered are counted, or a stage counts fewer than its model.
-    calls = 0 if client is None else -(-client.requests // session.batching)
-    for _ in range(STATS_SETTLE_TRIES):
-        if before is None or after is None or _settled(split(before, after), calls):
-            break
-        time.sleep(STATS_SETTLE_WAIT_S)
-        after = _server_counters(session)
+    calls = 0 if client is None else -(-client.requests // session.batching)  # answered
+    after = None if before is None else read_settled(lambda: _server_counters(session), before, calls)
     seconds = time.monotonic() - since
     server = split(before, after, seconds) if before is not None and after is not None else None
     if server is not None:

@@ -23,7 +23,7 @@ import skimage.data
 
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import SessionSpec
-from app.inference.introspection.server_stats import split
+from app.inference.introspection.server_stats import read_settled, split
 from app.inference.protocol import parse_endpoints
 from app.resources import model_repository
 from app.server.embedded import EmbeddedServer
@@ -76,7 +76,8 @@ def test_the_stages_time_fits_inside_the_pipelines(triton: EmbeddedServer, model
         for _ in range(requests):
             result = session.infer(photo)
             assert result.ok and len(result.detections) == 1, result.error
-        after = session.read_server_counters()
+        after = read_settled(session.read_server_counters, before, requests)
+    assert after is not None
     server = split(before, after)
     assert server is not None and server.requests == requests
     detector, landmarks = server.stages
@@ -170,7 +171,8 @@ def test_an_ensembles_steps_are_its_stages(ensemble_server: EmbeddedServer, phot
         for _ in range(6):
             result = session.infer(photo)
             assert result.ok and len(result.detections) == 1, result.error
-        after = session.read_server_counters()
+        after = read_settled(session.read_server_counters, before, 6)
+    assert after is not None
     server = split(before, after)
     assert server is not None and server.requests == 6
     (step,) = server.stages

@@ -15,7 +15,7 @@ import skimage.data
 from app.inference.core.session import TritonSession
 from app.inference.core.spec import Delivery, Limits, ProfileSource, SessionSpec, Timeouts
 from app.inference.core.stats import TimingTotals
-from app.inference.introspection.server_stats import split
+from app.inference.introspection.server_stats import read_settled, split
 from app.inference.protocol import parse_endpoints
 from app.inference.result import InferenceResult, Status
 from app.inference.transports.shm import SHM_DIR
@@ -183,7 +183,8 @@ def test_the_server_split_is_within_the_round_trip(triton: EmbeddedServer) -> No
             result = session.infer(PHOTO)
             assert result.ok
             totals.add(result.timing)
-        after = session.read_server_counters()
+        after = read_settled(session.read_server_counters, before, 30)  # the last one counted
+    assert after is not None
     server = split(before, after)
     client = totals.means()
     assert server is not None and client is not None

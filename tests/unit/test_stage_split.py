@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from app.inference.introspection.pipeline import Pipeline, Stage
-from app.inference.introspection.server_stats import ServerCounters, split, stages_note
+from app.inference.introspection.server_stats import (
+    SETTLE_TRIES,
+    ServerCounters,
+    read_settled,
+    split,
+    stages_note,
+)
 from app.inference.introspection.stage_stats import stage_counters
 from app.inference.transports.channel import Headers
 from app.pipeline.sweep import LevelResult, stage_notes
@@ -144,3 +150,30 @@ def test_stage_counters_are_summed_over_the_servers_and_skip_a_stage_not_there()
     assert [(name, c.requests) for name, c in found] == [("det", 7), ("marks", 5)]
     assert one.asked == [("det", "2"), ("marks", "")], "a model used by two steps is read once"
     assert stage_counters([one], None, headers={}, timeout_s=1.0) == ()
+
+
+def test_reads_again_until_every_call_and_each_stage_is_counted() -> None:
+    before = counters(10, 0, 0, (("det", counters(10, 0, 0)),))
+    reads = iter(
+        [
+            counters(29, 0, 0, (("det", counters(29, 0, 0)),)),  # the last call not counted yet
+            counters(30, 0, 0, (("det", counters(29, 0, 0)),)),  # its stage not yet
+            counters(30, 0, 0, (("det", counters(30, 0, 0)),)),
+            counters(31, 0, 0, (("det", counters(31, 0, 0)),)),  # never read: settled before
+        ]
+    )
+    after = read_settled(lambda: next(reads), before, 20)
+    assert after is not None and after.requests == 30 and dict(after.stages)["det"].requests == 30
+
+
+def test_gives_the_last_read_when_the_counts_never_settle() -> None:
+    before = counters(0, 0, 0)
+    calls: list[int] = []
+
+    def read() -> ServerCounters:
+        calls.append(1)
+        return counters(3, 0, 0)  # another client's model reloaded, say: 3 of 5 forever
+
+    after = read_settled(read, before, 5)
+    assert after is not None and after.requests == 3 and len(calls) == SETTLE_TRIES + 1
+    assert read_settled(lambda: None, before, 5) is None

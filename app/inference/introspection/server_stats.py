@@ -14,11 +14,16 @@ are counted too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 PHASES = ("queue", "compute_input", "compute_infer", "compute_output")
+# Triton counts a request in its statistics (and a pipeline's stages) just after its reply is
+# sent: read right after the last reply, they may not have it yet (see `read_settled`).
+SETTLE_TRIES = 5
+SETTLE_WAIT_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -201,3 +206,26 @@ def stage_splits(
             )
         )
     return tuple(out)
+
+
+def settled(server: ServerSplit | None, calls: int) -> bool:
+    """The statistics count every one of `calls` answered calls, and each stage as many as its
+    pipeline."""
+    if server is None:
+        return calls == 0
+    return server.requests >= calls and all(stage.count >= server.requests for stage in server.stages)
+
+
+def read_settled(
+    read: Callable[[], ServerCounters | None], before: ServerCounters, calls: int
+) -> ServerCounters | None:
+    """`read()` once, and again after short waits (SETTLE_TRIES x SETTLE_WAIT_S at most) while
+    the counters since `before` miss some of the `calls` answered or a stage lags its pipeline.
+    The last read is returned either way (None when `read` gave None)."""
+    after = read()
+    for _ in range(SETTLE_TRIES):
+        if after is None or settled(split(before, after), calls):
+            break
+        time.sleep(SETTLE_WAIT_S)
+        after = read()
+    return after
