@@ -35,9 +35,8 @@ SHM_PREFIX = "tviewer-s"
 WORKDIR_PREFIX = "triton-viewer-server-"
 # Tracing available (Triton's trace file), off until a client turns it on.
 DEFAULT_TRACING = TraceSetup()
-# A server that crashes while starting gets one more try, on new ports. Seen on a loaded
-# 2-core host: tritonserver aborting (SIGABRT) before it was live, twice in ten test runs.
-START_ATTEMPTS = 2
+# A server that crashes while starting gets one more try, on new ports (start()). Seen on a
+# loaded 2-core host: tritonserver aborting (SIGABRT) before it was live, twice in ten test runs.
 CRASH_LOG_LINES = 8
 _log = logging.getLogger(__name__)
 _ERROR_LINE = re.compile(r"^E\d{4} .*|.*(error|failed).*", re.IGNORECASE)
@@ -170,21 +169,22 @@ class EmbeddedServer:
             raise ServerError("this server was already started")
         remove_leftovers_of_dead_owners()
         install = find_tritonserver(self._tritonserver)
-        for attempt in range(1, START_ATTEMPTS + 1):
-            self._workdir = Path(tempfile.mkdtemp(prefix=f"{owned_name(WORKDIR_PREFIX)}-"))
-            try:
-                self._spawn(install)
-                self._wait_until_ready()
-                return self
-            except CrashedWhileStarting as e:
-                self.stop()
-                if attempt == START_ATTEMPTS:
-                    raise
-                _log.warning("warning: %s; starting it again", e)
-            except BaseException:
-                self.stop()
-                raise
-        raise AssertionError("unreachable")
+        try:
+            return self._start_once(install)
+        except CrashedWhileStarting as e:
+            _log.warning("%s; starting it again", e)
+        return self._start_once(install)  # a second crash is raised
+
+    def _start_once(self, install: TritonInstall) -> EmbeddedServer:
+        """Spawn it in a new work folder and wait until it is ready; on failure, stopped."""
+        self._workdir = Path(tempfile.mkdtemp(prefix=f"{owned_name(WORKDIR_PREFIX)}-"))
+        try:
+            self._spawn(install)
+            self._wait_until_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
 
     def _command(self, install: TritonInstall, backends: Path) -> list[str]:
         return [

@@ -208,7 +208,7 @@ def stage_splits(
     return tuple(out)
 
 
-def settled(server: ServerSplit | None, calls: int) -> bool:
+def _settled(server: ServerSplit | None, calls: int) -> bool:
     """The statistics count every one of `calls` answered calls, and each stage as many as its
     pipeline."""
     if server is None:
@@ -224,7 +224,7 @@ def read_settled(
     The last read is returned either way (None when `read` gave None)."""
     after = read()
     for _ in range(SETTLE_TRIES):
-        if after is None or settled(split(before, after), calls):
+        if after is None or _settled(split(before, after), calls):
             break
         time.sleep(SETTLE_WAIT_S)
         after = read()
